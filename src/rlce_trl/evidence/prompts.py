@@ -1,0 +1,110 @@
+"""Prompt templates of the policy and of the frozen verifier (paper appendix C.3, figures 11-14).
+
+The paper's figures did not survive extraction, so these are our own wording of what the text specifies:
+- every verifier prompt starts with the same system message and then the sample context, so that all requests of a
+  group share a long prefix (served once by a prefix cache) and differ only in the instruction at the end;
+- construction sees the context, the question and the two candidate answers and writes one checkable claim about
+  observable evidence that favours the first answer over the second;
+- validation sees the context and one test, never the candidate answers, and answers yes / no / unknown;
+- canonicalization sees the question and the candidate answers and judges numbered pairs for equivalence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+#: System prompt of the trainable policy (figure 13): reason, then end with the answer in \boxed{}.
+SOLVER_SYSTEM_PROMPT = (
+    "You are a helpful assistant. Read the whole conversation carefully, including what the user has said about "
+    "themselves earlier. Answer the final request, then end your response with your final answer written as "
+    "\\boxed{your answer}."
+)
+
+VERIFIER_SYSTEM_PROMPT = (
+    "You are a careful, impartial verifier. You read an input and answer exactly what you are asked about it, "
+    "relying only on what the input actually shows."
+)
+
+VERDICTS = ("yes", "no", "unknown")
+
+
+def render_context(prompt: str | Sequence[dict]) -> str:
+    """The sample context `c` and question `q` as plain text: a conversational prompt becomes `Role: content` lines,
+    with system messages (the solver's instructions, not part of the sample) left out."""
+    if isinstance(prompt, str):
+        return prompt.strip()
+    lines = []
+    for message in prompt:
+        if message["role"] == "system":
+            continue
+        content = message["content"]
+        if not isinstance(content, str):  # multimodal content blocks: keep the text parts
+            content = " ".join(part.get("text", "") for part in content if part.get("type") == "text")
+        lines.append(f"{message['role'].capitalize()}: {content.strip()}")
+    return "\n\n".join(lines)
+
+
+def _messages(context: str, instruction: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": VERIFIER_SYSTEM_PROMPT},
+        {"role": "user", "content": f"### Input\n{context}\n\n### Task\n{instruction}"},
+    ]
+
+
+def construction_messages(context: str, favoured: str, other: str) -> list[dict[str, str]]:
+    """Figure 11: one evidence test favouring `favoured` over `other` (Eq. 1)."""
+    instruction = (
+        "Two candidate answers to the final request in the input are being compared.\n"
+        f"Answer A: {favoured}\n"
+        f"Answer B: {other}\n\n"
+        "Write one evidence test: a short claim about something observable in the input (what was said, asked, "
+        "stated or shown) that, if it is true, favours Answer A over Answer B. Describe only the evidence itself; "
+        "do not mention or quote either answer. Reply with the claim as one sentence and nothing else."
+    )
+    return _messages(context, instruction)
+
+
+def pointwise_construction_messages(context: str, answer: str) -> list[dict[str, str]]:
+    """Pointwise ablation (section 4.3): one test whose truth would support `answer`, built with no other answer."""
+    instruction = (
+        f"A candidate answer to the final request in the input is: {answer}\n\n"
+        "Write one evidence test: a short claim about something observable in the input (what was said, asked, "
+        "stated or shown) that, if it is true, supports this answer. Describe only the evidence itself; do not "
+        "mention or quote the answer. Reply with the claim as one sentence and nothing else."
+    )
+    return _messages(context, instruction)
+
+
+def validation_messages(context: str, test: str) -> list[dict[str, str]]:
+    """Figure 12: is the claim of one test satisfied by the input? The candidate answers are not shown."""
+    instruction = (
+        f"Claim: {test}\n\n"
+        "Is this claim supported by the input? Answer yes if the input shows it, no if the input shows it is "
+        "false or it is absent, unknown if the input is not enough to decide. Reply with one word: yes, no or "
+        "unknown."
+    )
+    return _messages(context, instruction)
+
+
+def equivalence_messages(context: str, answers: Sequence[str], pairs: Sequence[tuple[int, int]]) -> list[dict]:
+    """Figure 14: one call that judges every remaining pair of free-text answers for semantic equivalence."""
+    listed = "\n".join(f"{k + 1}. {answer}" for k, answer in enumerate(answers))
+    asked = "\n".join(f"P{m + 1}: {i + 1} and {j + 1}" for m, (i, j) in enumerate(pairs))
+    keys = ", ".join(f'"P{m + 1}": "same" or "different"' for m in range(len(pairs)))
+    instruction = (
+        f"Candidate answers to the final request in the input:\n{listed}\n\n"
+        f"For each pair below, decide whether the two answers say the same thing (same meaning, even if worded "
+        f"differently).\n{asked}\n\nReply with JSON only: {{{keys}}}"
+    )
+    return _messages(context, instruction)
+
+
+def equivalence_schema(num_pairs: int) -> dict:
+    """JSON schema of the equivalence reply, for backends with structured output."""
+    keys = [f"P{m + 1}" for m in range(num_pairs)]
+    return {
+        "type": "object",
+        "properties": {key: {"type": "string", "enum": ["same", "different"]} for key in keys},
+        "required": keys,
+        "additionalProperties": False,
+    }

@@ -1,0 +1,250 @@
+"""RLCEGRPOTrainer: TRL's GRPOTrainer with the comparative-evidence reward."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import textwrap
+from collections import Counter
+
+import torch
+from accelerate.utils import gather_object
+from trl import GRPOTrainer
+
+from .config import RLCEGRPOConfig
+from .evidence.pipeline import EvidencePipeline, StepStats
+from .rewards import build_groups, completion_text, group_log_columns, rlce_format
+from .verifiers.base import Verifier
+from .verifiers.transformers_backend import TransformersVerifier, load_frozen_model
+
+logger = logging.getLogger(__name__)
+
+STATIC_TESTS_FILE = "rlce_static_tests.json"
+
+
+class RLCEGRPOTrainer(GRPOTrainer):
+    """
+    Trainer for Reinforcement Learning with Comparative Evidence (RLCE): GRPO whose reward is the comparative-evidence
+    verdict of a frozen copy of the initial model, with no gold labels.
+
+    A drop-in replacement for [`~trl.GRPOTrainer`]; the arguments are the same, plus `verifier`. What differs:
+
+    1. **Rewards.** Two reward functions come first: `rlce_verified` (Eq. 5: 1 for rollouts whose answer is the
+       verified answer, 0 otherwise, `None` for the whole group when there is no verified answer) and `rlce_format`
+       (1 when the response ends in `\\boxed{}`), weighted by `args.rlce_verified_weight` / `args.rlce_format_weight`.
+       `reward_funcs` you pass are optional and come after them; `args.reward_weights`, if set, weights those only.
+       TRL's weighting, None handling and `rewards/<name>/mean` logging apply unchanged.
+    2. **Whole groups.** `_calculate_rewards` gathers prompts and completions from all processes, cuts them into
+       groups of G in sampler order, scores group g on process `g % num_processes` (each group exactly once, with all
+       its members), gathers the results and gives each process its own slice.
+    3. **Frozen verifier.** `verifier`, or one built from `args`: the model `args.verifier_model_name_or_path`, else
+       the initial checkpoint: the PEFT base model with the adapter disabled, the reference model (`beta > 0`), or a
+       separate frozen copy loaded once per process. Never the policy's generation engine, which receives the
+       trained weights.
+    4. **Logging.** `rlce/*` metrics per step (distinct answers per group, tests built and validated, verdict
+       fractions, tie rates, fraction of groups with a verified answer, verifier calls, tokens and seconds) and
+       `rlce_*` columns in the completions table.
+    5. **Static tests** (`rlce_mode="static"`) are shared across processes and saved with every checkpoint
+       (`rlce_static_tests.json`), so a resumed run reuses them.
+    """
+
+    _tag_names = ["trl", "grpo", "rlce"]
+    _name = "RLCE-GRPO"
+    _paper = {
+        "title": "Reinforcement Learning with Comparative Evidence for Social Intelligence",
+        "id": None,
+        # docstyle-ignore
+        "citation": textwrap.dedent("""\
+            @article{rlce2026,
+                title        = {{Reinforcement Learning with Comparative Evidence for Social Intelligence}},
+                year         = 2026,
+            }"""),
+    }
+
+    def __init__(
+        self,
+        model,
+        reward_funcs=None,
+        args: RLCEGRPOConfig | None = None,
+        train_dataset=None,
+        eval_dataset=None,
+        processing_class=None,
+        reward_processing_classes=None,
+        callbacks=None,
+        optimizers=(None, None),
+        peft_config=None,
+        verifier: Verifier | None = None,
+        **kwargs,
+    ):
+        if args is None:
+            name = model if isinstance(model, str) else model.config._name_or_path
+            args = RLCEGRPOConfig(f"{str(name).split('/')[-1] or 'model'}-RLCE")
+        elif not isinstance(args, RLCEGRPOConfig):
+            raise TypeError(
+                f"RLCEGRPOTrainer needs an RLCEGRPOConfig, got {type(args).__name__}: build the same arguments with "
+                "`RLCEGRPOConfig(...)` (it accepts every GRPOConfig field)."
+            )
+        user_funcs = [] if reward_funcs is None else list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
+        user_weights = args.reward_weights
+        if user_weights is not None and len(user_weights) != len(user_funcs):
+            raise ValueError(
+                f"reward_weights has {len(user_weights)} entries but {len(user_funcs)} reward_funcs were passed: in "
+                "RLCEGRPOTrainer, reward_weights weights your own reward_funcs only; the RLCE rewards are weighted by "
+                "rlce_verified_weight and rlce_format_weight."
+            )
+        if reward_processing_classes is not None:  # they belong to your reward_funcs, after the two RLCE ones
+            if not isinstance(reward_processing_classes, list):
+                reward_processing_classes = [reward_processing_classes]
+            reward_processing_classes = [None, None, *reward_processing_classes]
+
+        # A model given in memory without a checkpoint on disk or the Hub: keep an untouched copy as verifier.
+        self._initial_model = None
+        if verifier is None and not isinstance(model, str) and args.verifier_model_name_or_path is None:
+            if not getattr(model.config, "_name_or_path", "") and peft_config is None:
+                self._initial_model = copy.deepcopy(model)
+
+        self._rlce_local: list[float | None] | None = None
+        args.reward_weights = None  # TRL checks the length against all reward functions; set below
+        try:
+            super().__init__(
+                model=model,
+                reward_funcs=[self.rlce_verified, rlce_format, *user_funcs],
+                args=args,
+                train_dataset=train_dataset,
+                eval_dataset=eval_dataset,
+                processing_class=processing_class,
+                reward_processing_classes=reward_processing_classes,
+                callbacks=callbacks,
+                optimizers=optimizers,
+                peft_config=peft_config,
+                **kwargs,
+            )
+        finally:
+            args.reward_weights = user_weights
+        weights = [args.rlce_verified_weight, args.rlce_format_weight, *(user_weights or [1.0] * len(user_funcs))]
+        self.reward_weights[: len(weights)] = torch.tensor(weights, dtype=torch.float32)
+
+        self.verifier = verifier if verifier is not None else self._build_verifier(model)
+        self._initial_model = None
+        self.rlce_pipeline = EvidencePipeline(self.verifier, args.evidence_settings())
+
+    # -- the verifier -------------------------------------------------------------------------------------------------
+    def _build_verifier(self, model_arg) -> Verifier:
+        args = self.args
+        device = self.accelerator.device
+        sharded = self.is_fsdp_enabled or (
+            self.is_deepspeed_enabled and self.accelerator.state.deepspeed_plugin.zero_stage == 3
+        )
+        if args.verifier_model_name_or_path is not None:
+            source = args.verifier_model_name_or_path
+        else:
+            policy = self.accelerator.unwrap_model(self.model)
+            if hasattr(policy, "disable_adapter") and hasattr(policy, "peft_config") and not sharded:
+                logger.info("RLCE verifier: the PEFT base model with the adapter disabled.")
+                return TransformersVerifier(policy, self._tokenizer, args.verifier_batch_size, policy.disable_adapter)
+            if self.ref_model is not None and not sharded:
+                logger.info("RLCE verifier: the trainer's frozen reference model.")
+                ref = self.accelerator.unwrap_model(self.ref_model)
+                return TransformersVerifier(ref, self._tokenizer, args.verifier_batch_size, torch.no_grad)
+            if self._initial_model is not None:
+                logger.info("RLCE verifier: a frozen in-memory copy of the initial model.")
+                return TransformersVerifier(self._initial_model.to(device), self._tokenizer, args.verifier_batch_size)
+            source = model_arg if isinstance(model_arg, str) else policy.config._name_or_path
+        logger.info("RLCE verifier: frozen copy of %s loaded on %s.", source, device)
+        dtype = (args.model_init_kwargs or {}).get("dtype", "auto")
+        model, tokenizer = load_frozen_model(source, device=device, dtype=dtype)
+        return TransformersVerifier(model, tokenizer, args.verifier_batch_size)
+
+    # -- rewards --------------------------------------------------------------------------------------------------
+    def rlce_verified(self, prompts, completions, **kwargs) -> list[float | None]:
+        """This process's slice of the verification rewards that `_calculate_rewards` computed for whole groups."""
+        rewards, self._rlce_local = self._rlce_local, None
+        if rewards is None or len(rewards) != len(prompts):
+            raise RuntimeError(
+                "rlce_verified is filled by RLCEGRPOTrainer._calculate_rewards; it cannot be called on its own. For a "
+                "plain GRPOTrainer use rlce_trl.RLCEReward."
+            )
+        return rewards
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        mode = "train" if self.model.training else "eval"
+        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        rank, world = self.accelerator.process_index, self.accelerator.num_processes
+        labels_column = self.args.rlce_labels_column
+
+        # 1. Whole groups: every process sees the whole generation batch, in sampler order.
+        local = [(p, completion_text(c), ex.get(labels_column)) for p, c, ex in zip(prompts, completions, inputs)]
+        batch = gather_object(local)
+        groups = build_groups([b[0] for b in batch], [b[1] for b in batch], [b[2] for b in batch], num_generations)
+
+        # 2. Each group scored once, by process g % world.
+        owned = list(range(rank, len(groups), world))
+        before = self.verifier.stats.snapshot()
+        results, stats = self.rlce_pipeline.score([groups[g] for g in owned])
+        work = self.verifier.stats.since(before)
+        packed = [(g, r.verified, group_log_columns(r)) for g, r in zip(owned, results)]
+        everyone = gather_object([(rank, packed, stats, work, self.rlce_pipeline.pop_static_updates())])
+
+        # 3. Back in group order; this process keeps its slice.
+        by_group = {g: (verified, columns) for _, items, _, _, _ in everyone for g, verified, columns in items}
+        verified = [r for g in range(len(groups)) for r in by_group[g][0]]
+        start = rank * len(prompts)
+        self._rlce_local = verified[start : start + len(prompts)]
+        columns: dict[str, list] = {}
+        for g in range(len(groups)):
+            for name, values in by_group[g][1].items():
+                columns.setdefault(name, []).extend(values)
+        for name, values in columns.items():
+            self._log_completion_extra(name, values[start : start + len(prompts)])
+
+        self._log_rlce_metrics(mode, [e[2] for e in everyone], [e[3] for e in everyone])
+        for other_rank, _, _, _, updates in everyone:
+            if other_rank != rank:
+                self.rlce_pipeline.apply_static_updates(updates)
+        return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+
+    def _log_rlce_metrics(self, mode: str, per_rank: list[StepStats], work) -> None:
+        total = StepStats()
+        for s in per_rank:
+            total.groups += s.groups
+            total.distinct_answers += s.distinct_answers
+            total.tests_built += s.tests_built
+            total.tests_validated += s.tests_validated
+            total.initial_ties += s.initial_ties
+            total.equivalence_failures += s.equivalence_failures
+            total.static_cache_hits += s.static_cache_hits
+            for name in ("construction_failures", "verdicts", "verdict_failures", "statuses"):
+                getattr(total, name).update(getattr(s, name))
+        metrics = self._metrics[mode]
+        for name, value in total.metrics().items():
+            metrics[f"rlce/{name}"].append(value)
+        for reason, count in sorted((total.verdict_failures + total.construction_failures).items()):
+            metrics[f"rlce/parse_failures/{reason}"].append(float(count))
+        metrics["rlce/verifier_seconds"].append(max(w.seconds for w in work))  # ranks work in parallel
+        metrics["rlce/verifier_calls"].append(float(sum(w.calls for w in work)))
+        metrics["rlce/verifier_generated_tokens"].append(float(sum(w.generated_tokens for w in work)))
+        metrics["rlce/verifier_failed_requests"].append(float(sum(w.failed_requests for w in work)))
+        if self.args.rlce_mode == "static":
+            metrics["rlce/static_cache_hits"].append(float(total.static_cache_hits))
+        failures = Counter(total.verdict_failures)
+        if failures:
+            logger.info("RLCE: %d unreadable verdicts counted as abstentions (%s).", sum(failures.values()),
+                        ", ".join(f"{k}={v}" for k, v in sorted(failures.items())))
+
+    # -- static tests across checkpoints -------------------------------------------------------------------------------
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        if self.args.rlce_mode == "static" and self.args.should_save:
+            folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+            with open(os.path.join(folder, STATIC_TESTS_FILE), "w") as f:
+                json.dump(self.rlce_pipeline.static_tests, f)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        path = os.path.join(checkpoint, STATIC_TESTS_FILE) if checkpoint else None
+        if path and self.args.rlce_mode == "static" and os.path.exists(path):
+            with open(path) as f:
+                self.rlce_pipeline.static_tests.update(json.load(f))
+            logger.info("RLCE: %d prompts' static tests restored from %s.", len(self.rlce_pipeline.static_tests), path)

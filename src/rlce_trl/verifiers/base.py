@@ -1,0 +1,134 @@
+"""The one small interface every verifier backend implements.
+
+The evidence pipeline never talks to a model directly: each stage turns the state of the whole step into a list of
+[`Request`]s, a backend executes the list in one batched call and returns one [`Reply`] per request, and the stage
+turns the replies into new state. A backend is therefore tested once against this contract, and the method is tested
+with scripted replies.
+
+Nothing here imports torch: the method core depends on this module only.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Decoding settings of one request. `temperature == 0` means greedy (top-p and top-k are then ignored)."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0  # 0 disables top-k
+    max_tokens: int = 128
+    n: int = 1  # independent samples for this request (vLLM's `n`, transformers' `num_return_sequences`)
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+
+@dataclass
+class Request:
+    """One prompt for the frozen verifier.
+
+    Args:
+        messages: chat messages. Stages put the sample context first, so that all requests of a group share it as a
+            prefix (a prefix cache then serves it once).
+        sampling: decoding settings.
+        choices: structured output, the reply must be exactly one of these strings (guided choice). Backends that
+            cannot constrain decoding ignore it; the stage's tolerant parser handles the free reply.
+        json_schema: structured output, the reply must be a JSON document matching this schema. Same fallback.
+        stage: the pipeline stage that made the request (`"equivalence"`, `"construction"`, `"validation"`, ...),
+            used for per-stage accounting only.
+    """
+
+    messages: list[dict[str, str]]
+    sampling: Sampling = field(default_factory=Sampling)
+    choices: tuple[str, ...] | None = None
+    json_schema: dict | None = None
+    stage: str = ""
+
+
+@dataclass
+class Reply:
+    """The backend's answer to one [`Request`]: `sampling.n` texts, or an error that the stage counts as abstention."""
+
+    texts: list[str]
+    finish_reasons: list[str]  # "stop", "length" (hit max_tokens) or "error", one per text
+    num_tokens: int = 0  # generated tokens over all texts
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, n: int, error: str) -> Reply:
+        return cls(texts=[""] * n, finish_reasons=["error"] * n, num_tokens=0, error=error)
+
+
+@dataclass
+class VerifierStats:
+    """Running totals of verifier work, per stage. The trainer logs the per-step difference."""
+
+    calls: int = 0
+    requests: int = 0
+    generated_tokens: int = 0
+    failed_requests: int = 0
+    seconds: float = 0.0
+    calls_by_stage: dict[str, int] = field(default_factory=dict)
+
+    def snapshot(self) -> VerifierStats:
+        return VerifierStats(
+            self.calls, self.requests, self.generated_tokens, self.failed_requests, self.seconds,
+            dict(self.calls_by_stage),
+        )
+
+    def since(self, before: VerifierStats) -> VerifierStats:
+        return VerifierStats(
+            self.calls - before.calls,
+            self.requests - before.requests,
+            self.generated_tokens - before.generated_tokens,
+            self.failed_requests - before.failed_requests,
+            self.seconds - before.seconds,
+            {k: v - before.calls_by_stage.get(k, 0) for k, v in self.calls_by_stage.items()},
+        )
+
+
+class Verifier(ABC):
+    """A frozen model that answers batches of requests.
+
+    Subclasses implement [`~Verifier._generate`]; callers use [`~Verifier.generate`], which keeps the statistics.
+    One `generate` call is one batched call: backends decide how to split it (micro-batches, concurrency) internally.
+    """
+
+    #: Short name written to logs and model cards.
+    name: str = "verifier"
+    #: Whether `Request.choices` / `Request.json_schema` are enforced during decoding.
+    supports_structured_output: bool = False
+
+    def __init__(self) -> None:
+        self.stats = VerifierStats()
+
+    def generate(self, requests: Sequence[Request]) -> list[Reply]:
+        if not requests:
+            return []
+        start = time.perf_counter()
+        replies = self._generate(list(requests))
+        if len(replies) != len(requests):
+            raise RuntimeError(f"{type(self).__name__} returned {len(replies)} replies for {len(requests)} requests.")
+        self.stats.calls += 1
+        self.stats.requests += len(requests)
+        self.stats.generated_tokens += sum(r.num_tokens for r in replies)
+        self.stats.failed_requests += sum(r.error is not None for r in replies)
+        self.stats.seconds += time.perf_counter() - start
+        for stage in {r.stage for r in requests}:
+            self.stats.calls_by_stage[stage] = self.stats.calls_by_stage.get(stage, 0) + 1
+        return replies
+
+    @abstractmethod
+    def _generate(self, requests: list[Request]) -> list[Reply]:
+        """Answer every request, in order. Never raise for one bad request: return `Reply.failed` for it."""
+
+    def close(self) -> None:
+        """Release engines, processes and connections. Safe to call twice."""

@@ -1,0 +1,166 @@
+"""The whole evidence pipeline with a scripted (fake) verifier: which calls are made and what the rewards are."""
+
+import pytest
+from scripted import answers_of, evidence_verifier
+
+from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
+from rlce_trl.evidence.state import Group
+
+LABELS = ("positive", "negative", "neutral")
+PLAIN = EvidenceSettings(redact_answers=False)  # scripted claims name the answers; redaction is tested on its own
+
+
+def boxed(*answers):
+    return [f"Reasoning... \\boxed{{{a}}}" if a is not None else "I am not sure." for a in answers]
+
+
+def run(groups, verdicts, settings=PLAIN, equivalent=frozenset()):
+    verifier = evidence_verifier(verdicts, equivalent)
+    results, stats = EvidencePipeline(verifier, settings).score(groups)
+    return results, stats, verifier
+
+
+def test_closed_labels_winner_and_rewards():
+    group = Group("c", boxed("positive", "negative", "Positive", None), labels=LABELS)
+    results, stats, verifier = run([group], {"positive>negative": "yes", "negative>positive": "no"})
+    (r,) = results
+    assert r.answers == ["positive", "negative"]
+    assert r.verified_answer == "positive" and r.status == "verified"
+    assert r.verified == [1.0, 0.0, 1.0, 0.0]  # the rollout with no \boxed{} gets no answer, so 0
+    assert r.scores == [1.0, -1.0]
+    # closed labels: no equivalence call; one construction call, one validation call
+    assert [b[0].stage for b in verifier.batches] == ["construction", "validation"]
+    assert stats.tests_built == 2 and stats.verdicts == {"yes": 1, "no": 1}
+
+
+def test_one_batched_call_per_stage_for_the_whole_step():
+    groups = [Group(f"c{k}", boxed("alpha", "beta", "gamma", "alpha")) for k in range(5)]
+    _, stats, verifier = run(groups, {})  # every verdict "unknown"
+    stages = [b[0].stage for b in verifier.batches]
+    assert stages == ["equivalence", "construction", "validation"]  # all abstain: no winner, no tie-break round
+    assert len(verifier.batches[1]) == 5 * 6  # 3 answers -> 6 ordered pairs per group
+    assert stats.statuses == {"no_winner": 5}
+
+
+def test_all_tests_abstaining_gives_no_verification_reward():
+    group = Group("c", boxed("positive", "negative"), labels=LABELS)
+    (r,), stats, _ = run([group], {"positive>negative": "unknown", "negative>positive": "unknown"})
+    assert r.verified == [None, None] and r.status == "no_winner" and r.verified_answer is None
+    assert stats.metrics()["verdict_unknown_frac"] == 1.0
+
+
+def test_unreadable_verdicts_are_counted_abstentions():
+    group = Group("c", boxed("positive", "negative"), labels=LABELS)
+    (r,), stats, _ = run([group], {"positive>negative": "{\"verdict\": \"ye", "negative>positive": "no"})
+    # A>B unreadable -> abstains; B>A no -> V(A) = 0 - 0 = 0, V(B) = 0 - 0 = 0 ... a tie, broken by extra tests
+    assert stats.verdicts["invalid"] >= 1 and stats.verdict_failures["malformed_json"] >= 1
+    assert r.status in {"tie", "verified"}
+
+
+def test_tie_broken_by_the_extra_tests():
+    group = Group("c", boxed("positive", "negative"), labels=LABELS)
+    # first round: both directions satisfied -> V = 0, 0 (tie); extra round: A>B yes, B>A no
+    verdicts = {"positive>negative": ["yes", "yes"], "negative>positive": ["yes", "no"]}
+    (r,), stats, verifier = run([group], verdicts)
+    # V(pos) = 2/2 - 1/2 = 0.5 ; V(neg) = 1/2 - 2/2 = -0.5
+    assert r.scores == [0.5, -0.5] and r.verified_answer == "positive" and r.verified == [1.0, 0.0]
+    assert stats.initial_ties == 1 and stats.statuses == {"verified": 1}
+    assert [b[0].stage for b in verifier.batches] == ["construction", "validation", "construction", "validation"]
+    assert sum(t.tie_break for t in r.tests) == 2  # one extra test per direction of the one unresolved comparison
+
+
+def test_tie_that_persists_gives_no_verification_reward():
+    group = Group("c", boxed("positive", "negative", "negative"), labels=LABELS)
+    (r,), stats, _ = run([group], {"positive>negative": "yes", "negative>positive": "yes"})
+    assert r.status == "tie" and r.verified == [None, None, None]
+    assert stats.metrics()["tie_rate"] == 1.0 and stats.metrics()["unresolved_tie_rate"] == 1.0
+
+
+def test_three_way_tie_only_reopens_the_tied_comparisons():
+    group = Group("c", boxed("positive", "negative", "neutral"), labels=LABELS)
+    verdicts = {  # pos and neg tie at the top, neutral loses to both
+        "positive>negative": ["yes", "yes"], "negative>positive": ["yes", "no"],
+        "positive>neutral": "yes", "neutral>positive": "no", "negative>neutral": "yes", "neutral>negative": "no",
+    }
+    (r,), _, verifier = run([group], verdicts)
+    extra = verifier.batches[2]
+    assert {answers_of(req) for req in extra} == {("positive", "negative"), ("negative", "positive")}
+    assert r.verified_answer == "positive"
+
+
+def test_one_distinct_answer_gets_no_verification_reward_and_no_calls():
+    group = Group("c", boxed("positive", "Positive ", "POSITIVE", None), labels=LABELS)
+    (r,), stats, verifier = run([group], {})
+    assert r.status == "single_answer" and r.verified == [None] * 4
+    assert verifier.batches == []
+
+
+def test_answers_differing_in_case_and_whitespace_collapse_without_a_call():
+    group = Group("c", boxed("Quiet  cafe", "quiet cafe.", "QUIET CAFE", "Quiet Cafe"))
+    (r,), _, verifier = run([group], {})
+    assert r.answers == ["Quiet  cafe"] and r.status == "single_answer" and verifier.batches == []
+
+
+def test_free_text_semantic_merge_by_one_verifier_call():
+    group = Group("c", boxed("a quiet cafe", "a calm coffee shop", "a loud bar", "a quiet cafe"))
+    verdicts = {"a quiet cafe>a loud bar": "yes", "a loud bar>a quiet cafe": "no"}
+    (r,), _, verifier = run([group], verdicts, equivalent={"a quiet cafe=a calm coffee shop"})
+    assert verifier.batches[0][0].stage == "equivalence" and len(verifier.batches[0]) == 1
+    assert r.answers == ["a quiet cafe", "a loud bar"]
+    assert r.assignment == [0, 0, 1, 0]
+    assert r.verified == [1.0, 1.0, 0.0, 1.0]  # the paraphrase is rewarded with the answer it means
+
+
+def test_invalid_closed_label_is_not_a_candidate():
+    group = Group("c", boxed("positive", "banana", "negative", "negative"), labels=LABELS)
+    (r,), _, _ = run([group], {"positive>negative": "no", "negative>positive": "yes"})
+    assert r.assignment == [0, None, 1, 1] and r.verified == [0.0, 0.0, 1.0, 1.0]
+
+
+def test_tests_per_direction_and_redaction():
+    settings = EvidenceSettings(tests_per_direction=3)  # redaction on
+    group = Group("c", boxed("positive", "negative"), labels=LABELS)
+    (r,), stats, verifier = run([group], {}, settings)
+    assert [req.sampling.n for req in verifier.batches[0]] == [3, 3]
+    assert stats.tests_built == 6
+    shown = {req.messages[-1]["content"].split("Claim: ")[1].split("\n")[0] for req in verifier.batches[1]}
+    assert shown == {"[an answer]>[an answer]"}  # the validator never sees the candidate answers
+    assert all("positive" not in m["content"] for req in verifier.batches[1] for m in req.messages)
+
+
+def test_static_tests_are_built_once_and_reused_with_their_verdicts():
+    settings = EvidenceSettings(mode="static", redact_answers=False)
+    verifier = evidence_verifier({"positive>negative": "yes", "negative>positive": "no"})
+    pipeline = EvidencePipeline(verifier, settings)
+    group = Group("c", boxed("positive", "negative"), labels=LABELS)
+    first, _ = pipeline.score([group])
+    calls = len(verifier.batches)
+    second, stats = pipeline.score([Group("c", boxed("negative", "positive"), labels=LABELS)])
+    assert len(verifier.batches) == calls  # nothing constructed or validated again
+    assert stats.static_cache_hits == 2 and second[0].verified == [0.0, 1.0]
+    assert first[0].verified == [1.0, 0.0]
+    # a new answer pair of the same prompt is built once, then cached too
+    pipeline.score([Group("c", boxed("positive", "neutral"), labels=LABELS)])
+    assert len(verifier.batches) == calls + 2
+
+
+def test_evolving_tests_are_rebuilt_every_step():
+    verifier = evidence_verifier({"positive>negative": "yes", "negative>positive": "no"})
+    pipeline = EvidencePipeline(verifier, PLAIN)
+    group = Group("c", boxed("positive", "negative"), labels=LABELS)
+    pipeline.score([group])
+    pipeline.score([group])
+    assert [b[0].stage for b in verifier.batches] == ["construction", "validation"] * 2
+
+
+def test_pointwise_ablation_majority_rule():
+    settings = EvidenceSettings(mode="pointwise", redact_answers=False, tests_per_direction=1)
+    group = Group("c", boxed("positive", "negative", "neutral"), labels=LABELS)
+    (r,), _, verifier = run([group], {"positive+": "yes", "negative+": "no", "neutral+": "yes"}, settings)
+    assert all(req.stage == "construction" and "Answer B" not in req.messages[-1]["content"] for req in verifier.batches[0])
+    assert r.verified == [1.0, 0.0, 1.0] and r.status == "verified"
+
+
+def test_unknown_mode_names_the_choices():
+    with pytest.raises(ValueError, match="evolving, static, pointwise"):
+        EvidenceSettings(mode="fixed")

@@ -1,0 +1,104 @@
+"""RLCEGRPOTrainer end to end on CPU with a tiny real model as policy and as frozen verifier."""
+
+import glob
+import os
+
+import pytest
+import torch
+from datasets import Dataset
+from tiny import preference_rows
+
+from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+
+
+def make_args(tmp_path, **overrides):
+    kwargs = dict(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=16, num_generations=4, max_completion_length=8,
+        max_steps=2, learning_rate=0.1, logging_steps=1, report_to="none", bf16=False, use_cpu=True,
+        gradient_checkpointing=False, save_strategy="no", seed=0, rlce_construction_max_tokens=48,
+        rlce_validation_max_tokens=4, rlce_equivalence_max_tokens=8,
+    )
+    kwargs.update(overrides)
+    return RLCEGRPOConfig(**kwargs)
+
+
+def test_two_steps_every_parameter_changes_and_rlce_is_logged(tiny_model_dir, tmp_path):
+    dataset = Dataset.from_list(preference_rows(16))
+    trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=make_args(tmp_path, log_completions=True),
+                              train_dataset=dataset)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    verifier_before = {n: p.detach().clone() for n, p in trainer.verifier.model.named_parameters()}
+    trainer.train()
+
+    changed = {n: not torch.equal(before[n], p) for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert all(changed.values()), [n for n, c in changed.items() if not c]
+    # the verifier is frozen: a separate copy of the initial checkpoint that never moves
+    assert trainer.verifier.model is not trainer.model
+    assert all(torch.equal(verifier_before[n], p) for n, p in trainer.verifier.model.named_parameters())
+
+    logs = [entry for entry in trainer.state.log_history if "rewards/rlce_verified/mean" in entry]
+    assert len(logs) == 2
+    for key in ("rewards/rlce_format/mean", "rlce/distinct_answers_mean", "rlce/tests_built", "rlce/tie_rate",
+                "rlce/verdict_yes_frac", "rlce/verified_fraction", "rlce/verifier_seconds", "rlce/verifier_calls"):
+        assert key in logs[0], key
+    # the verifier really ran: verdicts came back from the model (guided choice), tests were built
+    assert sum(e["rlce/tests_validated"] for e in logs) > 0
+    assert sum(e["rlce/verdict_yes_frac"] + e["rlce/verdict_no_frac"] + e["rlce/verdict_unknown_frac"] for e in logs) > 0
+    assert trainer.reward_weights.tolist() == pytest.approx([0.8, 0.2])
+
+    import pandas as pd
+
+    table = pd.read_parquet(sorted(glob.glob(os.path.join(trainer.args.output_dir, "completions", "*.parquet")))[-1])
+    for column in ("rlce_answer", "rlce_verified_answer", "rlce_scores", "rlce_status", "rlce_verified"):
+        assert column in table.columns, column
+
+
+def test_user_reward_funcs_come_after_rlce_with_their_own_weights(tiny_model_dir, tmp_path):
+    def brevity(completions, **kwargs):
+        return [1.0] * len(completions)
+
+    args = make_args(tmp_path, max_steps=1, reward_weights=[0.5], rlce_verified_weight=0.6, rlce_format_weight=0.4)
+    trainer = RLCEGRPOTrainer(model=tiny_model_dir, reward_funcs=brevity, args=args,
+                              train_dataset=Dataset.from_list(preference_rows(16)))
+    assert trainer.reward_func_names == ["rlce_verified", "rlce_format", "brevity"]
+    assert trainer.reward_weights.tolist() == pytest.approx([0.6, 0.4, 0.5])
+    assert args.reward_weights == [0.5]
+
+
+def test_reward_weights_must_match_your_reward_funcs(tiny_model_dir, tmp_path):
+    with pytest.raises(ValueError, match="weights your own reward_funcs only"):
+        RLCEGRPOTrainer(model=tiny_model_dir, args=make_args(tmp_path, reward_weights=[1.0, 1.0]),
+                        train_dataset=Dataset.from_list(preference_rows(16)))
+
+
+def test_reference_model_is_reused_as_verifier(tiny_model_dir, tmp_path):
+    trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=make_args(tmp_path, beta=0.01, max_steps=1),
+                              train_dataset=Dataset.from_list(preference_rows(16)))
+    assert trainer.verifier.model is trainer.accelerator.unwrap_model(trainer.ref_model)
+    trainer.train()
+
+
+def test_peft_base_model_is_the_verifier(tiny_model_dir, tmp_path):
+    from peft import LoraConfig
+
+    trainer = RLCEGRPOTrainer(
+        model=tiny_model_dir, args=make_args(tmp_path, max_steps=1),
+        train_dataset=Dataset.from_list(preference_rows(16)),
+        peft_config=LoraConfig(r=4, target_modules=["q_proj", "v_proj"]),
+    )
+    assert trainer.verifier.model is trainer.accelerator.unwrap_model(trainer.model)
+    trainer.train()
+    assert trainer.model.training  # the verifier switched eval mode off again
+
+
+def test_static_tests_are_saved_with_checkpoints_and_restored(tiny_model_dir, tmp_path):
+    dataset = Dataset.from_list(preference_rows(16))
+    args = make_args(tmp_path, rlce_mode="static", save_strategy="steps", save_steps=1)
+    trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=dataset)
+    trainer.train()
+    saved = os.path.join(args.output_dir, "checkpoint-2", "rlce_static_tests.json")
+    assert os.path.exists(saved)
+    resumed = RLCEGRPOTrainer(model=tiny_model_dir, args=make_args(tmp_path, rlce_mode="static", max_steps=3,
+                                                                    save_strategy="no"), train_dataset=dataset)
+    resumed.train(resume_from_checkpoint=os.path.join(args.output_dir, "checkpoint-2"))
+    assert resumed.rlce_pipeline.static_tests.keys() >= trainer.rlce_pipeline.static_tests.keys()

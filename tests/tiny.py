@@ -1,0 +1,75 @@
+"""Tiny real models built offline for the tests: a word-level tokenizer with a ChatML template and a random Llama.
+
+The vocabulary is deliberately small and holds `\\boxed{...}` answers as single tokens, so that a random policy
+ends some rollouts in the boxed format and groups carry distinct answers: the RLCE reward then varies within groups
+and GRPO has a gradient, without any training beforehand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+WORDS = ["yes", "no", "unknown", "the", "user", "likes", "said", "food", "\\boxed{positive}", "\\boxed{negative}"]
+SPECIALS = ["<pad>", "[UNK]", "<|im_start|>", "<|im_end|>"]
+
+
+def build_tokenizer(words=WORDS):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + ["system", "assistant"] + list(words))}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="[UNK]", pad_token="<pad>", eos_token="<|im_end|>",
+        bos_token=None, additional_special_tokens=["<|im_start|>"],
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def build_tiny_model(path: str | Path, hidden_size: int = 16, num_heads: int = 2, layers: int = 2, seed: int = 0,
+                     words=WORDS) -> str:
+    """Save a random LlamaForCausalLM and its tokenizer to `path`; returns the path as a string."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    tokenizer = build_tokenizer(words)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,
+        max_position_embeddings=2048, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None, tie_word_embeddings=False,
+    )
+    model = LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    path = Path(path)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def preference_rows(n: int = 4, closed: bool = True) -> list[dict]:
+    """GRPO-ready rows in the package's shape (prompt, answer_options) with words the tiny vocabulary knows."""
+    options = ["positive", "negative"] if closed else []
+    return [
+        {
+            "prompt": [{"role": "user", "content": f"the user said the food {'yes' if i % 2 else 'no'} likes"}],
+            "answer_options": options,
+            "id": str(i),
+        }
+        for i in range(n)
+    ]
+
+
+if __name__ == "__main__":  # python tests/tiny.py DIR: build one by hand
+    import sys
+
+    print(json.dumps({"path": build_tiny_model(sys.argv[1])}))
