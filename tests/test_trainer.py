@@ -96,9 +96,9 @@ def test_static_tests_are_saved_with_checkpoints_and_restored(tiny_model_dir, tm
     args = make_args(tmp_path, rlce_mode="static", save_strategy="steps", save_steps=1)
     trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=dataset)
     trainer.train()
-    saved = os.path.join(args.output_dir, "checkpoint-2", "rlce_static_tests.json")
+    saved = os.path.join(args.output_dir, "checkpoint-2", "rlce_scorer_state.json")
     assert os.path.exists(saved)
     resumed = RLCEGRPOTrainer(model=tiny_model_dir, args=make_args(tmp_path, rlce_mode="static", max_steps=3,
                                                                     save_strategy="no"), train_dataset=dataset)
     resumed.train(resume_from_checkpoint=os.path.join(args.output_dir, "checkpoint-2"))
-    assert resumed.rlce_pipeline.static_tests.keys() >= trainer.rlce_pipeline.static_tests.keys()
+    assert resumed.group_scorer.static_tests.keys() >= trainer.group_scorer.static_tests.keys()

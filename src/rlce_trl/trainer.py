@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import textwrap
-from collections import Counter
 
 import torch
 from accelerate.utils import gather_object
@@ -21,7 +20,7 @@ from .verifiers.transformers_backend import TransformersVerifier, load_frozen_mo
 
 logger = logging.getLogger(__name__)
 
-STATIC_TESTS_FILE = "rlce_static_tests.json"
+SCORER_STATE_FILE = "rlce_scorer_state.json"
 
 
 class RLCEGRPOTrainer(GRPOTrainer):
@@ -46,8 +45,8 @@ class RLCEGRPOTrainer(GRPOTrainer):
     4. **Logging.** `rlce/*` metrics per step (distinct answers per group, tests built and validated, verdict
        fractions, tie rates, fraction of groups with a verified answer, verifier calls, tokens and seconds) and
        `rlce_*` columns in the completions table.
-    5. **Static tests** (`rlce_mode="static"`) are shared across processes and saved with every checkpoint
-       (`rlce_static_tests.json`), so a resumed run reuses them.
+    5. **State across steps** (the static tests of `rlce_mode="static"`) is shared across processes and saved with
+       every checkpoint (`rlce_scorer_state.json`), so a resumed run reuses it.
     """
 
     _tag_names = ["trl", "grpo", "rlce"]
@@ -128,7 +127,8 @@ class RLCEGRPOTrainer(GRPOTrainer):
 
         self.verifier = verifier if verifier is not None else self._build_verifier(model)
         self._initial_model = None
-        self.rlce_pipeline = EvidencePipeline(self.verifier, args.evidence_settings())
+        #: Scores whole rollout groups: `score(groups) -> (results, stats)`. The RLCE evidence pipeline by default.
+        self.group_scorer = EvidencePipeline(self.verifier, args.evidence_settings())
 
     # -- the verifier -------------------------------------------------------------------------------------------------
     def _build_verifier(self, model_arg) -> Verifier:
@@ -182,10 +182,11 @@ class RLCEGRPOTrainer(GRPOTrainer):
         # 2. Each group scored once, by process g % world.
         owned = list(range(rank, len(groups), world))
         before = self.verifier.stats.snapshot()
-        results, stats = self.rlce_pipeline.score([groups[g] for g in owned])
+        results, stats = self.group_scorer.score([groups[g] for g in owned])
         work = self.verifier.stats.since(before)
         packed = [(g, r.verified, group_log_columns(r)) for g, r in zip(owned, results)]
-        everyone = gather_object([(rank, packed, stats, work, self.rlce_pipeline.pop_static_updates())])
+        updates = self.group_scorer.pop_state_updates() if hasattr(self.group_scorer, "pop_state_updates") else []
+        everyone = gather_object([(rank, packed, stats, work, updates)])
 
         # 3. Back in group order; this process keeps its slice.
         by_group = {g: (verified, columns) for _, items, _, _, _ in everyone for g, verified, columns in items}
@@ -200,23 +201,14 @@ class RLCEGRPOTrainer(GRPOTrainer):
             self._log_completion_extra(name, values[start : start + len(prompts)])
 
         self._log_rlce_metrics(mode, [e[2] for e in everyone], [e[3] for e in everyone])
-        for other_rank, _, _, _, updates in everyone:
-            if other_rank != rank:
-                self.rlce_pipeline.apply_static_updates(updates)
+        # State built across steps (static tests, rubric buffers) follows the prompt, whichever process scored it.
+        for other_rank, _, _, _, other_updates in everyone:
+            if other_rank != rank and other_updates:
+                self.group_scorer.apply_state_updates(other_updates)
         return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
 
     def _log_rlce_metrics(self, mode: str, per_rank: list[StepStats], work) -> None:
-        total = StepStats()
-        for s in per_rank:
-            total.groups += s.groups
-            total.distinct_answers += s.distinct_answers
-            total.tests_built += s.tests_built
-            total.tests_validated += s.tests_validated
-            total.initial_ties += s.initial_ties
-            total.equivalence_failures += s.equivalence_failures
-            total.static_cache_hits += s.static_cache_hits
-            for name in ("construction_failures", "verdicts", "verdict_failures", "statuses"):
-                getattr(total, name).update(getattr(s, name))
+        total = StepStats.merge(per_rank)
         metrics = self._metrics[mode]
         for name, value in total.metrics().items():
             metrics[f"rlce/{name}"].append(value)
@@ -228,23 +220,24 @@ class RLCEGRPOTrainer(GRPOTrainer):
         metrics["rlce/verifier_failed_requests"].append(float(sum(w.failed_requests for w in work)))
         if self.args.rlce_mode == "static":
             metrics["rlce/static_cache_hits"].append(float(total.static_cache_hits))
-        failures = Counter(total.verdict_failures)
+        failures = total.verdict_failures
         if failures:
             logger.info("RLCE: %d unreadable verdicts counted as abstentions (%s).", sum(failures.values()),
                         ", ".join(f"{k}={v}" for k, v in sorted(failures.items())))
 
-    # -- static tests across checkpoints -------------------------------------------------------------------------------
+    # -- scorer state across checkpoints ---------------------------------------------------------------------------
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
-        if self.args.rlce_mode == "static" and self.args.should_save:
+        state = self.group_scorer.state_dict() if hasattr(self.group_scorer, "state_dict") else {}
+        if self.args.should_save and any(state.values()):
             folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
-            with open(os.path.join(folder, STATIC_TESTS_FILE), "w") as f:
-                json.dump(self.rlce_pipeline.static_tests, f)
+            with open(os.path.join(folder, SCORER_STATE_FILE), "w") as f:
+                json.dump(state, f)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
-        path = os.path.join(checkpoint, STATIC_TESTS_FILE) if checkpoint else None
-        if path and self.args.rlce_mode == "static" and os.path.exists(path):
+        path = os.path.join(checkpoint, SCORER_STATE_FILE) if checkpoint else None
+        if path and os.path.exists(path):
             with open(path) as f:
-                self.rlce_pipeline.static_tests.update(json.load(f))
-            logger.info("RLCE: %d prompts' static tests restored from %s.", len(self.rlce_pipeline.static_tests), path)
+                self.group_scorer.load_state_dict(json.load(f))
+            logger.info("RLCE: scorer state (static tests, rubrics) restored from %s.", path)

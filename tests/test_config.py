@@ -1,0 +1,41 @@
+import pytest
+
+from rlce_trl import RLCEGRPOConfig
+
+CPU = dict(output_dir="/tmp/rlce-config-test", bf16=False, use_cpu=True, report_to="none")
+
+
+@pytest.mark.parametrize(
+    "overrides, fix",
+    [
+        (dict(num_generations=1, per_device_train_batch_size=1), "set num_generations to 2 or more"),
+        (dict(rlce_verified_weight=-0.1), "reward weights must be >= 0"),
+        (dict(rlce_verified_weight=0.0, rlce_format_weight=0.0), "set at least one above 0"),
+        (dict(rlce_mode="fixed"), "use one of evolving, static, pointwise"),
+        (dict(verifier_mode="remote"), "use one of"),
+        (dict(rlce_tests_per_direction=0), "set it to 1 or more"),
+        (dict(rlce_tie_break_tests_per_direction=-1), "0 disables tie-breaking"),
+        (dict(rlce_construction_temperature=0.0), "tests are sampled"),
+    ],
+)
+def test_invalid_settings_name_the_fix(overrides, fix):
+    with pytest.raises(ValueError, match=fix):
+        RLCEGRPOConfig(**CPU, **overrides)
+
+
+def test_defaults_are_the_papers():
+    args = RLCEGRPOConfig(**CPU, per_device_train_batch_size=8)
+    settings = args.evidence_settings()
+    assert (args.rlce_verified_weight, args.rlce_format_weight) == (0.8, 0.2)
+    assert settings.mode == "evolving" and settings.tests_per_direction == 1
+    s = settings.construction_sampling
+    assert (s.temperature, s.top_p, s.top_k) == (1.0, 0.95, 20)
+
+
+def test_every_field_has_help():
+    from dataclasses import fields
+
+    from trl import GRPOConfig
+
+    ours = {f.name for f in fields(RLCEGRPOConfig)} - {f.name for f in fields(GRPOConfig)}
+    assert ours and all(f.metadata.get("help") for f in fields(RLCEGRPOConfig) if f.name in ours)
