@@ -1,0 +1,79 @@
+"""The `rlce-trl` command line: `rlce-trl <subcommand> [--flags]`.
+
+To add a subcommand, write `_add_<name>(subparsers)` that creates the parser and sets `func` (a function of the parsed
+arguments returning an exit code), and append it to `SUBCOMMANDS`. Heavy imports go inside `func`, so that
+`rlce-trl --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _prepare_prefeval(args: argparse.Namespace) -> int:
+    from .data.prefeval import DEFAULT_SEED, prepare_prefeval
+
+    try:
+        counts = prepare_prefeval(
+            args.prefeval_dir, args.output_dir, seed=args.seed if args.seed is not None else DEFAULT_SEED
+        )
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    splits = list(next(iter(counts.values())))
+    print(f"{'form':<10}" + "".join(f"{split:>12}" for split in splits))
+    for form, by_split in counts.items():
+        print(f"{form:<10}" + "".join(f"{by_split[split]:>12}" for split in splits))
+    print(f"wrote {args.output_dir}/<form>/<split>.jsonl")
+    return 0
+
+
+def _add_prepare_prefeval(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "prepare-prefeval",
+        help="Build the PrefEval explicit / choice / persona splits (GRPO-ready JSONL) from a local checkout.",
+        description="Build the PrefEval splits of the paper (appendix A) from a local checkout of "
+        "https://github.com/amazon-science/PrefEval and write OUTPUT_DIR/<form>/<split>.jsonl.",
+    )
+    parser.add_argument("--prefeval_dir", default=None, help="PrefEval checkout (default: $PREFEVAL_DIR).")
+    parser.add_argument("--output_dir", required=True, help="Where to write the splits.")
+    parser.add_argument("--seed", type=int, default=None, help="Seed of the padding draw and the split (default 42).")
+    parser.set_defaults(func=_prepare_prefeval)
+
+
+def _add_evaluate(subparsers) -> None:
+    from .evaluation.evaluate import add_evaluate_arguments, main_evaluate
+
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="Greedy generation of a checkpoint on a split, answer extraction and scoring (appendix A protocol).",
+        description="Evaluate a checkpoint on a split with the paper's protocol. Writes per-row JSONL and a summary "
+        "JSON as it goes; rerunning the same command resumes.",
+    )
+    add_evaluate_arguments(parser)
+    parser.set_defaults(func=main_evaluate)
+
+
+SUBCOMMANDS = [_add_prepare_prefeval, _add_evaluate]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlce-trl", description="RLCE rewards for TRL's GRPOTrainer.")
+    subparsers = parser.add_subparsers(dest="command", metavar="<command>")
+    for add in SUBCOMMANDS:
+        add(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 1
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""Human Behavior Atlas (HBA) video tasks as GRPO-ready rows: MOSEI-Sentiment, UR-FUNNY and IntentQA.
+
+HBA ships each split as JSONL rows with `problem` (the question text, holding a `<video>` line, an `<audio>` line, for
+MOSEI and UR-FUNNY the transcript, and the question), `answer` (the gold label or free text) and `videos` (clip paths
+relative to a media root). Following appendix A of the paper:
+
+- the `<audio>` line is removed (vision-language policies get frames and text only);
+- the `<video>` line becomes a video content block, filled with frames sampled at 1 fps, clamped to 2..8 frames and
+  rounded down to an even count (the temporal patch of Qwen-VL models is 2 frames), resized to 176x320 (height x
+  width; the processor then rounds 176 up to its patch grid, 192);
+- for the closed-label tasks a line listing the options in a fixed order is appended.
+
+Rows keep `videos` and carry a `{"type": "video"}` placeholder; [`expand_videos`] (one row) or [`with_frames`] (a
+`datasets.Dataset`, lazily) puts the frames in, as `{"type": "video", "video": [PIL images]}`: the message format that
+`processor.apply_chat_template(..., tokenize=True)` of a transformers vision-language processor reads.
+
+Decoding needs PyAV and Pillow (`pip install av pillow`); building rows does not.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..evaluation.metrics import MOSEI_LABELS, URFUNNY_LABELS
+from ..evidence.prompts import SOLVER_SYSTEM_PROMPT
+from .jsonl import read_jsonl
+
+FRAME_FPS = 1.0
+MIN_FRAMES, MAX_FRAMES = 2, 8
+FRAME_SIZE = (176, 320)  # (height, width)
+
+
+@dataclass(frozen=True)
+class HBATask:
+    """One HBA task: its label set (empty for free text)."""
+
+    name: str
+    labels: tuple[str, ...] = ()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.labels)
+
+
+HBA_TASKS = {
+    "mosei": HBATask("mosei", MOSEI_LABELS),
+    "urfunny": HBATask("urfunny", URFUNNY_LABELS),
+    "intentqa": HBATask("intentqa"),
+}
+
+_AUDIO_LINE = re.compile(r"^[ \t]*<audio>[ \t]*\n?", flags=re.MULTILINE)
+_VIDEO = "<video>"
+
+
+def _task(task: str | HBATask) -> HBATask:
+    if isinstance(task, HBATask):
+        return task
+    if task not in HBA_TASKS:
+        raise ValueError(f"Unknown HBA task {task!r}; choose one of {sorted(HBA_TASKS)}.")
+    return HBA_TASKS[task]
+
+
+def options_line(labels: Sequence[str]) -> str:
+    """The line appended to closed-label prompts: the task's options in their fixed order."""
+    return "Options: " + ", ".join(labels) + "."
+
+
+def clean_problem(problem: str) -> str:
+    """Drop the `<audio>` line (and any stray `<audio>` tag); keep everything else as written."""
+    return _AUDIO_LINE.sub("", problem).replace("<audio>", "").strip()
+
+
+def question_text(problem: str) -> str:
+    """The problem with both media placeholders removed: what a text-only judge is shown as the question."""
+    return clean_problem(problem).replace(_VIDEO, "").strip()
+
+
+def user_content(problem: str, labels: Sequence[str] = ()) -> list[dict]:
+    """Content blocks of the user turn: text and `{"type": "video"}` placeholders in the order the problem gives them,
+    then the options line for closed-label tasks."""
+    text = clean_problem(problem)
+    if labels:
+        text = f"{text}\n{options_line(labels)}"
+    blocks = []
+    for k, part in enumerate(text.split(_VIDEO)):
+        if k:
+            blocks.append({"type": "video", "text": None})
+        if part.strip():
+            blocks.append({"type": "text", "text": part.strip()})
+    return blocks
+
+
+def build_hba_row(record: dict, task: str | HBATask, index: int, split: str = "test") -> dict:
+    """One GRPO-ready row from an HBA record. `gold` (the record's `answer`) is kept outside the train split only.
+
+    Every message content is a list of blocks (also the system prompt's), so that Arrow can store the column.
+    """
+    task = _task(task)
+    videos = record.get("videos") or []
+    if isinstance(videos, str):
+        videos = [videos]
+    row = {
+        "id": str(record.get("id", f"{task.name}/{split}/{index}")),
+        "task": task.name,
+        "prompt": [
+            {"role": "system", "content": [{"type": "text", "text": SOLVER_SYSTEM_PROMPT}]},
+            {"role": "user", "content": user_content(record["problem"], task.labels)},
+        ],
+        "answer_options": list(task.labels),
+        "videos": list(videos),
+        "question": question_text(record["problem"]),
+    }
+    n_placeholders = sum(b["type"] == "video" for b in row["prompt"][1]["content"])
+    if n_placeholders != len(row["videos"]):
+        raise ValueError(
+            f"HBA row {row['id']} has {n_placeholders} <video> placeholders but {len(row['videos'])} videos."
+        )
+    if split != "train":
+        row["gold"] = str(record["answer"]).strip()
+    return row
+
+
+def load_hba_split(path: str | os.PathLike, task: str | HBATask, split: str) -> list[dict]:
+    """Read one HBA split (JSONL) into GRPO-ready rows; `split` decides whether `gold` is kept."""
+    return [build_hba_row(record, task, i, split) for i, record in enumerate(read_jsonl(path))]
+
+
+# ---------------------------------------------------------------------------------------------------------- frames
+
+
+def num_sampled_frames(
+    total_frames: int,
+    video_fps: float,
+    fps: float = FRAME_FPS,
+    min_frames: int = MIN_FRAMES,
+    max_frames: int = MAX_FRAMES,
+) -> int:
+    """How many frames to take from a clip: `fps` frames per second of video, clamped to `min_frames..max_frames`
+    (and to the frames the clip has), rounded down to an even count, at least `min_frames` (short clips repeat a
+    frame). The rule of qwen-vl-utils' `smart_nframes`, which verl uses."""
+    seconds = total_frames / video_fps if video_fps > 0 else 0.0
+    upper = max(min_frames, min(max_frames, total_frames))
+    n = min(max(seconds * fps, min_frames), upper)
+    n = int(n // 2 * 2)
+    return max(n, min_frames)
+
+
+def frame_indices(total_frames: int, num_frames: int) -> list[int]:
+    """`num_frames` indices spread evenly over `0..total_frames-1`, first and last included (repeats when the clip is
+    shorter than `num_frames`)."""
+    if total_frames <= 0:
+        raise ValueError("The clip has no frames.")
+    if num_frames == 1:
+        return [0]
+    step = (total_frames - 1) / (num_frames - 1)
+    return [min(total_frames - 1, math.floor(k * step + 0.5)) for k in range(num_frames)]
+
+
+def read_video_frames(
+    path: str | os.PathLike,
+    fps: float = FRAME_FPS,
+    min_frames: int = MIN_FRAMES,
+    max_frames: int = MAX_FRAMES,
+    size: tuple[int, int] | None = FRAME_SIZE,
+) -> list:
+    """Decode a clip with PyAV and return the sampled frames as RGB PIL images of `size` (height, width)."""
+    try:
+        import av
+        from PIL import Image
+    except ImportError as error:  # pragma: no cover - exercised only without the extra
+        raise ImportError("Reading HBA videos needs PyAV and Pillow: `pip install av pillow`.") from error
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"Video {path} not found; check the media root passed for the HBA split.")
+    # Decode once: the clips are seconds long, and a stream's frame count in the header is often missing or wrong.
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        video_fps = float(stream.average_rate or stream.guessed_rate or 0) or 0.0
+        frames = [frame.to_image() for frame in container.decode(stream)]
+    if not frames:
+        raise ValueError(f"Video {path} has no decodable frames.")
+    if video_fps <= 0:
+        video_fps = float(fps)  # unknown rate: treat every decoded frame as one sampling step
+    n = num_sampled_frames(len(frames), video_fps, fps, min_frames, max_frames)
+    picked = [frames[i] for i in frame_indices(len(frames), n)]
+    if size is not None:
+        height, width = size
+        picked = [image.convert("RGB").resize((width, height), Image.BICUBIC) for image in picked]
+    else:
+        picked = [image.convert("RGB") for image in picked]
+    return picked
+
+
+def expand_videos(row: dict, media_root: str | os.PathLike, **frame_kwargs) -> dict:
+    """A copy of `row` whose video placeholders hold the clip's frames (`{"type": "video", "video": [images]}`),
+    in the order of `row["videos"]`, each resolved against `media_root`."""
+    videos = iter(row.get("videos") or [])
+    prompt = []
+    for message in row["prompt"]:
+        content = message["content"]
+        if isinstance(content, list):
+            new = []
+            for block in content:
+                if block.get("type") == "video":
+                    frames = read_video_frames(Path(media_root) / next(videos), **frame_kwargs)
+                    new.append({"type": "video", "video": frames})
+                else:
+                    new.append({k: v for k, v in block.items() if v is not None})
+            content = new
+        prompt.append({**message, "content": content})
+    return {**row, "prompt": prompt}
+
+
+def with_frames(dataset, media_root: str | os.PathLike, **frame_kwargs):
+    """A view of a `datasets.Dataset` of HBA rows whose prompts get their frames when rows are read (decoding on
+    access keeps thousands of clips out of memory)."""
+
+    def transform(batch: dict) -> dict:
+        keys = list(batch)
+        rows = [dict(zip(keys, values)) for values in zip(*(batch[k] for k in keys))]
+        rows = [expand_videos(r, media_root, **frame_kwargs) for r in rows]
+        return {k: [r[k] for r in rows] for k in keys}
+
+    return dataset.with_transform(transform)
+
+
+def strip_frames(prompt: Iterable[dict]) -> list[dict]:
+    """The prompt with frames replaced by placeholders again, for logging rows as JSON."""
+    out = []
+    for message in prompt:
+        content = message["content"]
+        if isinstance(content, list):
+            content = [{"type": "video"} if b.get("type") == "video" else b for b in content]
+        out.append({**message, "content": content})
+    return out

@@ -1,0 +1,269 @@
+"""PrefEval (Zhao et al., 2025) as GRPO-ready rows: the three preference forms, padding, and the shared split.
+
+Built exactly as described in appendix A of the paper (see `docs/method.md`, "Data and evaluation"):
+
+- **explicit**: the preference as a user turn, then a fixed acknowledgement as the assistant turn;
+- **choice**: four turns from `query`, `assistant_options`, `user_selection`, `assistant_acknowledgment`;
+- **persona**: the benchmark's persona conversation (keys `"0"` .. `"N-1"`, each a user and an assistant turn);
+
+then 5-10 padding turn pairs sampled per example with a fixed seed from `filtered_inter_turns.json` (pairs whose user
+and assistant text together hold 60-1,200 characters), as many as fit under a 13,000-character cap on the whole
+conversation, then the question as the last user turn.
+
+Rows are aligned by index across the three forms within a topic, so the 70/10/20 split is decided once per
+preference-question pair (stratified within each topic) and shared by the three forms: 701 / 100 / 199 rows per form.
+
+PrefEval is CC BY-NC 4.0: nothing of it is shipped here. Point `prefeval_dir` (or the `PREFEVAL_DIR` environment
+variable) at a local checkout of https://github.com/amazon-science/PrefEval.
+
+This module imports neither torch nor datasets: it produces plain dicts (see [`to_dataset`] in `rlce_trl.data`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Iterable
+from itertools import pairwise
+from pathlib import Path
+
+from ..evidence.prompts import SOLVER_SYSTEM_PROMPT
+from .jsonl import write_jsonl
+
+FORMS = ("explicit", "choice", "persona")
+SPLITS = ("train", "validation", "test")
+TASK = "prefeval"
+
+#: Where each form lives inside `benchmark_dataset/`.
+FORM_DIRS = {
+    "explicit": "explicit_preference",
+    "choice": "implicit_preference/choice-based",
+    "persona": "implicit_preference/persona-driven",
+}
+PADDING_FILE = "filtered_inter_turns.json"
+ERROR_TYPE_DIR = "error_type"
+
+#: Our own wording of the assistant's acknowledgement after an explicit preference (the paper fixes one sentence but
+#: does not print it).
+EXPLICIT_ACKNOWLEDGEMENT = "Thank you for telling me. I will keep your preference in mind."
+
+DEFAULT_SEED = 42
+MIN_PADDING_PAIRS, MAX_PADDING_PAIRS = 5, 10
+MIN_PAIR_CHARS, MAX_PAIR_CHARS = 60, 1200
+MAX_CONVERSATION_CHARS = 13_000
+SPLIT_FRACTIONS = {"validation": 0.1, "test": 0.2}  # train is the rest, 0.7
+
+_HOW_TO_GET = (
+    "Clone the benchmark with `git clone https://github.com/amazon-science/PrefEval` and pass the clone's path "
+    "(the folder holding `benchmark_dataset/` and `error_type/`) as --prefeval_dir or in PREFEVAL_DIR."
+)
+
+
+def resolve_prefeval_dir(prefeval_dir: str | os.PathLike | None = None) -> Path:
+    """The PrefEval checkout to read: `prefeval_dir`, else `$PREFEVAL_DIR`. Raises a `FileNotFoundError` that says how
+    to get one when the path is missing or is not a PrefEval checkout."""
+    if prefeval_dir is None:
+        prefeval_dir = os.environ.get("PREFEVAL_DIR")
+    if not prefeval_dir:
+        raise FileNotFoundError(f"No PrefEval checkout given. {_HOW_TO_GET}")
+    root = Path(prefeval_dir).expanduser()
+    expected = [f"benchmark_dataset/{d}" for d in FORM_DIRS.values()] + [f"benchmark_dataset/{PADDING_FILE}"]
+    missing = [p for p in expected if not (root / p).exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"{str(root)!r} is not a PrefEval checkout (missing {', '.join(missing)}). {_HOW_TO_GET}"
+        )
+    return root
+
+
+def topics(prefeval_dir: str | os.PathLike | None = None) -> list[str]:
+    """The benchmark's topics (file stems, e.g. `travel_restaurant`), sorted, taken from the explicit form."""
+    root = resolve_prefeval_dir(prefeval_dir)
+    return sorted(p.stem for p in (root / "benchmark_dataset" / FORM_DIRS["explicit"]).glob("*.json"))
+
+
+def load_records(prefeval_dir: str | os.PathLike | None, form: str) -> dict[str, list[dict]]:
+    """The raw benchmark records of one form, by topic, in file order (the order that aligns the forms)."""
+    if form not in FORMS:
+        raise ValueError(f"Unknown PrefEval form {form!r}; choose one of {FORMS}.")
+    root = resolve_prefeval_dir(prefeval_dir)
+    folder = root / "benchmark_dataset" / FORM_DIRS[form]
+    records = {}
+    for topic in topics(root):
+        path = folder / f"{topic}.json"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: the {form} form must have a file for every topic.")
+        records[topic] = json.loads(path.read_text(encoding="utf-8"))
+    return records
+
+
+def padding_pool(
+    prefeval_dir: str | os.PathLike | None = None, min_chars: int = MIN_PAIR_CHARS, max_chars: int = MAX_PAIR_CHARS
+) -> list[tuple[str, str]]:
+    """Consecutive (user, assistant) turn pairs of `filtered_inter_turns.json` whose two texts together hold
+    `min_chars`..`max_chars` characters (111 pairs on the released file)."""
+    root = resolve_prefeval_dir(prefeval_dir)
+    conversations = json.loads((root / "benchmark_dataset" / PADDING_FILE).read_text(encoding="utf-8"))
+    return padding_pairs_from_conversations((c["conversation"] for c in conversations), min_chars, max_chars)
+
+
+def padding_pairs_from_conversations(
+    conversations: Iterable[list[dict]], min_chars: int = MIN_PAIR_CHARS, max_chars: int = MAX_PAIR_CHARS
+) -> list[tuple[str, str]]:
+    """Every user turn directly answered by an assistant turn, kept when the pair's length is within bounds."""
+    pool = []
+    for messages in conversations:
+        for first, second in pairwise(messages):
+            if first["role"] == "user" and second["role"] == "assistant":
+                user, assistant = first["content"].strip(), second["content"].strip()
+                if min_chars <= len(user) + len(assistant) <= max_chars:
+                    pool.append((user, assistant))
+    return pool
+
+
+def preference_turns(form: str, record: dict) -> list[dict[str, str]]:
+    """The turns through which `form` expresses the preference (before padding and question)."""
+    if form == "explicit":
+        return [
+            {"role": "user", "content": record["preference"].strip()},
+            {"role": "assistant", "content": EXPLICIT_ACKNOWLEDGEMENT},
+        ]
+    conversation = record["conversation"]
+    if form == "choice":
+        return [
+            {"role": "user", "content": conversation["query"].strip()},
+            {"role": "assistant", "content": conversation["assistant_options"].strip()},
+            {"role": "user", "content": conversation["user_selection"].strip()},
+            {"role": "assistant", "content": conversation["assistant_acknowledgment"].strip()},
+        ]
+    if form == "persona":
+        turns = []
+        for key in sorted(conversation, key=int):  # "0".."N-1"; int order, so "10" follows "9"
+            turns.append({"role": "user", "content": conversation[key]["user"].strip()})
+            turns.append({"role": "assistant", "content": conversation[key]["assistant"].strip()})
+        return turns
+    raise ValueError(f"Unknown PrefEval form {form!r}; choose one of {FORMS}.")
+
+
+def _chars(messages: Iterable[dict[str, str]]) -> int:
+    return sum(len(m["content"]) for m in messages)
+
+
+def sample_padding(pool: list[tuple[str, str]], seed: int, topic: str, index: int) -> list[tuple[str, str]]:
+    """5-10 distinct padding pairs for one preference-question pair, from its own seeded generator.
+
+    The generator depends on (seed, topic, index) only, so the three forms of a pair draw the same padding and a row
+    never changes when other rows are added or removed. (A string seed is hashed with SHA-512 by `random`, so this is
+    stable across processes, unlike `hash()`.)
+    """
+    rng = random.Random(f"prefeval-padding:{seed}:{topic}:{index}")
+    k = rng.randint(MIN_PADDING_PAIRS, MAX_PADDING_PAIRS)
+    return rng.sample(pool, min(k, len(pool)))
+
+
+def build_conversation(
+    form: str, record: dict, padding: list[tuple[str, str]], max_chars: int = MAX_CONVERSATION_CHARS
+) -> list[dict[str, str]]:
+    """Preference turns, then the padding pairs that fit under `max_chars`, then the question.
+
+    The cap drops padding pairs from the end; the preference turns and the question are never cut (two persona
+    conversations exceed the cap on their own and get no padding).
+    """
+    head = preference_turns(form, record)
+    question = {"role": "user", "content": record["question"].strip()}
+    budget = max_chars - _chars(head) - len(question["content"])
+    middle = []
+    for user, assistant in padding:
+        if len(user) + len(assistant) > budget:
+            break
+        middle += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+        budget -= len(user) + len(assistant)
+    return head + middle + [question]
+
+
+def split_assignments(topic_sizes: dict[str, int], seed: int = DEFAULT_SEED) -> dict[str, list[str]]:
+    """For each topic, the split of every row index: a seeded shuffle, then `round(0.1 n)` validation and
+    `round(0.2 n)` test rows, the rest train. One decision per preference-question pair, shared by the three forms.
+
+    On PrefEval's 20 topics (1,000 pairs) this gives 701 / 100 / 199.
+    """
+    assignments = {}
+    for topic, n in topic_sizes.items():
+        order = list(range(n))
+        random.Random(f"prefeval-split:{seed}:{topic}").shuffle(order)
+        n_val = round(n * SPLIT_FRACTIONS["validation"])
+        n_test = round(n * SPLIT_FRACTIONS["test"])
+        split_of = ["train"] * n
+        for rank, index in enumerate(order):
+            if rank < n_val:
+                split_of[index] = "validation"
+            elif rank < n_val + n_test:
+                split_of[index] = "test"
+        assignments[topic] = split_of
+    return assignments
+
+
+def make_row(form: str, topic: str, index: int, record: dict, conversation: list[dict], split: str) -> dict:
+    """One GRPO-ready row. Only validation and test rows carry `gold` (the preference sentence): TRL hands every
+    dataset column to the reward functions, so train rows must not have it at all."""
+    row = {
+        "id": f"prefeval/{form}/{topic}/{index}",
+        "task": TASK,
+        "form": form,
+        "topic": topic,
+        "prompt": [{"role": "system", "content": SOLVER_SYSTEM_PROMPT}, *conversation],
+        "answer_options": [],
+        "question": record["question"].strip(),
+    }
+    if split != "train":
+        row["gold"] = record["preference"].strip()
+    return row
+
+
+def build_prefeval(
+    prefeval_dir: str | os.PathLike | None = None,
+    forms: Iterable[str] = FORMS,
+    seed: int = DEFAULT_SEED,
+    max_chars: int = MAX_CONVERSATION_CHARS,
+) -> dict[str, dict[str, list[dict]]]:
+    """Build every requested form and split: `{form: {split: [row, ...]}}`.
+
+    Args:
+        prefeval_dir: a PrefEval checkout; defaults to `$PREFEVAL_DIR`.
+        forms: any of `"explicit"`, `"choice"`, `"persona"`.
+        seed: seeds the padding draw of every pair and the per-topic split shuffle.
+        max_chars: cap on the characters of the whole conversation (all turns, question included).
+    """
+    root = resolve_prefeval_dir(prefeval_dir)
+    forms = list(forms)
+    pool = padding_pool(root)
+    records = {form: load_records(root, form) for form in forms}
+    sizes = {topic: len(rows) for topic, rows in records[forms[0]].items()}
+    for form in forms[1:]:  # the split is shared, so the forms must be aligned row for row
+        other = {topic: len(rows) for topic, rows in records[form].items()}
+        if other != sizes:
+            raise ValueError(f"PrefEval forms {forms[0]!r} and {form!r} have different rows per topic.")
+    assignments = split_assignments(sizes, seed)
+    out = {form: {split: [] for split in SPLITS} for form in forms}
+    for form in forms:
+        for topic, rows in records[form].items():
+            for index, record in enumerate(rows):
+                padding = sample_padding(pool, seed, topic, index)
+                conversation = build_conversation(form, record, padding, max_chars)
+                split = assignments[topic][index]
+                out[form][split].append(make_row(form, topic, index, record, conversation, split))
+    return out
+
+
+def prepare_prefeval(
+    prefeval_dir: str | os.PathLike | None, output_dir: str | os.PathLike, seed: int = DEFAULT_SEED
+) -> dict[str, dict[str, int]]:
+    """Write `output_dir/{form}/{split}.jsonl` for the three forms and return the row counts."""
+    built = build_prefeval(prefeval_dir, seed=seed)
+    counts = {}
+    for form, splits in built.items():
+        counts[form] = {
+            split: write_jsonl(rows, Path(output_dir) / form / f"{split}.jsonl") for split, rows in splits.items()
+        }
+    return counts
