@@ -102,3 +102,12 @@ def test_static_tests_are_saved_with_checkpoints_and_restored(tiny_model_dir, tm
                                                                     save_strategy="no"), train_dataset=dataset)
     resumed.train(resume_from_checkpoint=os.path.join(args.output_dir, "checkpoint-2"))
     assert resumed.group_scorer.static_tests.keys() >= trainer.group_scorer.static_tests.keys()
+
+
+def test_a_baseline_replaces_the_rlce_reward_by_name(tiny_model_dir, tmp_path):
+    args = make_args(tmp_path, max_steps=1, reward_method="policy_judge")
+    trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=Dataset.from_list(preference_rows(16)))
+    assert trainer.reward_func_names == ["policy_judge", "rlce_format"]
+    trainer.train()
+    log = trainer.state.log_history[0]
+    assert "rewards/policy_judge/mean" in log and "policy_judge/verifier_calls" in log

@@ -55,7 +55,25 @@ def _add_evaluate(subparsers) -> None:
     parser.set_defaults(func=main_evaluate)
 
 
-SUBCOMMANDS = [_add_prepare_prefeval, _add_evaluate]
+def _analyze(args: argparse.Namespace) -> int:
+    from .analysis.bench import main as bench_main
+
+    return bench_main(args.bench_args) or 0
+
+
+def _add_analyze(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "analyze",
+        help="Reward-analysis bench over logged rollout groups with gold labels (or --simulate / --synthetic N).",
+        description="Compare reward methods on logged groups: reward variation, reversals, verdict accuracy versus "
+        "composed tests, verifier cost. Arguments are those of `python -m rlce_trl.analysis.bench --help`.",
+        add_help=False,
+    )
+    parser.add_argument("bench_args", nargs=argparse.REMAINDER)
+    parser.set_defaults(func=_analyze)
+
+
+SUBCOMMANDS = [_add_prepare_prefeval, _add_evaluate, _add_analyze]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["analyze"]:  # its own parser, help included
+        return _analyze(argparse.Namespace(bench_args=argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

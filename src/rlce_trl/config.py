@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
+from .baselines import REWARD_METHODS
 from .evidence.pipeline import MODES, EvidenceSettings
 from .verifiers.base import Sampling
 
@@ -36,6 +37,10 @@ class RLCEGRPOConfig(GRPOConfig):
     > Parameters that control the RLCE reward
 
     Parameters:
+        reward_method (`str`, *optional*, defaults to `"rlce"`):
+            The group reward: `"rlce"`, or a label-free baseline run on the same verifier for comparison:
+            `"rlce_static"`, `"rlce_pointwise"`, `"usc"`, `"policy_judge"`, `"ttrl"`, `"rar"`, `"rler"`
+            (see `rlce_trl.baselines`).
         rlce_mode (`str`, *optional*, defaults to `"evolving"`):
             `"evolving"`: tests regenerated every step for the current answers (RLCE). `"static"`: tests built once
             per prompt and answer pair, then reused with their verdicts (ablation; saved with checkpoints).
@@ -77,6 +82,14 @@ class RLCEGRPOConfig(GRPOConfig):
     )
     verifier_batch_size: int = field(
         default=16, metadata={"help": "Prompts per forward batch of the transformers verifier backend."}
+    )
+    reward_method: str = field(
+        default="rlce",
+        metadata={
+            "help": "Group reward: 'rlce', or a baseline on the same verifier (rlce_static, rlce_pointwise, usc, "
+            "policy_judge, ttrl, rar, rler).",
+            "choices": list(REWARD_METHODS),
+        },
     )
     rlce_mode: str = field(
         default="evolving",
@@ -120,6 +133,8 @@ class RLCEGRPOConfig(GRPOConfig):
             )
         if self.verifier_mode not in VERIFIER_MODES:
             problems.append(f"verifier_mode={self.verifier_mode!r}: use one of {', '.join(VERIFIER_MODES)}.")
+        if self.reward_method not in REWARD_METHODS:
+            problems.append(f"reward_method={self.reward_method!r}: use one of {', '.join(REWARD_METHODS)}.")
         if self.rlce_mode not in MODES:
             problems.append(f"rlce_mode={self.rlce_mode!r}: use one of {', '.join(MODES)}.")
         for name in ("rlce_verified_weight", "rlce_format_weight"):

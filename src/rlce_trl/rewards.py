@@ -29,8 +29,10 @@ def rlce_format(completions, **kwargs) -> list[float]:
     return [format_reward(completion_text(c)) for c in completions]
 
 
-def build_groups(prompts: Sequence, completions: Sequence, labels: Sequence | None, num_generations: int) -> list[Group]:
-    """Cut a flat, sampler-ordered batch into rollout groups: rows `g*G .. (g+1)*G - 1` are group `g`."""
+def build_groups(prompts: Sequence, completions: Sequence, labels: Sequence | None, num_generations: int,
+                 questions: Sequence | None = None) -> list[Group]:
+    """Cut a flat, sampler-ordered batch into rollout groups: rows `g*G .. (g+1)*G - 1` are group `g`. `labels` and
+    `questions` are per-row dataset columns (a row's closed label set; its bare question), or `None`."""
     if len(prompts) % num_generations:
         raise ValueError(
             f"{len(prompts)} completions do not split into groups of num_generations={num_generations}: RLCE needs "
@@ -45,6 +47,7 @@ def build_groups(prompts: Sequence, completions: Sequence, labels: Sequence | No
                 context=context,
                 completions=[completion_text(c) for c in completions[start : start + num_generations]],
                 labels=tuple(options) if options else None,
+                question=questions[start] if questions is not None else None,
             )
         )
     return groups
@@ -100,7 +103,8 @@ class RLCEReward:
         self.labels_column = labels_column
 
     def __call__(self, prompts, completions, log_metric=None, log_extra=None, **kwargs) -> list[float | None]:
-        groups = build_groups(prompts, completions, kwargs.get(self.labels_column), self.num_generations)
+        groups = build_groups(prompts, completions, kwargs.get(self.labels_column), self.num_generations,
+                              kwargs.get("question"))
         results, stats = self.pipeline.score(groups)
         if log_metric is not None:
             log_step_stats(stats, log_metric)

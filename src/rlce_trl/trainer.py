@@ -13,7 +13,8 @@ from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
 from .config import RLCEGRPOConfig
-from .evidence.pipeline import EvidencePipeline, StepStats
+from .baselines import build_scorer
+from .evidence.pipeline import StepStats
 from .rewards import build_groups, completion_text, group_log_columns, rlce_format
 from .verifiers.base import Verifier
 from .verifiers.transformers_backend import TransformersVerifier, load_frozen_model
@@ -21,6 +22,24 @@ from .verifiers.transformers_backend import TransformersVerifier, load_frozen_mo
 logger = logging.getLogger(__name__)
 
 SCORER_STATE_FILE = "rlce_scorer_state.json"
+
+
+class _GroupReward:
+    """TRL's view of the group reward: a reward function that hands out this process's slice of the rewards that
+    `RLCEGRPOTrainer._calculate_rewards` computed for whole groups. Its name is what TRL logs (`rewards/<name>/mean`)."""
+
+    def __init__(self, trainer: RLCEGRPOTrainer, name: str):
+        self.__name__ = name
+        self._trainer = trainer
+
+    def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
+        rewards, self._trainer._group_rewards = self._trainer._group_rewards, None
+        if rewards is None or len(rewards) != len(prompts):
+            raise RuntimeError(
+                f"{self.__name__} is filled by RLCEGRPOTrainer._calculate_rewards and cannot be called on its own. "
+                "For a plain GRPOTrainer use rlce_trl.RLCEReward."
+            )
+        return rewards
 
 
 class RLCEGRPOTrainer(GRPOTrainer):
@@ -33,6 +52,7 @@ class RLCEGRPOTrainer(GRPOTrainer):
     1. **Rewards.** Two reward functions come first: `rlce_verified` (Eq. 5: 1 for rollouts whose answer is the
        verified answer, 0 otherwise, `None` for the whole group when there is no verified answer) and `rlce_format`
        (1 when the response ends in `\\boxed{}`), weighted by `args.rlce_verified_weight` / `args.rlce_format_weight`.
+       With `args.reward_method` set to a baseline (`usc`, `rler`, ...) its group reward replaces `rlce_verified`.
        `reward_funcs` you pass are optional and come after them; `args.reward_weights`, if set, weights those only.
        TRL's weighting, None handling and `rewards/<name>/mean` logging apply unchanged.
     2. **Whole groups.** `_calculate_rewards` gathers prompts and completions from all processes, cuts them into
@@ -104,12 +124,16 @@ class RLCEGRPOTrainer(GRPOTrainer):
             if not getattr(model.config, "_name_or_path", "") and peft_config is None:
                 self._initial_model = copy.deepcopy(model)
 
-        self._rlce_local: list[float | None] | None = None
+        self._group_rewards: list[float | None] | None = None
+        #: Prefix of the per-step metrics and name of the group reward: `rlce` for RLCE and its ablations, else the
+        #: baseline's name.
+        self.method_name = "rlce" if args.reward_method.startswith("rlce") else args.reward_method
+        group_reward = _GroupReward(self, "rlce_verified" if self.method_name == "rlce" else self.method_name)
         args.reward_weights = None  # TRL checks the length against all reward functions; set below
         try:
             super().__init__(
                 model=model,
-                reward_funcs=[self.rlce_verified, rlce_format, *user_funcs],
+                reward_funcs=[group_reward, rlce_format, *user_funcs],
                 args=args,
                 train_dataset=train_dataset,
                 eval_dataset=eval_dataset,
@@ -128,7 +152,7 @@ class RLCEGRPOTrainer(GRPOTrainer):
         self.verifier = verifier if verifier is not None else self._build_verifier(model)
         self._initial_model = None
         #: Scores whole rollout groups: `score(groups) -> (results, stats)`. The RLCE evidence pipeline by default.
-        self.group_scorer = EvidencePipeline(self.verifier, args.evidence_settings())
+        self.group_scorer = build_scorer(args.reward_method, self.verifier, args.evidence_settings())
 
     # -- the verifier -------------------------------------------------------------------------------------------------
     def _build_verifier(self, model_arg) -> Verifier:
@@ -158,16 +182,6 @@ class RLCEGRPOTrainer(GRPOTrainer):
         return TransformersVerifier(model, tokenizer, args.verifier_batch_size)
 
     # -- rewards --------------------------------------------------------------------------------------------------
-    def rlce_verified(self, prompts, completions, **kwargs) -> list[float | None]:
-        """This process's slice of the verification rewards that `_calculate_rewards` computed for whole groups."""
-        rewards, self._rlce_local = self._rlce_local, None
-        if rewards is None or len(rewards) != len(prompts):
-            raise RuntimeError(
-                "rlce_verified is filled by RLCEGRPOTrainer._calculate_rewards; it cannot be called on its own. For a "
-                "plain GRPOTrainer use rlce_trl.RLCEReward."
-            )
-        return rewards
-
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         mode = "train" if self.model.training else "eval"
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
@@ -175,9 +189,13 @@ class RLCEGRPOTrainer(GRPOTrainer):
         labels_column = self.args.rlce_labels_column
 
         # 1. Whole groups: every process sees the whole generation batch, in sampler order.
-        local = [(p, completion_text(c), ex.get(labels_column)) for p, c, ex in zip(prompts, completions, inputs)]
+        local = [
+            (p, completion_text(c), ex.get(labels_column), ex.get("question"))
+            for p, c, ex in zip(prompts, completions, inputs)
+        ]
         batch = gather_object(local)
-        groups = build_groups([b[0] for b in batch], [b[1] for b in batch], [b[2] for b in batch], num_generations)
+        rows, texts, labels, questions = (list(column) for column in zip(*batch))
+        groups = build_groups(rows, texts, labels, num_generations, questions)
 
         # 2. Each group scored once, by process g % world.
         owned = list(range(rank, len(groups), world))
@@ -192,7 +210,7 @@ class RLCEGRPOTrainer(GRPOTrainer):
         by_group = {g: (verified, columns) for _, items, _, _, _ in everyone for g, verified, columns in items}
         verified = [r for g in range(len(groups)) for r in by_group[g][0]]
         start = rank * len(prompts)
-        self._rlce_local = verified[start : start + len(prompts)]
+        self._group_rewards = verified[start : start + len(prompts)]
         columns: dict[str, list] = {}
         for g in range(len(groups)):
             for name, values in by_group[g][1].items():
@@ -209,20 +227,20 @@ class RLCEGRPOTrainer(GRPOTrainer):
 
     def _log_rlce_metrics(self, mode: str, per_rank: list[StepStats], work) -> None:
         total = StepStats.merge(per_rank)
-        metrics = self._metrics[mode]
+        metrics, prefix = self._metrics[mode], self.method_name
         for name, value in total.metrics().items():
-            metrics[f"rlce/{name}"].append(value)
+            metrics[f"{prefix}/{name}"].append(value)
         for reason, count in sorted((total.verdict_failures + total.construction_failures).items()):
-            metrics[f"rlce/parse_failures/{reason}"].append(float(count))
-        metrics["rlce/verifier_seconds"].append(max(w.seconds for w in work))  # ranks work in parallel
-        metrics["rlce/verifier_calls"].append(float(sum(w.calls for w in work)))
-        metrics["rlce/verifier_generated_tokens"].append(float(sum(w.generated_tokens for w in work)))
-        metrics["rlce/verifier_failed_requests"].append(float(sum(w.failed_requests for w in work)))
-        if self.args.rlce_mode == "static":
-            metrics["rlce/static_cache_hits"].append(float(total.static_cache_hits))
+            metrics[f"{prefix}/parse_failures/{reason}"].append(float(count))
+        metrics[f"{prefix}/verifier_seconds"].append(max(w.seconds for w in work))  # ranks work in parallel
+        metrics[f"{prefix}/verifier_calls"].append(float(sum(w.calls for w in work)))
+        metrics[f"{prefix}/verifier_generated_tokens"].append(float(sum(w.generated_tokens for w in work)))
+        metrics[f"{prefix}/verifier_failed_requests"].append(float(sum(w.failed_requests for w in work)))
+        if total.static_cache_hits:
+            metrics[f"{prefix}/static_cache_hits"].append(float(total.static_cache_hits))
         failures = total.verdict_failures
         if failures:
-            logger.info("RLCE: %d unreadable verdicts counted as abstentions (%s).", sum(failures.values()),
+            logger.info("%s: %d unreadable verdicts counted as abstentions (%s).", prefix, sum(failures.values()),
                         ", ".join(f"{k}={v}" for k, v in sorted(failures.items())))
 
     # -- scorer state across checkpoints ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ Plain dataclasses, no behaviour beyond bookkeeping: every stage reads and extend
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 
@@ -16,17 +17,20 @@ class Group:
         context: the sample context `c` and question `q` rendered as text (`prompts.render_context`).
         completions: the G rollout texts.
         labels: the answer space of a closed-label task, or `None` for free text.
-        key: identity of the prompt across steps (static tests are cached under it); defaults to the context.
+        question: the question alone, for roles that must not see the context (USC's selector); optional.
+        key: identity of the prompt across steps (static tests are cached under it); defaults to a hash of the
+            context.
     """
 
     context: str
     completions: list[str]
     labels: tuple[str, ...] | None = None
     key: str | None = None
+    question: str | None = None
 
     @property
     def prompt_key(self) -> str:
-        return self.key if self.key is not None else self.context
+        return self.key if self.key is not None else hashlib.sha1(self.context.encode()).hexdigest()
 
 
 @dataclass

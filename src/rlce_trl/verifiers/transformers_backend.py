@@ -1,14 +1,16 @@
 """The transformers backend: a frozen Hugging Face model generating in-process (CPU, tests, small models).
 
 One `generate` call of the pipeline becomes a few `model.generate` calls: requests are grouped by decoding settings
-(greedy or sampled, `n`, allowed choices), sorted by prompt length so padding stays small, and cut into micro-batches
-of `batch_size` prompts. Guided choice (`Request.choices`) is enforced with `prefix_allowed_tokens_fn`, so verdicts
-come back as exactly "yes", "no" or "unknown"; JSON schemas are not enforced here (the tolerant parser reads them).
+(greedy or sampled, `n`, output constraint), sorted by prompt length so padding stays small, and cut into
+micro-batches of `batch_size` prompts. Structured output is enforced with `prefix_allowed_tokens_fn`: guided choice
+(verdicts come back as exactly "yes", "no" or "unknown") and JSON objects whose fields are string enums (the
+equivalence reply); any other schema is left to the tolerant parser.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from collections.abc import Callable
 from itertools import groupby
@@ -20,25 +22,60 @@ from .base import Reply, Request, Verifier
 logger = logging.getLogger(__name__)
 
 
-class _ChoiceTrie:
-    """Token-level trie over the allowed replies; after a complete reply only end-of-sequence is allowed."""
+def template_of(choices: tuple[str, ...] | None, schema: dict | None) -> list[str | tuple[str, ...]] | None:
+    """The reply as a template of literal text and choice slots, when the constraint has that shape: guided choice
+    (one slot), or a JSON schema of an object whose required properties are all string enums (the equivalence
+    reply). Other schemas return `None`: they are left to the tolerant parser."""
+    if choices:
+        return [tuple(choices)]
+    if not schema or schema.get("type") != "object":
+        return None
+    props, keys = schema.get("properties", {}), schema.get("required", [])
+    if not keys or any("enum" not in props.get(k, {}) for k in keys):
+        return None
+    template: list[str | tuple[str, ...]] = []
+    for n, key in enumerate(keys):
+        template += [("{" if n == 0 else ", ") + json.dumps(key) + ': "', tuple(props[key]["enum"])]
+        template.append('"')
+    template.append("}")
+    return template
 
-    def __init__(self, tokenizer, choices: tuple[str, ...], eos_id: int):
+
+class _TemplateAutomaton:
+    """Token-level constraint for a template: literal pieces are forced token by token, a choice slot allows the
+    tokens of any of its options (a trie), and end-of-sequence comes after the last piece. The token sequence may
+    differ from how the tokenizer would split the whole text, but it decodes to exactly a valid reply."""
+
+    def __init__(self, tokenizer, template: list[str | tuple[str, ...]], eos_id: int):
         self.eos_id = eos_id
-        self.root: dict = {}
-        for choice in choices:
-            node = self.root
-            for token in tokenizer(choice, add_special_tokens=False)["input_ids"]:
-                node = node.setdefault(token, {})
-            node[eos_id] = {}
+        self.pieces: list[dict] = []  # each piece is a trie: token -> subtrie; {} marks the end of an option
+        for piece in template:
+            options = [piece] if isinstance(piece, str) else list(piece)
+            trie: dict = {}
+            for option in options:
+                node = trie
+                for token in tokenizer(option, add_special_tokens=False)["input_ids"]:
+                    node = node.setdefault(token, {})
+                node[None] = {}
+            self.pieces.append(trie)
 
     def allowed(self, generated: list[int]) -> list[int]:
-        node = self.root
+        piece, node = 0, self.pieces[0] if self.pieces else {}
         for token in generated:
+            while None in node and token not in node:  # an option ended: move on to the next piece
+                piece += 1
+                if piece == len(self.pieces):
+                    return [self.eos_id]
+                node = self.pieces[piece]
             if token not in node:
                 return [self.eos_id]
             node = node[token]
-        return list(node) or [self.eos_id]
+        allowed = [t for t in node if t is not None]
+        if None in node:  # the current option may end here: the next piece may start, or the reply may end
+            allowed += [t for t in self.pieces[piece + 1] if t is not None] if piece + 1 < len(self.pieces) else [
+                self.eos_id
+            ]
+        return allowed or [self.eos_id]
 
 
 class TransformersVerifier(Verifier):
@@ -54,7 +91,7 @@ class TransformersVerifier(Verifier):
     """
 
     name = "transformers"
-    supports_structured_output = True  # guided choice only
+    supports_structured_output = True  # guided choice, and JSON objects of string enums
 
     def __init__(
         self,
@@ -75,7 +112,7 @@ class TransformersVerifier(Verifier):
             tokenizer.pad_token = tokenizer.eos_token
         eos = model.generation_config.eos_token_id
         self.eos_ids = sorted({*([eos] if isinstance(eos, int) else (eos or [])), tokenizer.eos_token_id} - {None})
-        self._tries: dict[tuple[str, ...], _ChoiceTrie] = {}
+        self._automata: dict[str, _TemplateAutomaton] = {}
 
     def _prompt(self, request: Request) -> str:
         return self.tokenizer.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
@@ -86,7 +123,7 @@ class TransformersVerifier(Verifier):
 
         def setting(k: int):
             r = requests[k]
-            return (r.sampling, r.choices or ())
+            return (r.sampling, r.choices or (), json.dumps(r.json_schema, sort_keys=True) if r.json_schema else "")
 
         order = sorted(range(len(requests)), key=lambda k: (repr(setting(k)), lengths[k]))
         replies: list[Reply | None] = [None] * len(requests)
@@ -120,12 +157,13 @@ class TransformersVerifier(Verifier):
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         else:
             kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k or None)
-        if request.choices:
-            key = tuple(request.choices)
-            if key not in self._tries:
-                self._tries[key] = _ChoiceTrie(tok, key, self.eos_ids[0])
-            trie = self._tries[key]
-            kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: trie.allowed(ids[prompt_len:].tolist())
+        template = template_of(request.choices, request.json_schema)
+        if template is not None:
+            key = json.dumps(template)
+            if key not in self._automata:
+                self._automata[key] = _TemplateAutomaton(tok, template, self.eos_ids[0])
+            automaton = self._automata[key]
+            kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
         output = self.model.generate(**batch, **kwargs)[:, prompt_len:]
         replies = []
         for i in range(len(prompts)):

@@ -1,0 +1,41 @@
+"""Simulated aggregate-verdict accuracy versus the number of composed tests, beside the paper's MOSEI / UR-FUNNY
+points (section 4.3, Fig. 3 left), for independent tests and for tests whose error rate is shared within an example.
+
+Each setting is one call of `rlce-trl analyze --simulate` (`rlce_trl.analysis.bench.main`); tables and PNGs go under
+`--out`, one folder per setting. Takes about 10 s per setting with the default 2,000 examples per error rate.
+
+    python benchmarks/simulation.py --out runs/simulation
+    python benchmarks/simulation.py --out runs/simulation --error-rates 0.35 0.4 0.45 --concentrations 2 8
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rlce_trl.analysis.bench import main as analyze
+
+
+def run(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="runs/simulation")
+    parser.add_argument("--error-rates", type=float, nargs="+", default=[0.2, 0.3, 0.4])
+    parser.add_argument("--concentrations", type=float, nargs="*", default=[2.0],
+                        help="per-example error ~ Beta(k e, k (1 - e)), besides independent tests")
+    parser.add_argument("--trials", type=int, default=2000)
+    parser.add_argument("--tests-per-direction", type=int, default=6)
+    parser.add_argument("--no-plots", action="store_true")
+    args = parser.parse_args(argv)
+    settings = [("independent", [])] + [(f"concentration_{c:g}", ["--concentration", str(c)])
+                                        for c in args.concentrations]
+    for name, extra in settings:
+        out = Path(args.out) / name
+        print(f"\n## {name}")
+        analyze(["--simulate", "--out", str(out), "--trials", str(args.trials), "--tests-per-direction",
+                 str(args.tests_per_direction), "--error-rates", *map(str, args.error_rates), *extra,
+                 *(["--no-plots"] if args.no_plots else [])])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(run())

@@ -1,0 +1,76 @@
+"""Pieces every baseline scorer shares: distinct answers, the question, vote counts and the result record.
+
+Baselines reuse the RLCE canonicalization ([`~rlce_trl.evidence.canonicalization.canonicalize_deterministic`]):
+closed labels map to their label, free text merges answers with the same normal form. No baseline asks the verifier
+for semantic equivalence; D.1/D.2 deduplicate exact (normalized) answers only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..evidence.canonicalization import canonicalize_deterministic
+from ..evidence.pipeline import GroupResult
+from ..evidence.state import Group, GroupState
+from .prompts import question_of
+
+QuestionFn = Callable[[Group], str]
+
+
+def distinct_answers(group: Group) -> GroupState:
+    """Distinct canonical answers and each rollout's answer index (`None`: nothing parseable)."""
+    return canonicalize_deterministic(group)
+
+
+def group_question(group: Group, question_fn: QuestionFn | None = None) -> str:
+    """The question shown to roles that must not see the sample context: `question_fn(group)` when given, else a
+    `question` attribute of the group when it has one, else the last user turn of the context."""
+    if question_fn is not None:
+        return question_fn(group)
+    explicit = getattr(group, "question", None)
+    return explicit if explicit else question_of(group.context)
+
+
+def vote_counts(assignment: Sequence[int | None], num_answers: int) -> list[int]:
+    """How many rollouts gave each distinct answer (rollouts with no answer do not vote)."""
+    counts = [0] * num_answers
+    for a in assignment:
+        if a is not None:
+            counts[a] += 1
+    return counts
+
+
+def majority(counts: Sequence[int]) -> list[int]:
+    """Indices of the most frequent answers: one index = a unique majority, several = a tie, none = no votes."""
+    if not counts or max(counts) == 0:
+        return []
+    best = max(counts)
+    return [i for i, c in enumerate(counts) if c == best]
+
+
+def rewards_for(assignment: Sequence[int | None], winners: Sequence[int]) -> list[float]:
+    """1.0 for a rollout whose answer is a winner, else 0.0 (a rollout with no answer never wins)."""
+    return [1.0 if a is not None and a in winners else 0.0 for a in assignment]
+
+
+def make_result(
+    state: GroupState,
+    verified: list[float | None],
+    status: str,
+    scores: list[float | None] | None = None,
+    verified_answer: str | None = None,
+) -> GroupResult:
+    return GroupResult(
+        verified=verified,
+        status=status,
+        answers=list(state.answers),
+        scores=list(scores) if scores is not None else [None] * state.num_answers,
+        verified_answer=verified_answer,
+        assignment=list(state.assignment),
+        tests=[],
+    )
+
+
+def no_reward(state: GroupState, status: str, scores: list[float | None] | None = None) -> GroupResult:
+    """The whole group gets no task reward (`None`), as RLCE does without a winner."""
+    return make_result(state, [None] * len(state.group.completions), status, scores)

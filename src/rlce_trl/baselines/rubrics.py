@@ -1,0 +1,289 @@
+"""Rubric rewards: static Rubrics as Rewards (RaR) and Evolving Rubrics (RLER of DR Tulu), paper appendix D.3.
+
+Each prompt (keyed by `Group.prompt_key`) owns a rubric buffer:
+
+- `persistent`: 3-5 seed rubrics written once by the frozen generator from the sample context (the first time the
+  prompt is scored), never pruned;
+- `active` (Evolving only): rubrics proposed on earlier visits that survived pruning, at most 5;
+- `archived`: pruned rubrics, kept for inspection only.
+
+Every rubric is `{"text": str, "weight": +1 | -1}` (positive trait / failure). One step, for all groups at once,
+one batched `generate` per stage (Algorithm 1; Static skips lines 10 and 13):
+
+1. seed: groups whose prompt has no persistent rubrics yet (one request per prompt);
+2. generate (Evolving): per group, 0-5 new candidate rubrics `N` from the context, the rollouts and the buffer;
+3. judge: every rubric of `P ∪ A ∪ N` against every distinct non-empty response, text-only, greedy, guided choice
+   0/1/2; `J = score / 2`; an unreadable reply or an empty response scores 0;
+4. reward, the *rubric score* of DR Tulu's Eq. 1 (weights `w_k = ±1`, not clamped, can be negative):
+
+       S_rubric(y) = sum_k w_k J(r_k, y) / max(sum_{k: w_k > 0} w_k, 1)
+
+   The trainer adds the `\\boxed{}` format reward itself, so `verified = S_rubric` is the `0.8 S` part of
+   `r = 0.8 S_rubric + 0.2 r_format`;
+5. prune (Evolving): every rubric of `A ∪ N` is scored by the population standard deviation of its `J` over the
+   group's rollouts; zero-std rubrics are archived, the top 5 by std (stable order on ties: older rubrics first)
+   become the new active set, the rest are archived. Persistent rubrics are exempt.
+
+State across steps is plain JSON: `pop_state_updates()` returns the buffer changes made since the last call
+(`{"key", "persistent"}` after a seed, `{"key", "active", "archived"}` after a prune: the new active set and the
+newly archived rubrics), `apply_state_updates` merges those of other processes, `state_dict` / `load_state_dict`
+save and restore all buffers with checkpoints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ..evidence.pipeline import EvidenceSettings, GroupResult, StepStats
+from ..evidence.state import Group, GroupState
+from ..verifiers.base import Request, Sampling, Verifier
+from .common import QuestionFn, distinct_answers, group_question, make_result, no_reward
+from .prompts import (
+    RUBRIC_SCORES,
+    parse_rubric_score,
+    parse_rubrics,
+    rubric_generation_messages,
+    rubric_judge_messages,
+    rubric_schema,
+    rubric_seed_messages,
+)
+
+#: Standard deviations below this are zero: J takes the values 0, 0.5 and 1 only.
+STD_TOLERANCE = 1e-12
+
+
+def rubric_score(weights: Sequence[float], judgments: Sequence[float]) -> float:
+    """`S_rubric(y) = sum_k w_k J(r_k, y) / max(sum_{k: w_k > 0} w_k, 1)` (DR Tulu Eq. 1, paper appendix D.3).
+
+    The denominator counts positive weights only; the score is not clamped and is negative when penalties dominate.
+    """
+    positive = sum(w for w in weights if w > 0)
+    return sum(w * j for w, j in zip(weights, judgments)) / max(positive, 1.0)
+
+
+def population_std(values: Sequence[float]) -> float:
+    """Population standard deviation (ddof = 0), the pruning criterion of D.3."""
+    if not values:
+        return 0.0
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+
+
+def prune(candidates: Sequence[dict], stds: Sequence[float], keep: int = 5) -> tuple[list[dict], list[dict]]:
+    """D.3 pruning: `(active, archived)`. Zero-std rubrics are archived; of the rest the top `keep` by std stay
+    active (ties keep their order, so older rubrics win), the others are archived."""
+    ranked = sorted(range(len(candidates)), key=lambda k: -stds[k])  # sorted() is stable
+    alive = [k for k in ranked if stds[k] > STD_TOLERANCE][:keep]
+    kept = set(alive)
+    return [candidates[k] for k in alive], [candidates[k] for k in range(len(candidates)) if k not in kept]
+
+
+def _empty_buffer() -> dict:
+    return {"persistent": [], "active": [], "archived": []}
+
+
+class RubricScorer:
+    """Rubric rewards with a per-prompt buffer; `evolving=False` is static Rubrics as Rewards, `True` is RLER.
+
+    Args:
+        verifier: the frozen model, used as rubric generator and as judge (greedy for both, Table 10).
+        settings: [`~rlce_trl.evidence.pipeline.EvidenceSettings`]; `validation_max_tokens` caps a judge reply.
+        evolving: generate per-visit rubrics and prune them (RLER) or keep the seed rubrics only (RaR).
+        question_fn: `group -> question` shown to the text-only judge; defaults to the last user turn of the context.
+        seed_rubrics: `(min, max)` persistent rubrics asked of the seed pass (3-5 in D.3).
+        max_new_rubrics: per-visit rubrics asked at most (5).
+        max_active: active rubrics kept after pruning (5).
+        generator_max_tokens: token limit of a seed or per-visit generation reply.
+        buffers: initial buffers, `{prompt key: {"persistent", "active", "archived"}}` (e.g. from a checkpoint).
+    """
+
+    def __init__(
+        self,
+        verifier: Verifier,
+        settings: EvidenceSettings | None = None,
+        evolving: bool = True,
+        question_fn: QuestionFn | None = None,
+        seed_rubrics: tuple[int, int] = (3, 5),
+        max_new_rubrics: int = 5,
+        max_active: int = 5,
+        generator_max_tokens: int = 512,
+        buffers: dict | None = None,
+    ):
+        self.verifier = verifier
+        self.settings = settings or EvidenceSettings()
+        self.evolving = evolving
+        self.question_fn = question_fn
+        self.seed_rubrics = tuple(seed_rubrics)
+        self.max_new_rubrics = max_new_rubrics
+        self.max_active = max_active
+        self.generator_max_tokens = generator_max_tokens
+        self.buffers: dict[str, dict] = buffers if buffers is not None else {}
+        self._updates: list[dict] = []
+
+    # -- the step ---------------------------------------------------------------------------------------------------
+    def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
+        stats = StepStats(groups=len(groups))
+        states = [distinct_answers(g) for g in groups]
+        self._seed(states, stats)
+        candidates = self._generate(states, stats) if self.evolving else [[] for _ in states]
+        rubric_sets = [self._rubrics(s) + new for s, new in zip(states, candidates)]
+        judgments = self._judge(states, rubric_sets, stats)
+        results = []
+        for state, rubrics, new, judged in zip(states, rubric_sets, candidates, judgments):
+            stats.distinct_answers.append(state.num_answers)
+            if not rubrics:
+                result = no_reward(state, "no_rubrics")
+            else:
+                weights = [r["weight"] for r in rubrics]
+                rewards = [rubric_score(weights, [judged[k][g] for k in range(len(rubrics))])
+                           for g in range(len(state.group.completions))]
+                result = self._result(state, rewards)
+                if self.evolving:
+                    self._prune(state, rubrics, new, judged)
+            stats.statuses[result.status] += 1
+            results.append(result)
+        return results, stats
+
+    # -- stages -----------------------------------------------------------------------------------------------------
+    def _seed(self, states: list[GroupState], stats: StepStats) -> None:
+        todo: dict[str, GroupState] = {}
+        for s in states:
+            key = s.group.prompt_key
+            if self.buffers.get(key, {}).get("persistent"):
+                stats.static_cache_hits += 1  # the persistent rubrics of an earlier visit are reused
+            else:
+                todo.setdefault(key, s)  # one seed request per prompt, even if it appears twice in the step
+        low, high = self.seed_rubrics
+        requests = [
+            Request(
+                messages=rubric_seed_messages(s.group.context, low, high),
+                sampling=Sampling(temperature=0.0, max_tokens=self.generator_max_tokens),
+                json_schema=rubric_schema(low, high),
+                stage="rubric_seed",
+            )
+            for s in todo.values()
+        ]
+        for key, reply in zip(todo, self.verifier.generate(requests)):
+            rubrics, failure = self._parse(reply, high)
+            if failure or not rubrics:  # retried on the next visit
+                stats.construction_failures[f"seed_{failure or 'empty'}"] += 1
+                continue
+            stats.tests_built += len(rubrics)
+            self._record({"key": key, "persistent": rubrics})
+
+    def _generate(self, states: list[GroupState], stats: StepStats) -> list[list[dict]]:
+        requests = [
+            Request(
+                messages=rubric_generation_messages(
+                    s.group.context, s.group.completions, self._rubrics(s), self.max_new_rubrics
+                ),
+                sampling=Sampling(temperature=0.0, max_tokens=self.generator_max_tokens),
+                json_schema=rubric_schema(0, self.max_new_rubrics),
+                stage="rubric_generation",
+            )
+            for s in states
+        ]
+        out = []
+        for state, reply in zip(states, self.verifier.generate(requests)):
+            rubrics, failure = self._parse(reply, self.max_new_rubrics)
+            if failure:
+                stats.construction_failures[f"generation_{failure}"] += 1
+            known = {" ".join(r["text"].casefold().split()) for r in self._rubrics(state)}
+            new = [r for r in rubrics if " ".join(r["text"].casefold().split()) not in known]
+            stats.tests_built += len(new)
+            out.append(new)
+        return out
+
+    def _judge(self, states: list[GroupState], rubric_sets: list[list[dict]], stats: StepStats) -> list[list[list[float]]]:
+        """`J[group][rubric][rollout]`; identical responses are judged once (greedy judging gives them one score)."""
+        judged = [[[0.0] * len(s.group.completions) for _ in rubrics] for s, rubrics in zip(states, rubric_sets)]
+        jobs: list[tuple[int, int, list[int]]] = []
+        requests = []
+        for k, (state, rubrics) in enumerate(zip(states, rubric_sets)):
+            by_text: dict[str, list[int]] = {}
+            for g, completion in enumerate(state.group.completions):
+                if completion.strip():  # an empty response scores 0 without a call
+                    by_text.setdefault(completion.strip(), []).append(g)
+            question = group_question(state.group, self.question_fn)
+            for text, rollouts in by_text.items():
+                for r, rubric in enumerate(rubrics):
+                    jobs.append((k, r, rollouts))
+                    requests.append(Request(
+                        messages=rubric_judge_messages(question, text, rubric["text"]),
+                        sampling=Sampling(temperature=0.0, max_tokens=self.settings.validation_max_tokens),
+                        choices=RUBRIC_SCORES,
+                        stage="rubric_judge",
+                    ))
+        for (k, r, rollouts), reply in zip(jobs, self.verifier.generate(requests)):
+            value = parse_rubric_score(reply.texts[0]) if reply.texts and reply.error is None else None
+            stats.tests_validated += 1
+            stats.verdicts[f"score_{value}" if value is not None else "invalid"] += 1
+            if value is None:
+                stats.verdict_failures["error" if reply.error else "unreadable_score"] += 1
+            for g in rollouts:
+                judged[k][r][g] = (value or 0) / 2  # 0/1/2 -> J in {0, 0.5, 1}; unreadable scores 0
+        return judged
+
+    def _prune(self, state: GroupState, rubrics: list[dict], new: list[dict], judged: list[list[float]]) -> None:
+        key = state.group.prompt_key
+        persistent = len(self.buffers.get(key, {}).get("persistent", []))
+        pool = rubrics[persistent:]  # A ∪ N, in that order
+        active, archived = prune(pool, [population_std(judged[persistent + k]) for k in range(len(pool))],
+                                 self.max_active)
+        self._record({"key": key, "active": active, "archived": archived})
+
+    # -- buffers ----------------------------------------------------------------------------------------------------
+    def _rubrics(self, state: GroupState) -> list[dict]:
+        buffer = self.buffers.get(state.group.prompt_key, {})
+        return list(buffer.get("persistent", [])) + list(buffer.get("active", []) if self.evolving else [])
+
+    @staticmethod
+    def _parse(reply, max_items: int) -> tuple[list[dict], str | None]:
+        if reply.error is not None or not reply.texts:
+            return [], "error"
+        if reply.finish_reasons and reply.finish_reasons[0] == "length":
+            rubrics, _ = parse_rubrics(reply.texts[0], max_items)  # a cut-off list keeps the rubrics it finished
+            return (rubrics, None) if rubrics else ([], "runaway")
+        return parse_rubrics(reply.texts[0], max_items)
+
+    def _record(self, update: dict) -> None:
+        self.apply_state_updates([update])
+        self._updates.append(update)
+
+    def apply_state_updates(self, updates: list[dict]) -> None:
+        """Merge buffer changes made elsewhere (another process scored the prompt): a seed sets the persistent
+        rubrics, a prune replaces the active set and appends to the archive."""
+        for update in updates:
+            buffer = self.buffers.setdefault(update["key"], _empty_buffer())
+            if "persistent" in update:
+                buffer["persistent"] = list(update["persistent"])
+            if "active" in update:
+                buffer["active"] = list(update["active"])
+            buffer.setdefault("archived", []).extend(update.get("archived", []))
+
+    def pop_state_updates(self) -> list[dict]:
+        """The buffer changes made since the last call, to share with other processes."""
+        updates, self._updates = self._updates, []
+        return updates
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps: every prompt's rubric buffer."""
+        return {"rubrics": self.buffers}
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, buffer in state.get("rubrics", {}).items():
+            self.buffers[key] = {"persistent": [], "active": [], "archived": [], **buffer}
+
+    # -- output -----------------------------------------------------------------------------------------------------
+    @staticmethod
+    def _result(state: GroupState, rewards: list[float]) -> GroupResult:
+        """Per answer, the mean rubric score of its rollouts; the verified answer is the unique best one."""
+        scores: list[float | None] = []
+        for i in range(state.num_answers):
+            mine = [r for r, a in zip(rewards, state.assignment) if a == i]
+            scores.append(sum(mine) / len(mine) if mine else None)
+        known = [s for s in scores if s is not None]
+        best = [i for i, s in enumerate(scores) if known and s is not None and abs(s - max(known)) <= STD_TOLERANCE]
+        answer = state.answers[best[0]] if len(best) == 1 else None
+        return make_result(state, list(rewards), "scored", scores, answer)

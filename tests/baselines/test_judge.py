@@ -1,0 +1,48 @@
+"""Policy LLM-Judge: one pointwise Yes/No per distinct answer, all groups in one call."""
+
+import re
+
+from scripted import ScriptedVerifier
+
+from rlce_trl.baselines import PolicyJudgeScorer
+from rlce_trl.baselines.prompts import parse_yes_no
+from rlce_trl.evidence.state import Group
+
+LABELS = ("positive", "negative", "neutral")
+
+
+def judged(request):
+    return re.search(r"Proposed answer to the final request in the input: (.*)\n", request.messages[-1]["content"]).group(1)
+
+
+def test_pointwise_judgments_shared_by_rollouts_and_batched():
+    groups = [
+        Group("User: clip\nOptions: positive, negative, neutral.", [
+            "\\boxed{positive}", "\\boxed{negative}", "\\boxed{Positive}", "none"], labels=LABELS),
+        Group("User: clip 2", ["\\boxed{a cafe}", "\\boxed{A cafe.}", "\\boxed{a bar}", "\\boxed{a park}"]),
+    ]
+    replies = {"positive": "Yes", "negative": "No.", "a cafe": "**No**", "a bar": "yes", "a park": "maybe"}
+    verifier = ScriptedVerifier(lambda request: replies[judged(request)])
+    (closed, free), stats = PolicyJudgeScorer(verifier).score(groups)
+    assert len(verifier.batches) == 1 and len(verifier.batches[0]) == 2 + 3  # one per distinct answer
+    first = verifier.batches[0][0]
+    assert first.choices == ("Yes", "No") and first.sampling.greedy and first.stage == "judge"
+    assert "Options:" not in first.messages[-1]["content"]  # D.2: the other options are not shown
+    assert closed.verified == [1.0, 0.0, 1.0, 0.0] and closed.scores == [1.0, 0.0]
+    assert closed.verified_answer == "positive" and closed.status == "judged"
+    assert free.verified == [0.0, 0.0, 1.0, 0.0] and free.scores == [0.0, 1.0, None]
+    assert stats.verdicts == {"yes": 2, "no": 2, "invalid": 1} and stats.verdict_failures == {"unreadable_judgment": 1}
+
+
+def test_no_answer_judged_correct_gives_zero_rewards_and_no_answer_gives_none():
+    groups = [Group("c", ["\\boxed{x}", "\\boxed{y}"]), Group("c", ["nothing", "at all"])]
+    (r1, r2), _ = PolicyJudgeScorer(ScriptedVerifier(lambda request: "No")).score(groups)
+    assert r1.verified == [0.0, 0.0] and r1.status == "none_correct"
+    assert r2.verified == [None, None] and r2.status == "no_answer"
+
+
+def test_parse_yes_no():
+    assert parse_yes_no("Yes, because ...") == "yes"
+    assert parse_yes_no("The answer is no.") == "no"
+    assert parse_yes_no("yes or no?") == "yes"  # first word decides
+    assert parse_yes_no("I think it could be yes or it could be no") is None
