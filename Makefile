@@ -8,7 +8,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.rlce-installed
 
-.PHONY: setup quickstart test test-fast test-slow test-vllm vllm-env bench clean
+.PHONY: setup quickstart test test-fast test-slow test-vllm vllm-env bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,8 +41,12 @@ test-vllm: setup vllm-env
 vllm-env:
 	bash scripts/make_vllm_env.sh
 
-bench: setup
+bench: setup vllm-env
 	$(BIN)/python benchmarks/stage_batching.py
+	$(BIN)/python benchmarks/verifier_throughput.py --groups 4 --source sample --transformers-calls 3
+
+gpu-check:  # on a machine with CUDA, vLLM, trl and this package installed
+	python scripts/gpu_check_colocate.py
 
 clean:
 	rm -rf $(VENV) .venv-vllm build dist src/*.egg-info

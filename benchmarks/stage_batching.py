@@ -21,10 +21,10 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
-from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings  # noqa: E402
-from rlce_trl.evidence.state import Group  # noqa: E402
-from rlce_trl.verifiers import TransformersVerifier, load_frozen_model  # noqa: E402
-from rlce_trl.verifiers.base import Verifier  # noqa: E402
+from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
+from rlce_trl.evidence.state import Group
+from rlce_trl.verifiers import TransformersVerifier, load_frozen_model
+from rlce_trl.verifiers.base import Verifier
 
 ANSWERS = ["a quiet cafe", "a loud bar", "a vegan bistro", "a steak house", "a picnic", "a food truck", "a sushi bar",
            "a home dinner"]

@@ -111,3 +111,17 @@ def test_a_baseline_replaces_the_rlce_reward_by_name(tiny_model_dir, tmp_path):
     trainer.train()
     log = trainer.state.log_history[0]
     assert "rewards/policy_judge/mean" in log and "policy_judge/verifier_calls" in log
+
+
+def test_a_verifier_server_that_is_down_fails_fast_with_the_fix(tiny_model_dir, tmp_path):
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = make_args(tmp_path, verifier_mode="server", verifier_server_base_url=f"http://127.0.0.1:{port}/v1")
+    start = time.perf_counter()
+    with pytest.raises(Exception, match=rf"(?s)127\.0\.0\.1:{port}.*vllm serve <initial checkpoint>"):
+        RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=Dataset.from_list(preference_rows(16)))
+    assert time.perf_counter() - start < 30

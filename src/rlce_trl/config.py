@@ -10,7 +10,7 @@ from .baselines import REWARD_METHODS
 from .evidence.pipeline import MODES, EvidenceSettings
 from .verifiers.base import Sampling
 
-VERIFIER_MODES = ("transformers",)
+VERIFIER_MODES = ("transformers", "server", "colocate")
 
 
 @dataclass
@@ -27,12 +27,40 @@ class RLCEGRPOConfig(GRPOConfig):
 
     Parameters:
         verifier_mode (`str`, *optional*, defaults to `"transformers"`):
-            Backend of the frozen verifier. `"transformers"`: an in-process copy of the initial model (reusing the
-            trainer's reference model or the PEFT base model when that is safe).
+            Backend of the frozen verifier (mirrors TRL's `vllm_mode`). `"transformers"`: an in-process copy of the
+            initial model (reusing the trainer's reference model or the PEFT base model when that is safe).
+            `"server"`: OpenAI-compatible server(s) at `verifier_server_base_url` (e.g. `vllm serve <initial
+            checkpoint>`). `"colocate"`: a vLLM server process that the trainer starts on each training GPU.
         verifier_model_name_or_path (`str`, *optional*):
             Model that serves as frozen verifier. Defaults to the initial checkpoint of the policy.
         verifier_batch_size (`int`, *optional*, defaults to `16`):
             Prompts per forward batch of the transformers backend.
+        verifier_server_base_url (`str`, *optional*):
+            Base URL of the verifier server, or several, comma-separated (requests are spread across them).
+            Required with `verifier_mode="server"`.
+        verifier_server_model (`str`, *optional*):
+            Served model name; by default the first one the server lists at `/v1/models`.
+        verifier_max_concurrency (`int`, *optional*, defaults to `64`):
+            Requests in flight at once per process (server and colocate modes).
+        verifier_timeout (`float`, *optional*, defaults to `300.0`):
+            Seconds one request may take before it is retried.
+        verifier_max_retries (`int`, *optional*, defaults to `3`):
+            Retries of a request after a connection error, a timeout or a 5xx reply, with exponential backoff.
+        verifier_max_consecutive_failures (`int`, *optional*, defaults to `5`):
+            Verifier calls in a row with no successful reply before the run stops with an error; the groups of a
+            failed call get no verification reward meanwhile. `0` never stops.
+        verifier_gpu_memory_utilization (`float`, *optional*, defaults to `0.2`):
+            Share of each GPU's memory for the co-located verifier server (colocate mode).
+        verifier_tensor_parallel_size (`int`, *optional*, defaults to `1`):
+            Tensor-parallel size of the co-located verifier server.
+        verifier_max_model_length (`int`, *optional*):
+            Context length of the co-located verifier server; the model's by default.
+        verifier_enable_sleep_mode (`bool`, *optional*, defaults to `False`):
+            Put the co-located verifier to sleep between reward computations, freeing its GPU memory for training.
+        verifier_vllm_python (`str`, *optional*):
+            Python interpreter with vLLM for the co-located server; `$RLCE_VLLM_PYTHON` or this one by default.
+        verifier_vllm_args (`str`, *optional*, defaults to `""`):
+            Extra command-line arguments of the co-located vLLM server (e.g. `"--enforce-eager"`).
 
     > Parameters that control the RLCE reward
 
@@ -91,6 +119,38 @@ class RLCEGRPOConfig(GRPOConfig):
             "choices": list(REWARD_METHODS),
         },
     )
+    verifier_server_base_url: str | None = field(
+        default=None,
+        metadata={"help": "Verifier server base URL(s), comma-separated; required with verifier_mode='server'."},
+    )
+    verifier_server_model: str | None = field(
+        default=None, metadata={"help": "Served model name; the first one listed at /v1/models by default."}
+    )
+    verifier_max_concurrency: int = field(default=64, metadata={"help": "Verifier requests in flight per process."})
+    verifier_timeout: float = field(default=300.0, metadata={"help": "Seconds one verifier request may take."})
+    verifier_max_retries: int = field(default=3, metadata={"help": "Retries of a failed verifier request."})
+    verifier_max_consecutive_failures: int = field(
+        default=5,
+        metadata={"help": "Failed verifier calls in a row before the run stops with an error (0: never)."},
+    )
+    verifier_gpu_memory_utilization: float = field(
+        default=0.2, metadata={"help": "Share of each GPU's memory for the co-located verifier server."}
+    )
+    verifier_tensor_parallel_size: int = field(
+        default=1, metadata={"help": "Tensor-parallel size of the co-located verifier server."}
+    )
+    verifier_max_model_length: int | None = field(
+        default=None, metadata={"help": "Context length of the co-located verifier server."}
+    )
+    verifier_enable_sleep_mode: bool = field(
+        default=False, metadata={"help": "Let the co-located verifier sleep between reward computations."}
+    )
+    verifier_vllm_python: str | None = field(
+        default=None, metadata={"help": "Python with vLLM for the co-located server ($RLCE_VLLM_PYTHON by default)."}
+    )
+    verifier_vllm_args: str = field(
+        default="", metadata={"help": "Extra command-line arguments of the co-located vLLM server."}
+    )
     rlce_mode: str = field(
         default="evolving",
         metadata={
@@ -135,6 +195,31 @@ class RLCEGRPOConfig(GRPOConfig):
             problems.append(f"verifier_mode={self.verifier_mode!r}: use one of {', '.join(VERIFIER_MODES)}.")
         if self.reward_method not in REWARD_METHODS:
             problems.append(f"reward_method={self.reward_method!r}: use one of {', '.join(REWARD_METHODS)}.")
+        if self.verifier_mode == "server" and not self.verifier_server_base_url:
+            problems.append(
+                "verifier_mode='server' needs verifier_server_base_url: start a server with `vllm serve <initial "
+                "checkpoint>` and pass its URL, or use verifier_mode='colocate' to let the trainer start it."
+            )
+        if not 0 < self.verifier_gpu_memory_utilization <= 1:
+            problems.append("verifier_gpu_memory_utilization must be in (0, 1].")
+        if (
+            self.verifier_mode == "colocate"
+            and self.use_vllm
+            and self.vllm_mode == "colocate"
+            and self.verifier_gpu_memory_utilization + self.vllm_gpu_memory_utilization >= 0.95
+        ):
+            problems.append(
+                f"verifier_gpu_memory_utilization ({self.verifier_gpu_memory_utilization}) + vllm_gpu_memory_utilization "
+                f"({self.vllm_gpu_memory_utilization}) leave no GPU memory for training: keep their sum below 0.95."
+            )
+        for name in ("verifier_max_concurrency", "verifier_tensor_parallel_size"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name} must be >= 1.")
+        for name in ("verifier_max_retries", "verifier_max_consecutive_failures"):
+            if getattr(self, name) < 0:
+                problems.append(f"{name} must be >= 0.")
+        if self.verifier_timeout <= 0:
+            problems.append("verifier_timeout must be > 0 seconds.")
         if self.rlce_mode not in MODES:
             problems.append(f"rlce_mode={self.rlce_mode!r}: use one of {', '.join(MODES)}.")
         for name in ("rlce_verified_weight", "rlce_format_weight"):

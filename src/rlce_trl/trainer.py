@@ -16,7 +16,8 @@ from .config import RLCEGRPOConfig
 from .baselines import build_scorer
 from .evidence.pipeline import StepStats
 from .rewards import build_groups, completion_text, group_log_columns, rlce_format
-from .verifiers.base import Verifier
+from .verifiers.base import Verifier, VerifierUnavailableError
+from .verifiers.from_config import remote_verifier
 from .verifiers.transformers_backend import TransformersVerifier, load_frozen_model
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,12 @@ class RLCEGRPOTrainer(GRPOTrainer):
                 reward_processing_classes = [reward_processing_classes]
             reward_processing_classes = [None, None, *reward_processing_classes]
 
+        # Server and co-located verifiers come first: a server that is down fails the run before any model loads,
+        # and a co-located vLLM server profiles GPU memory before TRL's own engine takes its share.
+        if verifier is None and args.verifier_mode != "transformers":
+            source = args.verifier_model_name_or_path or (model if isinstance(model, str) else model.config._name_or_path)
+            verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", 0)))
+
         # A model given in memory without a checkpoint on disk or the Hub: keep an untouched copy as verifier.
         self._initial_model = None
         if verifier is None and not isinstance(model, str) and args.verifier_model_name_or_path is None:
@@ -200,14 +207,24 @@ class RLCEGRPOTrainer(GRPOTrainer):
         # 2. Each group scored once, by process g % world.
         owned = list(range(rank, len(groups), world))
         before = self.verifier.stats.snapshot()
-        results, stats = self.group_scorer.score([groups[g] for g in owned])
+        try:
+            results, stats = self.group_scorer.score([groups[g] for g in owned])
+            failure = None
+        except VerifierUnavailableError as error:  # raised below on every rank, or the others hang in the gather
+            results, stats, failure = [], StepStats(), f"process {rank}: {error}"
         work = self.verifier.stats.since(before)
         packed = [(g, r.verified, group_log_columns(r)) for g, r in zip(owned, results)]
         updates = self.group_scorer.pop_state_updates() if hasattr(self.group_scorer, "pop_state_updates") else []
-        everyone = gather_object([(rank, packed, stats, work, updates)])
+        everyone = gather_object([(rank, packed, stats, work, updates, failure)])
+        failures = [e[5] for e in everyone if e[5]]
+        if failures:
+            raise VerifierUnavailableError(
+                "The verifier failed persistently, so no rewards can be computed:\n" + "\n".join(failures)
+                + "\nCheck the verifier server (its URL, its log), or raise verifier_max_consecutive_failures."
+            )
 
         # 3. Back in group order; this process keeps its slice.
-        by_group = {g: (verified, columns) for _, items, _, _, _ in everyone for g, verified, columns in items}
+        by_group = {g: (verified, columns) for _, items, *_ in everyone for g, verified, columns in items}
         verified = [r for g in range(len(groups)) for r in by_group[g][0]]
         start = rank * len(prompts)
         self._group_rewards = verified[start : start + len(prompts)]
@@ -220,7 +237,7 @@ class RLCEGRPOTrainer(GRPOTrainer):
 
         self._log_rlce_metrics(mode, [e[2] for e in everyone], [e[3] for e in everyone])
         # State built across steps (static tests, rubric buffers) follows the prompt, whichever process scored it.
-        for other_rank, _, _, _, other_updates in everyone:
+        for other_rank, _, _, _, other_updates, _ in everyone:
             if other_rank != rank and other_updates:
                 self.group_scorer.apply_state_updates(other_updates)
         return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -236,12 +253,27 @@ class RLCEGRPOTrainer(GRPOTrainer):
         metrics[f"{prefix}/verifier_calls"].append(float(sum(w.calls for w in work)))
         metrics[f"{prefix}/verifier_generated_tokens"].append(float(sum(w.generated_tokens for w in work)))
         metrics[f"{prefix}/verifier_failed_requests"].append(float(sum(w.failed_requests for w in work)))
+        transport = getattr(self.verifier, "server_stats", None)  # server and colocate modes: cumulative counters
+        if transport is not None:
+            metrics[f"{prefix}/verifier_retries_total"].append(float(transport.retries))
+            metrics[f"{prefix}/verifier_timeouts_total"].append(float(transport.timeouts))
+        if hasattr(self.verifier, "restarts"):
+            metrics[f"{prefix}/verifier_restarts_total"].append(float(self.verifier.restarts))
         if total.static_cache_hits:
             metrics[f"{prefix}/static_cache_hits"].append(float(total.static_cache_hits))
         failures = total.verdict_failures
         if failures:
             logger.info("%s: %d unreadable verdicts counted as abstentions (%s).", prefix, sum(failures.values()),
                         ", ".join(f"{k}={v}" for k, v in sorted(failures.items())))
+
+    def train(self, *args, **kwargs):
+        """[`~trl.GRPOTrainer.train`]; on an error the verifier (a server process the trainer started) is stopped
+        before the error propagates, so nothing is left running."""
+        try:
+            return super().train(*args, **kwargs)
+        except BaseException:
+            self.verifier.close()
+            raise
 
     # -- scorer state across checkpoints ---------------------------------------------------------------------------
     def _save_checkpoint(self, model, trial):

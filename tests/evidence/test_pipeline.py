@@ -164,3 +164,20 @@ def test_pointwise_ablation_majority_rule():
 def test_unknown_mode_names_the_choices():
     with pytest.raises(ValueError, match="evolving, static, pointwise"):
         EvidenceSettings(mode="fixed")
+
+
+def test_failed_verifier_requests_give_no_reward_and_are_counted():
+    from scripted import ScriptedVerifier
+
+    from rlce_trl.verifiers.base import Reply
+
+    class Down(ScriptedVerifier):  # every validation request fails, as with a dead server
+        def _generate(self, requests):
+            replies = super()._generate(requests)
+            return [Reply.failed(r.sampling.n, "connection refused") if r.stage == "validation" else reply
+                    for r, reply in zip(requests, replies)]
+
+    verifier = Down(lambda request: "a claim")
+    (r,), stats = EvidencePipeline(verifier, PLAIN).score([Group("c", boxed("positive", "negative"), labels=LABELS)])
+    assert r.status == "verifier_failed" and r.verified == [None, None]
+    assert stats.metrics()["verifier_failed_groups"] == 1.0 and stats.verdict_failures["error"] == 2

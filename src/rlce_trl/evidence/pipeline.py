@@ -80,6 +80,7 @@ class StepStats:
             "tie_rate": self.initial_ties / compared if compared else 0.0,
             "unresolved_tie_rate": self.statuses["tie"] / compared if compared else 0.0,
             "verified_fraction": self.statuses["verified"] / self.groups if self.groups else 0.0,
+            "verifier_failed_groups": float(self.statuses["verifier_failed"]),
             "equivalence_failures": float(self.equivalence_failures),
             "abstentions_invalid": float(self.verdicts["invalid"]),
         }
@@ -147,6 +148,8 @@ class EvidencePipeline:
                 s.status, s.winners = "tie", []
             else:  # no winner at all means every test abstained
                 s.status = "verified" if s.winners else "no_winner"
+            if s.status != "verified" and s.failed_requests:  # no reward because the verifier failed, not the evidence
+                s.status = "verifier_failed"
         for s in states:
             stats.statuses[s.status] += 1
             stats.equivalence_failures += s.equivalence_failures
@@ -157,6 +160,7 @@ class EvidencePipeline:
         todo = [s for s in states if canonicalization.needs_equivalence(s)]
         requests = [canonicalization.equivalence_request(s, self.settings.equivalence_max_tokens) for s in todo]
         for state, reply in zip(todo, self.verifier.generate(requests)):
+            state.failed_requests += reply.error is not None
             canonicalization.apply_equivalence(state, reply)
 
     def _construct(self, states: list[GroupState], stats: StepStats) -> None:
@@ -184,6 +188,7 @@ class EvidencePipeline:
     def _run_construction(self, jobs: list, stats: StepStats, tie_break: bool) -> None:
         replies = self.verifier.generate([job[3] for job in jobs])
         for (state, favoured, against, _), reply in zip(jobs, replies):
+            state.failed_requests += reply.error is not None
             for test in construction.tests_from_reply(reply, favoured, against, tie_break):
                 state.tests.append(test)
                 if test.text is None:
@@ -203,6 +208,7 @@ class EvidencePipeline:
                 requests.append(validation.validation_request(s.group.context, shown, self.settings.validation_max_tokens))
         replies = self.verifier.generate(requests)
         for (state, test), reply in zip(jobs, replies):
+            state.failed_requests += reply.error is not None
             text, finish = (reply.texts[0], reply.finish_reasons[0]) if reply.texts else ("", "error")
             test.verdict, test.failure = validation.parse_verdict(text, "error" if reply.error else finish)
             stats.tests_validated += 1

@@ -71,6 +71,7 @@ class GroupState:
     initial_tie: bool = False
     equivalence_failures: int = 0
     merged_by_verifier: int = 0
+    failed_requests: int = 0  # verifier requests of this group that came back as errors (backend down, timeout)
 
     @property
     def num_answers(self) -> int:

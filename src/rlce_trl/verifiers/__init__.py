@@ -1,8 +1,8 @@
 """Verifier backends behind one interface (`base.Verifier`). Backends import their heavy dependencies lazily."""
 
-from .base import Reply, Request, Sampling, Verifier, VerifierStats
+from .base import Reply, Request, Sampling, Verifier, VerifierStats, VerifierUnavailableError
 
-__all__ = ["Reply", "Request", "Sampling", "Verifier", "VerifierStats", "TransformersVerifier", "load_frozen_model"]
+__all__ = ["Reply", "Request", "Sampling", "Verifier", "VerifierStats", "VerifierUnavailableError", "TransformersVerifier", "load_frozen_model"]
 
 
 def __getattr__(name):

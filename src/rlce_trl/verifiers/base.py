@@ -16,6 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
+class VerifierUnavailableError(RuntimeError):
+    """The verifier failed persistently (server unreachable, process dead): the run cannot produce rewards."""
+
+
 @dataclass(frozen=True)
 class Sampling:
     """Decoding settings of one request. `temperature == 0` means greedy (top-p and top-k are then ignored)."""

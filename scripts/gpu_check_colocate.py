@@ -1,0 +1,278 @@
+"""GPU check of `verifier_mode="colocate"`: one RLCE GRPO training step on ONE CUDA GPU with TRL's colocated vLLM
+policy engine AND the frozen verifier's vLLM server process on the same GPU, printing the peak GPU memory of
+training, of the policy engine and of the verifier. Runs each configuration in a fresh process:
+
+    python scripts/gpu_check_colocate.py                      # TRL sleep mode off, then on (a few minutes)
+    python scripts/gpu_check_colocate.py --trl-sleep off      # one configuration
+    python scripts/gpu_check_colocate.py --model /path/to/SmolLM2-135M-Instruct --verifier-sleep
+
+Needs an environment with CUDA vLLM (0.22-0.31 for TRL 1.16), trl==1.16.*, and this package (`pip install -e .`).
+The verifier server runs on the same interpreter unless `RLCE_VLLM_PYTHON` names another. Nothing is downloaded:
+the default model is a tiny random Llama (head size 64) built locally.
+
+How the memory figures are taken (NVML per process, sampled every 50 ms in a background thread, plus torch):
+- verifier   = peak GPU memory of the verifier server's process tree (API server + engine core), and its budget
+               `--verifier-mem` x total;
+- policy eng = the trainer process's GPU memory right after `RLCEGRPOTrainer(...)` (model + TRL's vLLM engine)
+               minus its memory before, minus the policy parameters' bytes (budget `--policy-mem` x total);
+- the same two as device-wide deltas of `torch.cuda.mem_get_info()` (in the JSON), for containers where NVML
+  reports host pids;
+- training   = `torch.cuda.max_memory_allocated()` during `trainer.train()` (PyTorch's allocator: model,
+               gradients, optimizer states, activations; also vLLM tensors allocated through torch), and the
+               trainer process's NVML peak (everything in that process, CUDA context included).
+Exit status 0 when every configuration trained one step with verifier calls and no failed verifier request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+GIB = 1024**3
+
+
+def build_tiny_model(directory: Path, hidden_size: int = 256, num_heads: int = 4, layers: int = 2) -> str:
+    """A random Llama with a locally trained byte-level BPE tokenizer and a ChatML template (vLLM needs a realistic
+    head size: 256 / 4 = 64)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    corpus = ["The user is vegetarian and asked for a recipe. yes no unknown same different \\boxed{answer}"] * 50
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(
+        vocab_size=512, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>",
+                                   pad_token="<|endoftext|>", unk_token="<|endoftext|>")
+    fast.chat_template = (
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    fast.save_pretrained(directory)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(fast), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+                         num_hidden_layers=layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,
+                         max_position_embeddings=4096, bos_token_id=fast.bos_token_id,
+                         eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, tie_word_embeddings=False)
+    model = LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = fast.eos_token_id
+    model.generation_config.pad_token_id = fast.pad_token_id
+    model.save_pretrained(directory)
+    return str(directory)
+
+
+class GpuSampler:
+    """Peak NVML memory per pid (all processes on the GPU), sampled in a thread."""
+
+    def __init__(self, index: int = 0, period_s: float = 0.05):
+        import pynvml
+
+        pynvml.nvmlInit()
+        self.nvml = pynvml
+        self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        self.total = pynvml.nvmlDeviceGetMemoryInfo(self.handle).total
+        self.period_s = period_s
+        self.peak: dict[int, int] = {}
+        self.peak_used = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def now(self) -> dict[int, int]:
+        out = {}
+        for getter in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+            try:
+                for p in getattr(self.nvml, getter)(self.handle):
+                    out[p.pid] = max(out.get(p.pid, 0), p.usedGpuMemory or 0)
+            except self.nvml.NVMLError:
+                pass
+        return out
+
+    def _run(self):
+        while not self._stop.is_set():
+            for pid, used in self.now().items():
+                self.peak[pid] = max(self.peak.get(pid, 0), used)
+            used = self.nvml.nvmlDeviceGetMemoryInfo(self.handle).used
+            self.peak_used = max(self.peak_used, used)
+            time.sleep(self.period_s)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def process_tree(root: int) -> set[int]:
+    """`root` and its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        out.add(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def one_configuration(args) -> dict:
+    import torch
+
+    from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+    from rlce_trl.data.sample import load_preference_sample
+    from rlce_trl.verifiers.vllm_process import ColocatedVLLMVerifier, VLLMServerProcess
+
+    assert torch.cuda.is_available(), "this check needs a CUDA GPU"
+    from datasets import Dataset
+
+    work = Path(tempfile.mkdtemp(prefix="rlce-gpu-check-"))
+    model = args.model or build_tiny_model(work / "tiny-model")
+    sampler = GpuSampler(0).start()
+    me = os.getpid()
+    torch.cuda.init()
+    time.sleep(0.3)
+    before_any = sampler.now().get(me, 0)
+
+    def device_used() -> int:  # device-wide, robust when NVML's pids are in another pid namespace (containers)
+        free, total = torch.cuda.mem_get_info()
+        return total - free
+
+    used_0 = device_used()
+
+    # 1. The verifier server first, alone on the GPU: vLLM checks free memory >= its share and profiles undisturbed.
+    t0 = time.perf_counter()
+    process = VLLMServerProcess(
+        model, gpu_memory_utilization=args.verifier_mem, max_model_len=args.max_model_len, seed=0,
+        enforce_eager=not args.cuda_graphs, enable_sleep_mode=args.verifier_sleep, startup_timeout_s=600,
+    )
+    verifier = ColocatedVLLMVerifier(process, sleep_between_calls=args.verifier_sleep, timeout_s=300)
+    verifier_start_s = time.perf_counter() - t0
+    tree = process_tree(process.pid)
+    verifier_after_start = sum(sampler.now().get(p, 0) for p in tree)
+    used_1 = device_used()
+
+    try:
+        # 2. The trainer: policy model + TRL's colocated vLLM engine in this process.
+        config = RLCEGRPOConfig(
+            output_dir=str(work / "out"), max_steps=1, per_device_train_batch_size=8, num_generations=4,
+            max_completion_length=32, learning_rate=1e-5, logging_steps=1, report_to="none", save_strategy="no",
+            bf16=True, gradient_checkpointing=False, seed=0, use_vllm=True, vllm_mode="colocate",
+            vllm_gpu_memory_utilization=args.policy_mem, vllm_enable_sleep_mode=args.trl_sleep == "on",
+            vllm_max_model_length=args.max_model_len, rlce_construction_max_tokens=32,
+            rlce_validation_max_tokens=4, rlce_equivalence_max_tokens=64,
+        )
+        rows = load_preference_sample("train")[:8]
+        t1 = time.perf_counter()
+        trainer = RLCEGRPOTrainer(model=model, args=config, train_dataset=Dataset.from_list(rows), verifier=verifier)
+        trainer_init_s = time.perf_counter() - t1
+        torch.cuda.synchronize()
+        time.sleep(0.3)
+        after_init = sampler.now().get(me, 0)
+        used_2 = device_used()
+        param_bytes = sum(p.numel() * p.element_size() for p in trainer.model.parameters())
+        torch.cuda.reset_peak_memory_stats()
+        t2 = time.perf_counter()
+        trainer.train()
+        train_s = time.perf_counter() - t2
+        torch.cuda.synchronize()
+        train_torch_peak = torch.cuda.max_memory_allocated()
+        logs = [e for e in trainer.state.log_history if "rewards/rlce_verified/mean" in e]
+    finally:
+        verifier.close()
+        sampler.stop()
+    verifier_peak = sum(sampler.peak.get(p, 0) for p in tree)
+    result = {
+        "trl_sleep_mode": args.trl_sleep, "verifier_sleep": args.verifier_sleep, "model": model,
+        "gpu_total_gib": sampler.total / GIB,
+        "verifier_budget_gib": args.verifier_mem * sampler.total / GIB,
+        "verifier_peak_gib": verifier_peak / GIB, "verifier_after_start_gib": verifier_after_start / GIB,
+        "policy_engine_budget_gib": args.policy_mem * sampler.total / GIB,
+        "policy_engine_gib": max(after_init - before_any - param_bytes, 0) / GIB,
+        # device-wide deltas (do not depend on NVML seeing our pids)
+        "verifier_start_delta_gib": (used_1 - used_0) / GIB,
+        "policy_init_delta_minus_params_gib": (used_2 - used_1 - param_bytes) / GIB,
+        "training_torch_peak_gib": train_torch_peak / GIB,
+        "trainer_process_peak_gib": sampler.peak.get(me, 0) / GIB,
+        "gpu_used_peak_gib": sampler.peak_used / GIB,
+        "seconds": {"verifier_start": verifier_start_s, "trainer_init": trainer_init_s, "train_step": train_s},
+        "verifier_calls": sum(e.get("rlce/verifier_calls", 0) for e in logs),
+        "verifier_failed_requests": sum(e.get("rlce/verifier_failed_requests", 0) for e in logs),
+        "steps_logged": len(logs),
+    }
+    result["ok"] = result["steps_logged"] == 1 and result["verifier_calls"] >= 1 and \
+        result["verifier_failed_requests"] == 0
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", help="checkpoint folder (default: a tiny random Llama built here)")
+    parser.add_argument("--trl-sleep", choices=["off", "on", "both"], default="both",
+                        help="TRL's vllm_enable_sleep_mode for its colocated policy engine")
+    parser.add_argument("--verifier-sleep", action="store_true",
+                        help="also put the verifier server to sleep between calls (its own sleep allocator)")
+    parser.add_argument("--policy-mem", type=float, default=0.15, help="vllm_gpu_memory_utilization (TRL)")
+    parser.add_argument("--verifier-mem", type=float, default=0.10, help="verifier_gpu_memory_utilization")
+    parser.add_argument("--max-model-len", type=int, default=2048)
+    parser.add_argument("--cuda-graphs", action="store_true", help="do not pass --enforce-eager to the verifier")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    if args.child:
+        print("RESULT " + json.dumps(one_configuration(args)), flush=True)
+        return 0
+
+    results = []
+    for mode in (["off", "on"] if args.trl_sleep == "both" else [args.trl_sleep]):
+        argv = [sys.executable, __file__, "--child", "--trl-sleep", mode, "--policy-mem", str(args.policy_mem),
+                "--verifier-mem", str(args.verifier_mem), "--max-model-len", str(args.max_model_len)]
+        argv += (["--model", args.model] if args.model else []) + (["--verifier-sleep"] if args.verifier_sleep else [])
+        argv += ["--cuda-graphs"] if args.cuda_graphs else []
+        print(f"=== TRL sleep mode {mode}: {' '.join(argv)}", flush=True)
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1200,
+                              check=False)
+        lines = proc.stdout.splitlines()
+        found = [json.loads(line[7:]) for line in lines if line.startswith("RESULT ")]
+        if proc.returncode != 0 or not found:
+            print("\n".join(lines[-60:]))
+            results.append({"trl_sleep_mode": mode, "ok": False, "returncode": proc.returncode})
+            continue
+        results.append(found[0])
+
+    print("\nsleep  verifier(peak/budget)  policy engine(est/budget)  training(torch peak)  trainer proc  GPU used"
+          "  step s  ok")
+    for r in results:
+        if "verifier_peak_gib" not in r:
+            print(f"{r['trl_sleep_mode']:<6} FAILED (exit {r.get('returncode')})")
+            continue
+        print(f"{r['trl_sleep_mode']:<6} {r['verifier_peak_gib']:7.2f} / {r['verifier_budget_gib']:6.2f} GiB"
+              f"      {r['policy_engine_gib']:7.2f} / {r['policy_engine_budget_gib']:6.2f} GiB"
+              f"      {r['training_torch_peak_gib']:7.2f} GiB        {r['trainer_process_peak_gib']:6.2f} GiB"
+              f"  {r['gpu_used_peak_gib']:6.2f}  {r['seconds']['train_step']:6.1f}  {r['ok']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0 if results and all(r.get("ok") for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

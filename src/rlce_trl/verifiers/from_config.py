@@ -1,0 +1,39 @@
+"""Build the server and co-located verifiers from an [`RLCEGRPOConfig`] (the transformers backend is built by the
+trainer itself, because it may reuse the trainer's own reference or PEFT base model)."""
+
+from __future__ import annotations
+
+import shlex
+
+from .base import Verifier
+
+
+def remote_verifier(args, model_source: str, local_rank: int) -> Verifier:
+    """`verifier_mode="server"`: a client of the URLs in `args`. `verifier_mode="colocate"`: a vLLM server process
+    on this rank's GPU serving `model_source` (the initial checkpoint), and its client. Every process builds its
+    own: with the trainer's group ownership each process sends only the groups it scores."""
+    client = dict(
+        max_concurrency=args.verifier_max_concurrency,
+        timeout_s=args.verifier_timeout,
+        max_retries=args.verifier_max_retries,
+        max_consecutive_failures=args.verifier_max_consecutive_failures,
+    )
+    if args.verifier_mode == "server":
+        from .server import ServerVerifier
+
+        return ServerVerifier(args.verifier_server_base_url, model=args.verifier_server_model, **client)
+    if args.verifier_mode == "colocate":
+        from .vllm_process import ColocatedVLLMVerifier, VLLMServerProcess, device_for_local_rank
+
+        process = VLLMServerProcess(
+            model_source,
+            python=args.verifier_vllm_python,
+            gpu_memory_utilization=args.verifier_gpu_memory_utilization,
+            devices=device_for_local_rank(local_rank),
+            tensor_parallel_size=args.verifier_tensor_parallel_size,
+            max_model_len=args.verifier_max_model_length,
+            enable_sleep_mode=args.verifier_enable_sleep_mode,
+            extra_args=shlex.split(args.verifier_vllm_args),
+        )
+        return ColocatedVLLMVerifier(process, sleep_between_calls=args.verifier_enable_sleep_mode, **client)
+    raise ValueError(f"verifier_mode={args.verifier_mode!r} is built by the trainer, not here.")

@@ -1,0 +1,262 @@
+"""Helpers of the verifier-backend tests (imported by conftest.py and the test modules): a FAKE OpenAI-compatible
+server on 127.0.0.1 for the fault tests, free ports, and a tiny random chat model that vLLM's CPU backend accepts.
+
+The fake is not vLLM: it answers `/health`, `/v1/models` and `/v1/chat/completions` with canned text, and can be told
+to be slow, to fail with 5xx a number of times, to reject structured outputs, or to stop listening.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+VLLM_PYTHON = Path(os.environ.get("RLCE_VLLM_PYTHON", REPO / ".venv-vllm" / "bin" / "python"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FakeOpenAIServer:
+    """A FAKE chat-completions server for fault tests. Behaviour knobs are plain attributes, changeable mid-test."""
+
+    def __init__(self, port: int | None = None):
+        self.port = port or free_port()
+        self.delay_s = 0.0  # sleep before answering a completion
+        self.fail_next = 0  # answer this many completions with `fail_status`
+        self.fail_status = 503
+        self.reject_structured = False  # 400 when the body has `structured_outputs`
+        self.health_status = 200
+        self.bodies: list[dict] = []
+        self.lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._connections: set[socket.socket] = set()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeOpenAIServer:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def setup(self):
+                super().setup()
+                with fake.lock:
+                    fake._connections.add(self.connection)
+
+            def finish(self):
+                with fake.lock:
+                    fake._connections.discard(self.connection)
+                try:
+                    super().finish()
+                except OSError:
+                    pass
+
+            def _send(self, status: int, payload) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def do_GET(self):
+                if self.path == "/health":
+                    self._send(fake.health_status, {})
+                elif self.path == "/v1/models":
+                    self._send(200, {"object": "list", "data": [{"id": "fake-verifier", "object": "model"}]})
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path != "/v1/chat/completions":
+                    self._send(404, {"error": "not found"})
+                    return
+                with fake.lock:
+                    fake.bodies.append(body)
+                    fail = fake.fail_next > 0
+                    if fail:
+                        fake.fail_next -= 1
+                if fake.delay_s:
+                    time.sleep(fake.delay_s)
+                if fail:
+                    self._send(fake.fail_status, {"error": "fake server error"})
+                    return
+                if fake.reject_structured and "structured_outputs" in body:
+                    self._send(400, {"error": {"message": "Extra inputs are not permitted: structured_outputs"}})
+                    return
+                n = body.get("n", 1)
+                last = body["messages"][-1]["content"]
+                so = body.get("structured_outputs") or {}
+                text = so["choice"][0] if "choice" in so else f"echo: {last[-40:]}"
+                self._send(200, {
+                    "id": "fake", "object": "chat.completion", "model": body.get("model"),
+                    "choices": [
+                        {"index": k, "message": {"role": "assistant", "content": f"{text}" if n == 1 else f"{text} #{k}"},
+                         "finish_reason": "stop"}
+                        for k in range(n)
+                    ],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 3 * n, "total_tokens": 10 + 3 * n},
+                })
+
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):  # a client that hung up (timeout tests): not news
+                pass
+
+        self._httpd = Server(("127.0.0.1", self.port), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening (connections are refused afterwards), like a server process that died."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            with self.lock:  # keep-alive connections too: a dead process answers nothing
+                connections, self._connections = list(self._connections), set()
+            for connection in connections:
+                try:
+                    connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                connection.close()
+            self._httpd = None
+            self._thread.join(timeout=5)
+
+
+
+def build_tiny_chat_model(directory: Path, *, hidden_size: int = 128, num_heads: int = 2, layers: int = 2) -> Path:
+    """A tiny random LlamaForCausalLM with a locally trained BPE tokenizer and a ChatML template, saved to
+    `directory`. Head size 64: vLLM's CPU attention rejects tiny heads (head_dim=8)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    corpus = [
+        "You are a careful, impartial verifier. Is this claim supported by the input? yes no unknown",
+        "The user said they are vegetarian and asked for a dinner recipe. Answer A Answer B same different",
+        "Write one evidence test: a short claim about something observable in the input.",
+    ] * 20
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(corpus, trainer=trainer)
+    chat_template = (
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+    )
+    fast.chat_template = chat_template
+    fast.save_pretrained(directory)
+    config = LlamaConfig(
+        vocab_size=len(fast), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,
+        max_position_embeddings=2048, bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id, tie_word_embeddings=True,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = fast.eos_token_id
+    model.generation_config.pad_token_id = fast.pad_token_id
+    model.save_pretrained(directory)
+    return directory
+
+
+def vllm_env_available() -> bool:
+    return VLLM_PYTHON.exists()
+
+
+FAKE_VLLM_API_SERVER = '''"""FAKE `vllm.entrypoints.openai.api_server` for lifecycle tests: serves the fake OpenAI server, spawns a
+grandchild (like vLLM's engine-core process) and writes both pids to $FAKE_VLLM_PIDS."""
+import argparse, os, subprocess, sys, time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--port", type=int)
+parser.add_argument("--host")
+args, _ = parser.parse_known_args()
+if os.environ.get("FAKE_VLLM_EXIT_AT_START"):
+    print("fake vllm: failing at start-up on purpose", flush=True)
+    sys.exit(int(os.environ["FAKE_VLLM_EXIT_AT_START"]))
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+import signal
+def _term(signum, frame):  # like vLLM: the API server shuts its engine-core process down on SIGTERM
+    child.kill()
+    sys.exit(0)
+signal.signal(signal.SIGTERM, _term)
+if os.environ.get("FAKE_VLLM_PIDS"):
+    with open(os.environ["FAKE_VLLM_PIDS"], "a") as f:
+        f.write(f"{os.getpid()} {child.pid}\\n")
+print("fake vllm: up", flush=True)
+if not os.environ.get("FAKE_VLLM_NEVER_HEALTHY"):
+    from verifier_helpers import FakeOpenAIServer
+    FakeOpenAIServer(args.port).start()
+deadline = time.monotonic() + 600
+while time.monotonic() < deadline:
+    time.sleep(0.2)
+'''
+
+
+def make_fake_vllm(directory: Path) -> dict[str, str]:
+    """Write the FAKE vLLM package under `directory`; returns the env that makes `python -m vllm...` find it."""
+    package = Path(directory) / "vllm" / "entrypoints" / "openai"
+    package.mkdir(parents=True, exist_ok=True)
+    for init in (Path(directory) / "vllm", Path(directory) / "vllm" / "entrypoints", package):
+        (init / "__init__.py").write_text("")
+    (package / "api_server.py").write_text(FAKE_VLLM_API_SERVER)
+    here = str(Path(__file__).resolve().parent)
+    return {"PYTHONPATH": os.pathsep.join([str(directory), here])}
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie still answers kill(0): look at its state
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pids, timeout_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(pid_alive(p) for p in pids):
+            return True
+        time.sleep(0.1)
+    return False
