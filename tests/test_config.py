@@ -39,3 +39,14 @@ def test_every_field_has_help():
 
     ours = {f.name for f in fields(RLCEGRPOConfig)} - {f.name for f in fields(GRPOConfig)}
     assert ours and all(f.metadata.get("help") for f in fields(RLCEGRPOConfig) if f.name in ours)
+
+
+def test_pickled_config_keeps_no_credentials():
+    import pickle
+
+    args = RLCEGRPOConfig(**CPU, per_device_train_batch_size=8, hub_token="hf_abcdefghijklmnop",
+                          verifier_mode="server", verifier_server_base_url="http://user:s3cret@v0:8000/v1?key=k,http://v1:8000")
+    restored = pickle.loads(pickle.dumps(args))
+    assert restored.hub_token is None
+    assert restored.verifier_server_base_url == "http://v0:8000/v1,http://v1:8000"
+    assert args.hub_token == "hf_abcdefghijklmnop"  # the live object is untouched

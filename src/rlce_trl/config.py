@@ -98,6 +98,9 @@ class RLCEGRPOConfig(GRPOConfig):
             Token limit of one group's equivalence judgement (free text).
         rlce_redact_answers (`bool`, *optional*, defaults to `True`):
             Redact verbatim mentions of candidate answers from tests before validation.
+        rlce_answer_fallback (`bool`, *optional*, defaults to `True`):
+            Read answers as evaluation does (appendix A): a response without `\boxed{}` still answers with the one
+            label it names (closed labels) or with its whole text (free text). `False`: only boxed answers count.
     """
 
     verifier_mode: str = field(
@@ -184,6 +187,11 @@ class RLCEGRPOConfig(GRPOConfig):
         default=True, metadata={"help": "Redact mentions of candidate answers from tests before validation."}
     )
 
+    rlce_answer_fallback: bool = field(
+        default=True,
+        metadata={"help": "Read a response without \\boxed{} as evaluation does (its one label, or its whole text)."},
+    )
+
     def __post_init__(self):
         problems = []
         if self.num_generations is not None and self.num_generations < 2:
@@ -244,6 +252,20 @@ class RLCEGRPOConfig(GRPOConfig):
             raise ValueError("Invalid RLCEGRPOConfig:\n- " + "\n- ".join(problems))
         super().__post_init__()
 
+    def __getstate__(self):
+        """What pickling keeps (the `training_args.bin` of every checkpoint): no credentials. The Hub token is
+        dropped and verifier URLs lose any user-info and query string; a resumed run reads them from the
+        environment or the command line again."""
+        from .model_card import clean_url
+
+        state = dict(self.__dict__)
+        state["hub_token"] = None
+        if state.get("verifier_server_base_url"):
+            state["verifier_server_base_url"] = ",".join(
+                clean_url(url.strip()) for url in state["verifier_server_base_url"].split(",")
+            )
+        return state
+
     def evidence_settings(self) -> EvidenceSettings:
         """The pipeline settings these fields describe."""
         return EvidenceSettings(
@@ -259,4 +281,5 @@ class RLCEGRPOConfig(GRPOConfig):
             validation_max_tokens=self.rlce_validation_max_tokens,
             equivalence_max_tokens=self.rlce_equivalence_max_tokens,
             redact_answers=self.rlce_redact_answers,
+            answer_fallback=self.rlce_answer_fallback,
         )

@@ -266,6 +266,19 @@ class RLCEGRPOTrainer(GRPOTrainer):
             logger.info("%s: %d unreadable verdicts counted as abstentions (%s).", prefix, sum(failures.values()),
                         ", ".join(f"{k}={v}" for k, v in sorted(failures.items())))
 
+    # -- model card ---------------------------------------------------------------------------------------------------
+    #: Dataset and recipe names for the model card; the example scripts fill it (`{"dataset": ..., "recipe": ...}`).
+    rlce_card_info: dict | None = None
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
+        """TRL's card, plus the RLCE section (method and paper, verifier model and mode, reward settings, dataset,
+        recipe), with anything that looks like a credential left out."""
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
+        if self.is_world_process_zero():
+            from .model_card import add_rlce_section
+
+            add_rlce_section(self, os.path.join(self.args.output_dir, "README.md"), dataset_name)
+
     def train(self, *args, **kwargs):
         """[`~trl.GRPOTrainer.train`]; on an error the verifier (a server process the trainer started) is stopped
         before the error propagates, so nothing is left running."""

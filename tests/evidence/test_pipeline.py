@@ -181,3 +181,18 @@ def test_failed_verifier_requests_give_no_reward_and_are_counted():
     (r,), stats = EvidencePipeline(verifier, PLAIN).score([Group("c", boxed("positive", "negative"), labels=LABELS)])
     assert r.status == "verifier_failed" and r.verified == [None, None]
     assert stats.metrics()["verifier_failed_groups"] == 1.0 and stats.verdict_failures["error"] == 2
+
+
+def test_a_rollout_without_boxed_answers_as_evaluation_reads_it():
+    closed = Group("c", ["It is clearly positive.", "\\boxed{negative}", "no idea", "Negative, I think"], labels=LABELS)
+    free = Group("q", ["A quiet cafe.", "\\boxed{a loud bar}", "   "])
+    results, _, _ = run([closed, free], {})
+    assert results[0].answers == ["positive", "negative"] and results[0].assignment == [0, 1, None, 1]
+    assert results[1].answers == ["A quiet cafe.", "a loud bar"] and results[1].assignment == [0, 1, None]
+
+
+def test_without_fallback_only_boxed_answers_count():
+    settings = EvidenceSettings(redact_answers=False, answer_fallback=False)
+    group = Group("c", ["It is clearly positive.", "\\boxed{negative}", "\\boxed{positive}"], labels=LABELS)
+    (r,), _, _ = run([group], {}, settings)
+    assert r.answers == ["negative", "positive"] and r.assignment == [None, 0, 1]

@@ -165,7 +165,8 @@ def test_colocate_mode_starts_and_stops_its_own_vllm_server(model_dir, tmp_path,
         monkeypatch.setenv(key, value)
     args = grpo_args(tmp_path, max_steps=1, verifier_mode="colocate", verifier_vllm_python=str(VLLM_PYTHON),
                      verifier_vllm_args="--enforce-eager --dtype float32 --max-model-len 1024", verifier_timeout=120)
-    trainer = RLCEGRPOTrainer(model=str(model_dir), args=args, train_dataset=Dataset.from_list(preference_rows(16)))
+    rows = preference_rows(16, closed=False)  # free text: every non-empty response is an answer, so the verifier works
+    trainer = RLCEGRPOTrainer(model=str(model_dir), args=args, train_dataset=Dataset.from_list(rows))
     assert isinstance(trainer.verifier, ColocatedVLLMVerifier) and trainer.verifier.process.is_alive()
     trainer.train()
     log = trainer.state.log_history[0]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..evidence.answers import extract_boxed, find_label_in_text, match_label
+from ..evidence.answers import extract_answer as extract_prediction  # the paper's extraction, one definition
 
 MOSEI_LABELS = (
     "highly negative",
@@ -46,26 +46,6 @@ TASK_METRIC_NAMES = {
     "intentqa": "judge_accuracy",
     "prefeval": "judge_accuracy",
 }
-
-
-def extract_prediction(response: str, options: Sequence[str] | None = None) -> str | None:
-    """The task answer of one response, with the paper's fallbacks (appendix A, "Answer extraction").
-
-    Closed-label tasks (`options` non-empty): the content of the last `\\boxed{}` must equal an option (by normal
-    form, no synonyms); without a box, the last non-empty line and then the whole response are scanned for exactly one
-    option. A box whose content is not an option is invalid (`None`): the structured field was extracted, it is just
-    not a label. Free-text tasks (`options` empty): the boxed content, else the whole response stripped; `None` only
-    for an empty response.
-    """
-    boxed = extract_boxed(response or "")
-    if options:
-        if boxed is not None:
-            return match_label(boxed, options)
-        return find_label_in_text(response or "", options)
-    if boxed is not None:
-        return boxed
-    text = (response or "").strip()
-    return text or None
 
 
 def polarity(label: str | None) -> str | None:

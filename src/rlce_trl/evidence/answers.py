@@ -90,3 +90,19 @@ def find_label_in_text(text: str, labels: Sequence[str]) -> str | None:
         if len(found) == 1:
             return found.pop()
     return None
+
+
+def extract_answer(response: str, labels: Sequence[str] | None = None) -> str | None:
+    """The task answer of one response, with the paper's fallbacks (appendix A, "Answer extraction").
+
+    Closed-label tasks (`labels` non-empty): the content of the last `\\boxed{}` must equal a label (by normal form,
+    no synonyms); without a box, the last non-empty line and then the whole response are scanned for exactly one
+    label. A box whose content is not a label is invalid (`None`). Free-text tasks: the boxed content, else the whole
+    response stripped; `None` only for an empty response.
+    """
+    boxed = extract_boxed(response or "")
+    if labels:
+        return match_label(boxed, labels) if boxed is not None else find_label_in_text(response or "", labels)
+    if boxed is not None:
+        return boxed
+    return (response or "").strip() or None

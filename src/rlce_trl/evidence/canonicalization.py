@@ -12,20 +12,26 @@ import json
 import re
 
 from ..verifiers.base import Reply, Request, Sampling
-from .answers import extract_boxed, match_label, normalize_answer
+from .answers import extract_answer, extract_boxed, match_label, normalize_answer
 from .prompts import equivalence_messages, equivalence_schema
 from .state import Group, GroupState
 
 
-def canonicalize_deterministic(group: Group) -> GroupState:
-    """Distinct answers without any model call. A rollout with no `\\boxed{}` answer, or whose answer is not one of
-    the closed labels, gets no answer (`assignment[g] is None`)."""
+def canonicalize_deterministic(group: Group, fallback: bool = True) -> GroupState:
+    """Distinct answers without any model call.
+
+    Answers are extracted as at evaluation (appendix A): the `\\boxed{}` content, and with `fallback` (default), for a
+    response without a box, the one label it names (closed labels) or the whole response (free text). Without
+    `fallback` only boxed answers count. A rollout with no answer, or whose answer is not one of the closed labels,
+    gets none (`assignment[g] is None`)."""
     state = GroupState(group=group)
     index_of: dict[str, int] = {}
     for completion in group.completions:
-        answer = extract_boxed(completion)
-        if group.labels is not None:
-            answer = match_label(answer, group.labels)
+        if fallback:
+            answer = extract_answer(completion, group.labels)
+        else:
+            answer = extract_boxed(completion)
+            answer = match_label(answer, group.labels) if group.labels is not None else answer
         if answer is None:
             state.assignment.append(None)
             continue

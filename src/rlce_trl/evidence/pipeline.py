@@ -37,6 +37,7 @@ class EvidenceSettings:
     validation_max_tokens: int = 16
     equivalence_max_tokens: int = 256
     redact_answers: bool = True
+    answer_fallback: bool = True
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -122,7 +123,7 @@ class EvidencePipeline:
     # -- the step ---------------------------------------------------------------------------------------------------
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         stats = StepStats(groups=len(groups))
-        states = [canonicalization.canonicalize_deterministic(g) for g in groups]
+        states = [canonicalization.canonicalize_deterministic(g, self.settings.answer_fallback) for g in groups]
         self._canonicalize(states, stats)
         stats.distinct_answers = [s.num_answers for s in states]
         comparable = [s for s in states if s.num_answers >= 2]

