@@ -56,7 +56,7 @@ def test_one_grpo_step_on_preference_prompts(smollm2, tmp_path):
     args = RLCEGRPOConfig(
         output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=4, max_completion_length=48,
         max_steps=1, learning_rate=1e-5, logging_steps=1, report_to="none", bf16=False, use_cpu=True,
-        save_strategy="no", log_completions=True,
+        save_strategy="no", log_completions=True, rlce_construction_max_tokens=48,
     )
     trainer = RLCEGRPOTrainer(model=path, args=args, train_dataset=Dataset.from_list(rows))
     trainer.train()
