@@ -6,6 +6,7 @@ from scripted import ScriptedVerifier
 
 from rlce_trl.baselines import PolicyJudgeScorer
 from rlce_trl.baselines.prompts import parse_yes_no
+from rlce_trl.evidence.pipeline import EvidenceSettings
 from rlce_trl.evidence.state import Group
 
 LABELS = ("positive", "negative", "neutral")
@@ -36,7 +37,8 @@ def test_pointwise_judgments_shared_by_rollouts_and_batched():
 
 def test_no_answer_judged_correct_gives_zero_rewards_and_no_answer_gives_none():
     groups = [Group("c", ["\\boxed{x}", "\\boxed{y}"]), Group("c", ["nothing", "at all"])]
-    (r1, r2), _ = PolicyJudgeScorer(ScriptedVerifier(lambda request: "No")).score(groups)
+    boxed_only = EvidenceSettings(answer_fallback=False)  # the second group's rollouts then have no answer
+    (r1, r2), _ = PolicyJudgeScorer(ScriptedVerifier(lambda request: "No"), boxed_only).score(groups)
     assert r1.verified == [0.0, 0.0] and r1.status == "none_correct"
     assert r2.verified == [None, None] and r2.status == "no_answer"
 

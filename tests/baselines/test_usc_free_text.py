@@ -4,7 +4,10 @@ from scripted import ScriptedVerifier
 
 from rlce_trl.baselines import USCScorer
 from rlce_trl.baselines.prompts import parse_usc_choice, question_of
+from rlce_trl.evidence.pipeline import EvidenceSettings
 from rlce_trl.evidence.state import Group
+
+BOXED_ONLY = EvidenceSettings(answer_fallback=False)  # these cases are about rollouts with no boxed answer
 
 CONTEXT = "User: I am vegan and live in Paris.\n\nAssistant: Noted!\n\nUser: Where should I eat tonight?"
 
@@ -16,7 +19,7 @@ def test_one_batched_selection_call_and_exact_match_rewards():
     ]
     picks = iter(["1", "The most consistent response is Response 3."])
     verifier = ScriptedVerifier(lambda request: next(picks))
-    (first, second), stats = USCScorer(verifier).score(groups)
+    (first, second), stats = USCScorer(verifier, BOXED_ONLY).score(groups)
     assert len(verifier.batches) == 1 and len(verifier.batches[0]) == 2
     request = verifier.batches[0][0]
     assert request.sampling.greedy and request.choices == ("1", "2", "3") and request.stage == "usc_selection"
@@ -33,7 +36,7 @@ def test_identical_responses_need_no_call_and_unreadable_selection_gives_no_rewa
     same = Group(CONTEXT, ["\\boxed{A}", " \\boxed{A}", "no idea", "\\boxed{A}"])
     differ = Group(CONTEXT, ["\\boxed{A}", "\\boxed{B}"])
     verifier = ScriptedVerifier(lambda request: "I cannot decide.")
-    (r1, r2), stats = USCScorer(verifier).score([same, differ])
+    (r1, r2), stats = USCScorer(verifier, BOXED_ONLY).score([same, differ])
     assert r1.verified == [1.0, 1.0, 0.0, 1.0] and r1.status == "single_response"
     assert r2.verified == [None, None] and r2.status == "invalid_selection"
     assert len(verifier.batches[0]) == 1 and stats.verdict_failures == {"unreadable_selection": 1}

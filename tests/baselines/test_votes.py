@@ -49,7 +49,7 @@ def test_ttrl_tie_rule_none_and_scores():
 
 def test_ttrl_free_text_votes_on_normalized_answers():
     group = Group("c", boxed("A quiet cafe.", "a quiet  cafe", "a loud bar", None))
-    (r,), stats = TTRLScorer().score([group])
+    (r,), stats = TTRLScorer(answer_fallback=False).score([group])
     assert r.answers == ["A quiet cafe.", "a loud bar"] and r.assignment == [0, 0, 1, None]
     assert r.verified == [1.0, 1.0, 0.0, 0.0] and r.verified_answer == "A quiet cafe."
     assert stats.statuses == {"voted": 1} and stats.distinct_answers == [2]

@@ -59,6 +59,7 @@ def _policy_judge(verifier: Verifier, settings: EvidenceSettings | None = None, 
 
 
 def _ttrl(verifier: Verifier, settings: EvidenceSettings | None = None, **options) -> TTRLScorer:
+    options.setdefault("answer_fallback", settings.answer_fallback if settings else True)
     return TTRLScorer(verifier, **options)
 
 

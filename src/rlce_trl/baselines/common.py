@@ -17,9 +17,10 @@ from .prompts import question_of
 QuestionFn = Callable[[Group], str]
 
 
-def distinct_answers(group: Group) -> GroupState:
-    """Distinct canonical answers and each rollout's answer index (`None`: nothing parseable)."""
-    return canonicalize_deterministic(group)
+def distinct_answers(group: Group, fallback: bool = True) -> GroupState:
+    """Distinct canonical answers and each rollout's answer index (`None`: nothing parseable), read exactly as RLCE
+    reads them (`fallback`: a response without `\\boxed{}` answers with its one label or its whole text)."""
+    return canonicalize_deterministic(group, fallback)
 
 
 def group_question(group: Group, question_fn: QuestionFn | None = None) -> str:

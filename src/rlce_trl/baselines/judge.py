@@ -34,7 +34,7 @@ class PolicyJudgeScorer:
 
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         stats = StepStats(groups=len(groups))
-        states = [distinct_answers(g) for g in groups]
+        states = [distinct_answers(g, self.settings.answer_fallback) for g in groups]
         jobs: list[tuple[GroupState, int]] = [(s, i) for s in states for i in range(s.num_answers)]
         requests = [self._request(s, i) for s, i in jobs]
         verdicts: dict[int, list[str | None]] = {id(s): [None] * s.num_answers for s in states}

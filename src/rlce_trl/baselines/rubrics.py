@@ -124,7 +124,7 @@ class RubricScorer:
     # -- the step ---------------------------------------------------------------------------------------------------
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         stats = StepStats(groups=len(groups))
-        states = [distinct_answers(g) for g in groups]
+        states = [distinct_answers(g, self.settings.answer_fallback) for g in groups]
         self._seed(states, stats)
         candidates = self._generate(states, stats) if self.evolving else [[] for _ in states]
         rubric_sets = [self._rubrics(s) + new for s, new in zip(states, candidates)]

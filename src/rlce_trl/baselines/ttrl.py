@@ -29,17 +29,18 @@ class TTRLScorer:
         tie: `"first"` (TTRL: the first most common answer wins) or `"none"` (no reward on a tie).
     """
 
-    def __init__(self, verifier: Verifier | None = None, tie: str = "first"):
+    def __init__(self, verifier: Verifier | None = None, tie: str = "first", answer_fallback: bool = True):
         if tie not in TIE_RULES:
             raise ValueError(f"Unknown TTRL tie rule {tie!r}: use one of {', '.join(TIE_RULES)}.")
         self.verifier = verifier
         self.tie = tie
+        self.answer_fallback = answer_fallback
 
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         stats = StepStats(groups=len(groups))
         results = []
         for group in groups:
-            state = distinct_answers(group)
+            state = distinct_answers(group, self.answer_fallback)
             counts = vote_counts(state.assignment, state.num_answers)
             winners = majority(counts)
             scores = [float(c) for c in counts]

@@ -56,7 +56,7 @@ class USCScorer:
 
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         stats = StepStats(groups=len(groups))
-        states = [distinct_answers(g) for g in groups]
+        states = [distinct_answers(g, self.settings.answer_fallback) for g in groups]
         results: list[GroupResult | None] = [None] * len(states)
         jobs: list[tuple[int, list[int], Request]] = []  # (group, rollouts shown, request)
         for k, state in enumerate(states):
