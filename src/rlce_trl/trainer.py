@@ -123,7 +123,7 @@ class RLCEGRPOTrainer(GRPOTrainer):
         # and a co-located vLLM server profiles GPU memory before TRL's own engine takes its share.
         if verifier is None and args.verifier_mode != "transformers":
             source = args.verifier_model_name_or_path or (model if isinstance(model, str) else model.config._name_or_path)
-            verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", 0)))
+            verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")))
 
         # A model given in memory without a checkpoint on disk or the Hub: keep an untouched copy as verifier.
         self._initial_model = None

@@ -6,7 +6,6 @@ import subprocess
 import sys
 from collections import Counter
 
-import pytest
 
 HERE = os.path.dirname(__file__)
 

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..evidence.answers import extract_answer as extract_prediction  # the paper's extraction, one definition
+from ..evidence.answers import extract_answer
+
+#: The task answer of one response with the paper's fallbacks (appendix A): the same reader RLCE trains with.
+extract_prediction = extract_answer
 
 MOSEI_LABELS = (
     "highly negative",
