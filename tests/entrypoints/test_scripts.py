@@ -124,3 +124,21 @@ def test_card_settings_never_carry_credentials():
     scrubbed = redact("see http://bob:pw@host:1/x?token=abc and hf_abcdefghijklmnopqrstuv, Bearer xyz.123")
     assert "pw" not in scrubbed and "abc" not in scrubbed.replace("abcdefghij", "") and "xyz" not in scrubbed
     assert os.path.basename("configs/x.yaml") == "x.yaml"
+
+
+def test_hba_script_text_only_trains_on_mosei_rows(tiny_model_dir, tmp_path, monkeypatch):
+    """examples/train_hba.py on HBA-shaped MOSEI rows (written here), `--text_only`: closed labels reach the reward."""
+    rows = [{"problem": f"<video>\n<audio>\nthe user said the food {w}. What is the sentiment?", "answer": label,
+             "videos": [f"clip{i}.mp4"]} for i, (w, label) in enumerate([("yes", "positive"), ("no", "negative")] * 2)]
+    train_file = tmp_path / "train.jsonl"
+    train_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["--config", str(CONFIGS / "mosei_rlce.yaml"), "--model_name_or_path", tiny_model_dir,
+            "--output_dir", str(tmp_path / "hba"), "--train_file", str(train_file), "--text_only", "true",
+            "--max_steps", "1", "--save_strategy", "no", "--use_vllm", "false", "--use_cpu", "true", "--bf16", "false",
+            "--generation_batch_size", "4", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
+            "--num_generations", "4", "--report_to", "none", "--beta", "0.0", *TINY[:-2]]
+    trainer = run_script("train_hba", argv, monkeypatch)
+    assert trainer.state.global_step == 1
+    row = trainer.train_dataset[0]
+    assert "gold" not in row and row["answer_options"]  # no gold reaches a reward; MOSEI's labels do
+    assert "<audio>" not in str(row["prompt"]) and "rlce/distinct_answers_mean" in trainer.state.log_history[0]
