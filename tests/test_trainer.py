@@ -6,20 +6,13 @@ import os
 import pytest
 import torch
 from datasets import Dataset
-from tiny import preference_rows
+from tiny import preference_rows, tiny_grpo_args
 
-from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+from rlce_trl import RLCEGRPOTrainer
 
 
 def make_args(tmp_path, **overrides):
-    kwargs = dict(
-        output_dir=str(tmp_path / "out"), per_device_train_batch_size=16, num_generations=4, max_completion_length=8,
-        max_steps=2, learning_rate=0.1, logging_steps=1, report_to="none", bf16=False, use_cpu=True,
-        gradient_checkpointing=False, save_strategy="no", seed=0, rlce_construction_max_tokens=48,
-        rlce_validation_max_tokens=4, rlce_equivalence_max_tokens=8,
-    )
-    kwargs.update(overrides)
-    return RLCEGRPOConfig(**kwargs)
+    return tiny_grpo_args(tmp_path / "out", **overrides)
 
 
 def test_two_steps_every_parameter_changes_and_rlce_is_logged(tiny_model_dir, tmp_path):

@@ -73,3 +73,16 @@ if __name__ == "__main__":  # python tests/tiny.py DIR: build one by hand
     import sys
 
     print(json.dumps({"path": build_tiny_model(sys.argv[1])}))
+
+
+def tiny_grpo_args(output_dir, **overrides):
+    """An RLCEGRPOConfig for a few CPU steps of a tiny model: short rollouts, short verifier replies."""
+    from rlce_trl import RLCEGRPOConfig
+
+    kwargs = dict(
+        output_dir=str(output_dir), per_device_train_batch_size=16, num_generations=4, max_completion_length=8,
+        max_steps=2, learning_rate=0.1, logging_steps=1, report_to="none", bf16=False, use_cpu=True,
+        gradient_checkpointing=False, save_strategy="no", seed=0, rlce_construction_max_tokens=48,
+        rlce_validation_max_tokens=4, rlce_equivalence_max_tokens=8,
+    )
+    return RLCEGRPOConfig(**{**kwargs, **overrides})

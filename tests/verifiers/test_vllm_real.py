@@ -110,15 +110,14 @@ def test_requests_of_a_group_hit_the_prefix_cache(colocated):
 
 
 def grpo_args(tmp_path, **overrides):
-    from rlce_trl import RLCEGRPOConfig
+    import sys
+    from pathlib import Path
 
-    kwargs = dict(
-        output_dir=str(tmp_path / "out"), per_device_train_batch_size=16, num_generations=4, max_completion_length=8,
-        max_steps=2, learning_rate=0.1, logging_steps=1, report_to="none", bf16=False, use_cpu=True,
-        gradient_checkpointing=False, save_strategy="no", seed=0, rlce_construction_max_tokens=24,
-        rlce_validation_max_tokens=4, rlce_equivalence_max_tokens=32,
-    )
-    return RLCEGRPOConfig(**{**kwargs, **overrides})
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/tiny.py
+    from tiny import tiny_grpo_args
+
+    return tiny_grpo_args(tmp_path / "out", **{"rlce_construction_max_tokens": 24, "rlce_equivalence_max_tokens": 32,
+                                               **overrides})
 
 
 def test_grpo_step_with_the_rlce_reward_through_real_vllm(colocated, tmp_path):

@@ -118,34 +118,33 @@ class TransformersVerifier(Verifier):
         return self.tokenizer.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
 
     def _generate(self, requests: list[Request]) -> list[Reply]:
-        prompts = [self._prompt(r) for r in requests]
-        lengths = [len(self.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
-
-        def setting(k: int):
-            r = requests[k]
-            return (r.sampling, r.choices or (), json.dumps(r.json_schema, sort_keys=True) if r.json_schema else "")
-
-        order = sorted(range(len(requests)), key=lambda k: (repr(setting(k)), lengths[k]))
+        # Each prompt is tokenized once: its length orders the batches, its ids are padded into them.
+        ids = [self.tokenizer(self._prompt(r), add_special_tokens=False)["input_ids"] for r in requests]
+        settings = [
+            repr((r.sampling, r.choices or (), json.dumps(r.json_schema, sort_keys=True) if r.json_schema else ""))
+            for r in requests
+        ]
+        order = sorted(range(len(requests)), key=lambda k: (settings[k], len(ids[k])))
         replies: list[Reply | None] = [None] * len(requests)
         was_training = self.model.training
         with self.context(), torch.inference_mode():
             self.model.eval()
             try:
-                for _, same in groupby(order, key=lambda k: repr(setting(k))):
+                for _, same in groupby(order, key=settings.__getitem__):
                     same = list(same)
                     for start in range(0, len(same), self.batch_size):
                         chunk = same[start : start + self.batch_size]
-                        for k, reply in zip(chunk, self._generate_chunk([prompts[k] for k in chunk], requests[chunk[0]])):
+                        for k, reply in zip(chunk, self._generate_chunk([ids[k] for k in chunk], requests[chunk[0]])):
                             replies[k] = reply
             finally:
                 self.model.train(was_training)
         return replies  # type: ignore[return-value]
 
-    def _generate_chunk(self, prompts: list[str], request: Request) -> list[Reply]:
+    def _generate_chunk(self, prompts: list[list[int]], request: Request) -> list[Reply]:
         sampling = request.sampling
         tok = self.tokenizer
         tok.padding_side = "left"
-        batch = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.model.device)
+        batch = tok.pad({"input_ids": prompts}, return_tensors="pt").to(self.model.device)
         prompt_len = batch["input_ids"].shape[1]
         kwargs = dict(
             max_new_tokens=sampling.max_tokens,
