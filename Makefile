@@ -1,6 +1,7 @@
 # Two commands set everything up on a fresh machine (README):
 #   make quickstart   train on the embedded default (SmolLM2-135M-Instruct + bundled preference sample), CPU, offline
-#   make test         the CI suite: unit and integration tests, then the slow (real model, ZeRO-3) and vLLM ones
+#   make test         the CI suite: unit and integration tests, the slow (real model, ZeRO-3) and vLLM ones, then the
+#                     vision-language ones in their own venv (they need torchvision)
 # `pytest` alone, inside .venv, runs the fast default suite (a few minutes).
 
 PYTHON ?= python3
@@ -8,7 +9,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.rlce-installed
 
-.PHONY: setup quickstart test test-fast test-slow test-vllm vllm-env bench gpu-check clean
+VLM_BIN := .venv-vlm/bin
+
+.PHONY: setup quickstart test test-fast test-slow test-vllm test-vlm vllm-env vlm-env bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,8 +29,9 @@ setup: $(STAMP)
 quickstart: setup
 	$(BIN)/python examples/train_prefeval.py --config configs/quickstart.yaml
 
-test: setup vllm-env
-	$(BIN)/python -m pytest -m "not gpu" -p no:cacheprovider
+test: setup vllm-env vlm-env
+	$(BIN)/python -m pytest -m "not gpu and not vlm" -p no:cacheprovider
+	$(VLM_BIN)/python -m pytest -m vlm tests/vlm -p no:cacheprovider
 
 test-fast: setup
 	$(BIN)/python -m pytest
@@ -38,8 +42,14 @@ test-slow: setup
 test-vllm: setup vllm-env
 	$(BIN)/python -m pytest -m vllm
 
+test-vlm: vlm-env
+	$(VLM_BIN)/python -m pytest -m vlm tests/vlm
+
 vllm-env:
 	bash scripts/make_vllm_env.sh
+
+vlm-env:  # torch + torchvision (transformers' video processors) for the `vlm` tests
+	bash scripts/make_vlm_env.sh
 
 bench: setup vllm-env
 	$(BIN)/python benchmarks/stage_batching.py
@@ -49,4 +59,4 @@ gpu-check:  # on a machine with CUDA, vLLM, trl and this package installed
 	python scripts/gpu_check_colocate.py
 
 clean:
-	rm -rf $(VENV) .venv-vllm build dist src/*.egg-info
+	rm -rf $(VENV) .venv-vllm .venv-vlm build dist src/*.egg-info

@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from videos import make_video
 
 from rlce_trl.data.hba import (
     build_hba_row,
@@ -22,20 +23,6 @@ pytest.importorskip("PIL")
 
 MOSEI_PROBLEM = "<video>\n<audio>\nTranscript: well it was fine I guess\nWhat is the sentiment of the speaker?"
 INTENT_PROBLEM = "<video>\n<audio>\nWhy did the man open the door?"
-
-
-def make_video(path, seconds, fps=10, width=64, height=48):
-    """A small clip whose frame k is filled with gray level 10*k, so tests can tell which frames were taken."""
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("mpeg4", rate=fps)
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        for k in range(round(seconds * fps)):
-            image = np.full((height, width, 3), min(255, 10 * k), dtype=np.uint8)
-            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-    return path
 
 
 @pytest.mark.parametrize(
@@ -114,6 +101,10 @@ def test_expand_rows_and_dataset_view(tmp_path):
     expanded = expand_videos(rows[0], media)
     block = expanded["prompt"][1]["content"][0]
     assert block["type"] == "video" and len(block["video"]) == 2
+    # what a processor needs for frame timestamps: the source rate and the indices taken (3 s at 10 fps)
+    assert block["metadata"] == {
+        "fps": 10.0, "total_num_frames": 30, "duration": 3.0, "frames_indices": [0, 29], "height": 176, "width": 320
+    }
     assert rows[0]["prompt"][1]["content"][0] == {"type": "video", "text": None}  # the row itself is untouched
     assert strip_frames(expanded["prompt"])[1]["content"][0] == {"type": "video"}
 

@@ -130,10 +130,10 @@ def test_prefeval_forms_macro(tmp_path, fake_judge, stand_in_prefeval):
 def test_cli_with_tiny_model_and_judge(tmp_path, fake_judge, stand_in_prefeval, monkeypatch):
     pytest.importorskip("torch")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    import rlce_trl.evaluation.evaluate as evaluate_module
+    import rlce_trl.evaluation.generation as generation_module
     from rlce_trl.cli import main
 
-    monkeypatch.setattr(evaluate_module, "vllm_available", lambda: False)
+    monkeypatch.setattr(generation_module, "vllm_available", lambda: False)
     rows = load_preference_sample("test")
     corpus = [m["content"] for r in rows for m in r["prompt"]]
     model = build_tiny_model(tmp_path / "tiny", corpus)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from verifier_helpers import FakeOpenAIServer, build_tiny_chat_model
+from tiny import build_tiny_chat_model
+from verifier_helpers import FakeOpenAIServer
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ import threading
 import time
 
 import pytest
-from verifier_helpers import VLLM_PYTHON, build_tiny_chat_model, vllm_env_available, wait_gone
+from tiny import VLLM_PYTHON, build_tiny_chat_model, vllm_env_available
+from verifier_helpers import wait_gone
 
 from rlce_trl.verifiers.base import Request, Sampling
 from rlce_trl.verifiers.server import ServerVerifier

@@ -1,5 +1,6 @@
 """Helpers of the verifier-backend tests (imported by conftest.py and the test modules): a FAKE OpenAI-compatible
-server on 127.0.0.1 for the fault tests, free ports, and a tiny random chat model that vLLM's CPU backend accepts.
+server on 127.0.0.1 for the fault tests, free ports, and a FAKE vLLM server script for the lifecycle tests. (The tiny
+chat model vLLM's CPU backend accepts is `tests/tiny.py::build_tiny_chat_model`.)
 
 The fake is not vLLM: it answers `/health`, `/v1/models` and `/v1/chat/completions` with canned text, and can be told
 to be slow, to fail with 5xx a number of times, to reject structured outputs, or to stop listening.
@@ -14,9 +15,6 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[2]
-VLLM_PYTHON = Path(os.environ.get("RLCE_VLLM_PYTHON", REPO / ".venv-vllm" / "bin" / "python"))
 
 
 def free_port() -> int:
@@ -145,56 +143,6 @@ class FakeOpenAIServer:
             self._httpd = None
             self._thread.join(timeout=5)
 
-
-
-def build_tiny_chat_model(directory: Path, *, hidden_size: int = 128, num_heads: int = 2, layers: int = 2) -> Path:
-    """A tiny random LlamaForCausalLM with a locally trained BPE tokenizer and a ChatML template, saved to
-    `directory`. Head size 64: vLLM's CPU attention rejects tiny heads (head_dim=8)."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    corpus = [
-        "You are a careful, impartial verifier. Is this claim supported by the input? yes no unknown",
-        "The user said they are vegetarian and asked for a dinner recipe. Answer A Answer B same different",
-        "Write one evidence test: a short claim about something observable in the input.",
-    ] * 20
-    trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tok.train_from_iterator(corpus, trainer=trainer)
-    chat_template = (
-        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    )
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<|endoftext|>",
-        unk_token="<|endoftext|>",
-    )
-    fast.chat_template = chat_template
-    fast.save_pretrained(directory)
-    config = LlamaConfig(
-        vocab_size=len(fast), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-        num_hidden_layers=layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,
-        max_position_embeddings=2048, bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
-        pad_token_id=fast.pad_token_id, tie_word_embeddings=True,
-    )
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config)
-    model.generation_config.eos_token_id = fast.eos_token_id
-    model.generation_config.pad_token_id = fast.pad_token_id
-    model.save_pretrained(directory)
-    return directory
-
-
-def vllm_env_available() -> bool:
-    return VLLM_PYTHON.exists()
 
 
 FAKE_VLLM_API_SERVER = '''"""FAKE `vllm.entrypoints.openai.api_server` for lifecycle tests: serves the fake OpenAI server, spawns a

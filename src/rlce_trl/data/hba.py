@@ -11,8 +11,9 @@ relative to a media root). Following appendix A of the paper:
 - for the closed-label tasks a line listing the options in a fixed order is appended.
 
 Rows keep `videos` and carry a `{"type": "video"}` placeholder; [`expand_videos`] (one row) or [`with_frames`] (a
-`datasets.Dataset`, lazily) puts the frames in, as `{"type": "video", "video": [PIL images]}`: the message format that
-`processor.apply_chat_template(..., tokenize=True)` of a transformers vision-language processor reads.
+`datasets.Dataset`, lazily) puts the frames in, as `{"type": "video", "video": [PIL images], "metadata": {...}}`: the
+message format that `processor.apply_chat_template(..., tokenize=True)` of a transformers vision-language processor
+reads (the metadata goes to the processor as `video_metadata`, see `evaluation.generation.VisionLanguageGenerator`).
 
 Decoding needs PyAV and Pillow (`pip install av pillow`); building rows does not.
 """
@@ -167,8 +168,14 @@ def read_video_frames(
     min_frames: int = MIN_FRAMES,
     max_frames: int = MAX_FRAMES,
     size: tuple[int, int] | None = FRAME_SIZE,
-) -> list:
-    """Decode a clip with PyAV and return the sampled frames as RGB PIL images of `size` (height, width)."""
+    return_metadata: bool = False,
+) -> list | tuple[list, dict]:
+    """Decode a clip with PyAV and return the sampled frames as RGB PIL images of `size` (height, width).
+
+    With `return_metadata=True`, also returns the clip's metadata in the form of transformers' `VideoMetadata`
+    (`fps`, `total_num_frames`, `duration`, `frames_indices`, `height`, `width`): processors that print frame
+    timestamps into the prompt (Qwen3-VL, Qwen3.5) need the source fps and the indices of the frames taken.
+    """
     try:
         import av
         from PIL import Image
@@ -187,18 +194,30 @@ def read_video_frames(
     if video_fps <= 0:
         video_fps = float(fps)  # unknown rate: treat every decoded frame as one sampling step
     n = num_sampled_frames(len(frames), video_fps, fps, min_frames, max_frames)
-    picked = [frames[i] for i in frame_indices(len(frames), n)]
+    indices = frame_indices(len(frames), n)
+    picked = [frames[i] for i in indices]
     if size is not None:
         height, width = size
         picked = [image.convert("RGB").resize((width, height), Image.BICUBIC) for image in picked]
     else:
         picked = [image.convert("RGB") for image in picked]
-    return picked
+    if not return_metadata:
+        return picked
+    metadata = {
+        "fps": video_fps,
+        "total_num_frames": len(frames),
+        "duration": len(frames) / video_fps,
+        "frames_indices": indices,
+        "height": picked[0].height,
+        "width": picked[0].width,
+    }
+    return picked, metadata
 
 
 def expand_videos(row: dict, media_root: str | os.PathLike, **frame_kwargs) -> dict:
-    """A copy of `row` whose video placeholders hold the clip's frames (`{"type": "video", "video": [images]}`),
-    in the order of `row["videos"]`, each resolved against `media_root`."""
+    """A copy of `row` whose video placeholders hold the clip's frames and their metadata
+    (`{"type": "video", "video": [images], "metadata": {...}}`, see [`read_video_frames`]), in the order of
+    `row["videos"]`, each resolved against `media_root`."""
     videos = iter(row.get("videos") or [])
     prompt = []
     for message in row["prompt"]:
@@ -207,8 +226,10 @@ def expand_videos(row: dict, media_root: str | os.PathLike, **frame_kwargs) -> d
             new = []
             for block in content:
                 if block.get("type") == "video":
-                    frames = read_video_frames(Path(media_root) / next(videos), **frame_kwargs)
-                    new.append({"type": "video", "video": frames})
+                    frames, metadata = read_video_frames(
+                        Path(media_root) / next(videos), return_metadata=True, **frame_kwargs
+                    )
+                    new.append({"type": "video", "video": frames, "metadata": metadata})
                 else:
                     new.append({k: v for k, v in block.items() if v is not None})
             content = new

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from .evaluate import TransformersGenerator, evaluate_rows
+from .evaluate import evaluate_rows
+from .generation import TransformersGenerator
 
 #: `validate(model, processing_class, step) -> score` (higher is better unless told otherwise).
 ValidateFn = Callable[[object, object, int], float]

@@ -1,0 +1,220 @@
+"""Greedy generation backends of `rlce-trl evaluate` and of the checkpoint-selection callback.
+
+A generator is any callable `prompts -> responses`, one response per conversational prompt. Three are provided:
+
+- [`VLLMGenerator`]: an in-process `vllm.LLM` (text rows; the default when vLLM is installed);
+- [`TransformersGenerator`]: a causal LM, batched with left padding (text rows; also wraps a model being trained);
+- [`VisionLanguageGenerator`]: a vision-language model and its processor, for HBA video rows whose `{"type": "video"}`
+  blocks hold frames (see `rlce_trl.data.hba.expand_videos`).
+
+Decoding follows appendix A of the paper: temperature 0 (greedy), one response per row, thinking disabled.
+torch, transformers and vLLM are imported by the backend that is used, when it is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+Generator = Callable[[Sequence[list[dict]]], list[str]]
+BACKENDS = ("auto", "vllm", "transformers")
+
+
+def _no_thinking(render: Callable, messages, **kwargs):
+    """Render with `enable_thinking=False` (Qwen3 / Qwen3.5 templates read it); templates that reject the extra
+    variable are rendered without it."""
+    try:
+        return render(messages, enable_thinking=False, **kwargs)
+    except TypeError:
+        return render(messages, **kwargs)
+
+
+def _load_dtype(dtype: str):
+    import torch
+
+    if dtype == "auto":
+        return torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    return getattr(torch, dtype)
+
+
+class TransformersGenerator:
+    """Greedy batched generation with a transformers causal LM (left padding, chat template, thinking disabled).
+
+    Build it from a checkpoint path ([`TransformersGenerator.from_pretrained`]) or around a model being trained
+    ([`TransformersGenerator`] with `model` and `tokenizer`, as the checkpoint-selection callback does).
+    """
+
+    def __init__(self, model, tokenizer, max_new_tokens: int = 512, batch_size: int = 8):
+        self.model, self.tokenizer = model, tokenizer
+        self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
+
+    @classmethod
+    def from_pretrained(cls, path: str, max_new_tokens: int = 512, batch_size: int = 8, dtype: str = "auto"):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=_load_dtype(dtype))
+        if torch.cuda.is_available():
+            model = model.to("cuda")
+        return cls(model.eval(), tokenizer, max_new_tokens, batch_size)
+
+    def __call__(self, prompts: Sequence[list[dict]]) -> list[str]:
+        tokenizer = self.tokenizer
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        texts = [
+            _no_thinking(tokenizer.apply_chat_template, list(p), tokenize=False, add_generation_prompt=True)
+            for p in prompts
+        ]
+
+        def encode(batch):
+            return tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False)
+
+        return _generate_batched(self.model, tokenizer, texts, encode, self.max_new_tokens, self.batch_size)
+
+
+class VisionLanguageGenerator:
+    """Greedy batched generation with a transformers vision-language model (`AutoModelForImageTextToText`) and its
+    processor, for prompts whose video blocks carry frames: `{"type": "video", "video": [PIL images]}`, the form
+    `rlce_trl.data.hba.expand_videos` writes. The frames were already sampled (1 fps, 2..8, even) and resized
+    (176x320), so the processor is told not to sample again; it still rounds the size to its patch grid.
+    """
+
+    def __init__(self, model, processor, max_new_tokens: int = 512, batch_size: int = 8):
+        self.model, self.processor = model, processor
+        self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
+
+    @classmethod
+    def from_pretrained(cls, path: str, max_new_tokens: int = 512, batch_size: int = 8, dtype: str = "auto"):
+        import torch
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        try:
+            processor = AutoProcessor.from_pretrained(path)
+        except ImportError as error:  # transformers' video processors need torchvision
+            raise ImportError(
+                f"Loading the video processor of {path} failed ({error}). Video rows need torchvision next to "
+                "torch: `pip install torchvision` (the build that matches your torch)."
+            ) from error
+        model = AutoModelForImageTextToText.from_pretrained(path, dtype=_load_dtype(dtype))
+        if torch.cuda.is_available():
+            model = model.to("cuda")
+        return cls(model.eval(), processor, max_new_tokens, batch_size)
+
+    def encode(self, prompts: Sequence[list[dict]]):
+        """Model inputs of a batch (left-padded `input_ids`, `pixel_values_videos`, `video_grid_thw`, ...)."""
+        conversations = [list(p) for p in prompts]
+        processor_kwargs = {"padding": True, "do_sample_frames": False}  # the row builder sampled the frames
+        metadata = [block.get("metadata") for block in _video_blocks(conversations)]
+        if metadata and all(metadata):  # source fps and frame indices: the frame timestamps some templates print
+            processor_kwargs["video_metadata"] = metadata
+        return _no_thinking(
+            self.processor.apply_chat_template,
+            conversations,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            return_tensors="pt",
+            processor_kwargs=processor_kwargs,
+        )
+
+    def __call__(self, prompts: Sequence[list[dict]]) -> list[str]:
+        tokenizer = self.processor.tokenizer
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        return _generate_batched(
+            self.model, tokenizer, list(prompts), self.encode, self.max_new_tokens, self.batch_size
+        )
+
+
+def _video_blocks(conversations: list[list[dict]]) -> list[dict]:
+    """The video blocks of a batch of conversations, in the order the processor reads them."""
+    return [
+        block
+        for conversation in conversations
+        for message in conversation
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "video"
+    ]
+
+
+def _generate_batched(model, tokenizer, items: list, encode: Callable, max_new_tokens: int, batch_size: int):
+    """Greedy `model.generate` over `items` in batches (left padding), decoding only the new tokens."""
+    import torch
+
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    outputs = []
+    try:
+        for start in range(0, len(items), batch_size):
+            batch = encode(items[start : start + batch_size]).to(device)
+            with torch.no_grad():
+                generated = model.generate(
+                    **batch, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id
+                )
+            outputs += tokenizer.batch_decode(generated[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+    finally:
+        tokenizer.padding_side = side
+        model.train(was_training)
+    return outputs
+
+
+class VLLMGenerator:
+    """Greedy generation with an in-process `vllm.LLM` (temperature 0, no top-k, no penalties); text rows only.
+
+    `engine_kwargs` go to `vllm.LLM` as they are (`dtype`, `enforce_eager`, `gpu_memory_utilization`, ...).
+    """
+
+    def __init__(self, path: str, max_new_tokens: int = 512, max_model_len: int | None = None, **engine_kwargs):
+        from vllm import LLM, SamplingParams
+
+        self.llm = LLM(model=path, max_model_len=max_model_len, **engine_kwargs)
+        self.params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, n=1)
+
+    def __call__(self, prompts: Sequence[list[dict]]) -> list[str]:
+        outputs = self.llm.chat(
+            [list(p) for p in prompts],
+            self.params,
+            use_tqdm=False,
+            chat_template_kwargs={"enable_thinking": False},
+        )
+        return [o.outputs[0].text for o in outputs]
+
+
+def vllm_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+def make_generator(
+    path: str,
+    backend: str = "auto",
+    *,
+    video: bool = False,
+    max_new_tokens: int = 512,
+    batch_size: int = 8,
+    dtype: str = "auto",
+    vllm_kwargs: dict | None = None,
+) -> Generator:
+    """The generator for a checkpoint: vLLM when `backend="vllm"`, or `"auto"` and vLLM is installed; transformers
+    otherwise. Video rows (`video=True`) always use [`VisionLanguageGenerator`]: this package does not feed frames
+    to vLLM (yet)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"Unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
+    if video:
+        if backend == "vllm":
+            raise ValueError(
+                "Video rows are generated with transformers (a vision-language model and its processor); "
+                "pass --backend transformers (or auto)."
+            )
+        return VisionLanguageGenerator.from_pretrained(path, max_new_tokens, batch_size, dtype)
+    if backend == "vllm" or (backend == "auto" and vllm_available()):
+        kwargs = dict(vllm_kwargs or {})
+        if dtype != "auto":
+            kwargs.setdefault("dtype", dtype)
+        return VLLMGenerator(path, max_new_tokens=max_new_tokens, **kwargs)
+    return TransformersGenerator.from_pretrained(path, max_new_tokens, batch_size, dtype)
