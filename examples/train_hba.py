@@ -96,7 +96,8 @@ def main(script_args, training_args, model_args):
         args=training_args,
         train_dataset=train_dataset,
         callbacks=validation_callbacks(script_args, training_args, validation_rows,
-                                       needs_judge=script_args.hba_task == "intentqa"),
+                                       needs_judge=script_args.hba_task == "intentqa",
+                                       media_root=None if script_args.text_only else script_args.media_root),
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )

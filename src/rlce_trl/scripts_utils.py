@@ -166,7 +166,9 @@ def filter_long_prompts(rows: list[dict], tokenizer_path: str, max_prompt_length
     return kept
 
 
-def validation_callbacks(script_args, training_args, rows: list[dict] | None, needs_judge: bool, prefeval_dir=None):
+def validation_callbacks(
+    script_args, training_args, rows: list[dict] | None, needs_judge: bool, prefeval_dir=None, media_root=None
+):
     """`[BestCheckpointCallback]` when `validation_steps` is set, else `[]`."""
     if not script_args.validation_steps:
         return []
@@ -190,7 +192,7 @@ def validation_callbacks(script_args, training_args, rows: list[dict] | None, ne
 
     rows = rows[: script_args.validation_limit] if script_args.validation_limit else rows
     validate = make_validation_fn(rows, os.path.join(training_args.output_dir, "validation"), judge=judge,
-                                  max_new_tokens=script_args.validation_max_new_tokens)
+                                  max_new_tokens=script_args.validation_max_new_tokens, media_root=media_root)
     return [BestCheckpointCallback(validate, eval_steps=script_args.validation_steps)]
 
 

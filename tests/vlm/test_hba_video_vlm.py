@@ -107,3 +107,17 @@ def test_evaluate_cli_on_video_rows_and_resume(hba_split, tiny_vlm, tmp_path, ca
 def test_vllm_backend_is_refused_for_video_rows(tiny_vlm):
     with pytest.raises(ValueError, match="--backend transformers"):
         make_generator(str(tiny_vlm), "vllm", video=True)
+
+
+def test_checkpoint_selection_validates_video_rows(hba_split, generator, tmp_path):
+    """The best-on-validation callback's validate function on video rows, with the policy and its processor."""
+    from rlce_trl.evaluation.callbacks import make_validation_fn
+
+    split, media = hba_split
+    rows = load_hba_split(split, "mosei", "validation")
+    with pytest.raises(ValueError, match="media_root"):
+        make_validation_fn(rows, tmp_path / "v")
+    validate = make_validation_fn(rows, tmp_path / "v", max_new_tokens=3, batch_size=2, media_root=media)
+    score = validate(generator.model, generator.processor, step=2)
+    assert isinstance(score, float) and 0.0 <= score <= 1.0
+    assert len((tmp_path / "v" / "step-2" / "predictions.jsonl").read_text().splitlines()) == 3
