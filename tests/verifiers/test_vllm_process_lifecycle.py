@@ -99,6 +99,8 @@ PARENT = textwrap.dedent("""
     p = VLLMServerProcess("/nonexistent/model", python=sys.executable, env=env, startup_timeout_s=20).start()
     print("READY", flush=True)
     mode = sys.argv[2]
+    if mode in ("exit", "error"):
+        sys.stdin.readline()  # the test checks the server is up first, then tells us to end
     if mode == "exit":
         sys.exit(0)
     if mode == "error":
@@ -112,13 +114,16 @@ def test_no_orphans_when_the_trainer_ends(fake_vllm_env, how):
     """The server dies with the process that started it: normal exit, exception, Ctrl-C, SIGTERM, even SIGKILL."""
     mode = how if how in ("exit", "error") else "wait"
     parent = subprocess.Popen([sys.executable, "-c", PARENT, json.dumps(fake_vllm_env), mode],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert parent.stdout.readline().strip() == "READY", parent.stderr.read()
         pids = _pids(fake_vllm_env)
         assert all(pid_alive(p) for p in pids)
         if mode == "wait":
             parent.send_signal(getattr(signal, how))
+        else:
+            parent.stdin.write("end\n")
+            parent.stdin.flush()
         parent.wait(timeout=30)
         assert wait_gone(pids, 15), f"orphans left after {how}: {[p for p in pids if pid_alive(p)]}"
     finally:
