@@ -146,6 +146,8 @@ def test_prefeval_judge(fake_judge, stand_in_prefeval):
     assert by_kind["emptyq"]["hallucination"] == "skipped" and by_kind["emptyq"]["correct"]
     garbled = by_kind["garbled"]
     assert garbled["parse_failure"] and garbled["helpful"] is None and garbled["helpful_attempts"] == 2
+    assert garbled["helpful_reply"] == "I cannot say"  # the unparsed reply is kept for reading
+    assert "<answer>No</answer>" in by_kind["good"]["violation_reply"]
     assert not garbled["correct"] and garbled["correct_prefeval_rule"]  # PrefEval itself would count it correct
     assert not by_kind["none"]["correct"] and by_kind["none"]["no_answer"]
     # hallucination is asked only for the acknowledged rows that quoted something: good, halluc, incons, garbled

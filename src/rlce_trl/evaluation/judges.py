@@ -115,6 +115,7 @@ def ask_until_parsed(client, messages: list[dict], parse, max_attempts: int = 4,
 
 # ------------------------------------------------------------------------------------------------------- IntentQA
 
+REPLY_CHARS = 500  # judge replies kept in predictions.jsonl, so a parse failure can be read, not just counted
 INTENTQA_JUDGE_SYSTEM = "You are a strict and fair grader of answers to questions about videos."
 INTENTQA_JUDGE_TEMPLATE = (
     "Question about a video:\n{question}\n\n"
@@ -170,7 +171,7 @@ def judge_intentqa(client, items: Sequence[dict], max_attempts: int = 4) -> list
         if parsed is None:
             return {
                 "correct": None,
-                "explanation": reply[:500],
+                "explanation": reply[:REPLY_CHARS],
                 "attempts": attempts,
                 "judge_error": error or "unparsed",
             }
@@ -273,7 +274,8 @@ def judge_prefeval(client, items: Sequence[dict], prompts: dict[str, str], max_a
 
     Returns per item the check outcomes (`acknowledge`, `hallucination`, `violation`, `helpful`: `"yes"`, `"no"`,
     `None` = unparsed, or `"skipped"` for a hallucination check that does not apply), the acknowledged `quote`, the
-    four error types, `parse_failure`, `correct` (strict: a parse failure is incorrect) and `correct_prefeval_rule`
+    four error types, the judge's last reply per check (`<check>_reply`, cut to 500 characters), `parse_failure`,
+    `correct` (strict: a parse failure is incorrect) and `correct_prefeval_rule`
     (PrefEval's own lenient scoring, where an unparsed check counts as neither yes nor no).
     """
     items = list(items)
@@ -287,12 +289,13 @@ def judge_prefeval(client, items: Sequence[dict], prompts: dict[str, str], max_a
         messages = prefeval_check_messages(
             check, prompts, source["question"], source["gold"], source["prediction"], item.get("quote", "")
         )
-        parsed, _, attempts, error = ask_until_parsed(
+        parsed, reply, attempts, error = ask_until_parsed(
             client, messages, lambda reply: parse_check(check, reply), max_attempts
         )
         with lock:  # checks of one row finish on different threads
             item[check] = parsed["answer"] if parsed else None
             item[f"{check}_attempts"] = attempts
+            item[f"{check}_reply"] = reply[:REPLY_CHARS]  # the judge's explanation; for a parse failure, the reason
             if error:
                 item.setdefault("judge_errors", []).append(f"{check}: {error}")
             if check == "acknowledge":
