@@ -274,7 +274,7 @@ def judge_prefeval(client, items: Sequence[dict], prompts: dict[str, str], max_a
 
     Returns per item the check outcomes (`acknowledge`, `hallucination`, `violation`, `helpful`: `"yes"`, `"no"`,
     `None` = unparsed, or `"skipped"` for a hallucination check that does not apply), the acknowledged `quote`, the
-    four error types, the judge's last reply per check (`<check>_reply`, cut to 500 characters), `parse_failure`,
+    four error types, the judge's last reply per check (`<check>_reply`, cut to `REPLY_CHARS`), `parse_failure`,
     `correct` (strict: a parse failure is incorrect) and `correct_prefeval_rule`
     (PrefEval's own lenient scoring, where an unparsed check counts as neither yes nor no).
     """
