@@ -223,7 +223,8 @@ def test_a_4xx_is_not_retried(fake_server):
 def test_api_key_from_the_environment(fake_server, monkeypatch):
     monkeypatch.setenv("MY_VERIFIER_KEY", "secret-token")
     with _fast(fake_server.url, api_key_env="MY_VERIFIER_KEY") as verifier:
-        assert verifier._client.headers["Authorization"] == "Bearer secret-token"
+        assert verifier.http.auth_headers() == {"Authorization": "Bearer secret-token"}  # read per request
+        assert "secret-token" not in repr(verifier.http)
 
 
 def test_close_is_idempotent(fake_server):
