@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -161,11 +160,9 @@ def main_evaluate(args: argparse.Namespace, generator: Generator | None = None) 
             max_reply_bytes=args.judge_max_reply_bytes,
         )
         prompts = None
-        if args.prefeval_dir or os.environ.get("PREFEVAL_DIR"):
-            try:
-                prompts = load_prefeval_judge_prompts(args.prefeval_dir)
-            except FileNotFoundError as error:
-                raise MissingInputError(str(error)) from None
+        prefeval = rows is None or any(r["task"] == "prefeval" for r in rows)
+        if prefeval or args.prefeval_dir:  # fail now, not after the first generated batch
+            prompts = load_prefeval_judge_prompts(args.prefeval_dir)
         judge = Judge(client, prompts)
     video = bool(rows) and any(r.get("videos") for r in rows)
     if video and not args.media_root:

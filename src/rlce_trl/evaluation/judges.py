@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import MissingInputError
 from ..verifiers.openai_http import HTTPRequestError, OpenAIHTTPClient
 
 
@@ -221,7 +222,7 @@ def load_prefeval_judge_prompts(prefeval_dir: str | os.PathLike | None = None) -
     folder = root / "error_type"
     missing = [name for name in PREFEVAL_CHECKS.values() if not (folder / name).is_file()]
     if not str(root) or missing:
-        raise FileNotFoundError(
+        raise MissingInputError(
             f"PrefEval judge prompts not found in {str(folder)!r} (missing {', '.join(missing)}). Clone "
             "https://github.com/amazon-science/PrefEval and pass its path as --prefeval_dir or in PREFEVAL_DIR."
         )
