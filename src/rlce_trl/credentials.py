@@ -31,7 +31,8 @@ _SECRET_PARAM = re.compile(
 _HF_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{10,}\b")
 _OPENAI_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{16,}\b")
 _BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
-_AUTH_HEADER = re.compile(r"((?:Proxy-)?Authorization['\"]?\s*[:=]\s*['\"]?)(?!Bearer\b)[^\s'\",}]+", re.IGNORECASE)
+_AUTH_HEADER = re.compile(r"((?:Proxy-)?Authorization['\"]?\s*[:=]\s*['\"]?(?:[A-Za-z]+\s+)?)(?!<redacted>)[^\s'\",}]+",
+                          re.IGNORECASE)
 _MIN_ENV_SECRET = 6  # shorter values ("1", "true") would scrub ordinary words
 
 
@@ -68,9 +69,9 @@ def scrub(text: str) -> str:
         return text
     for value in _secret_env_values():
         text = text.replace(value, REDACTED)
+    text = _URL.sub(lambda m: clean_url(m.group(0)) if "@" in m.group(0) or _SECRET_PARAM.search(m.group(0))
+                    else m.group(0), text)
     text = _SECRET_PARAM.sub(r"\1" + REDACTED, text)
-    text = _URL.sub(lambda m: clean_url(m.group(0)) if ("@" in m.group(0) or REDACTED in m.group(0)) else m.group(0),
-                    text)
     text = _USERINFO.sub(r"\1", text)  # what the URL pattern could not parse
     text = _HF_TOKEN.sub(REDACTED, text)
     text = _OPENAI_KEY.sub(REDACTED, text)
