@@ -75,6 +75,36 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError("; ".join(problems) + ".")
 
 
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _entry_problem(name: str, entry, n: int) -> str | None:
+    """Why one method's entry of a record cannot be analysed (`None` when it can)."""
+    rewards = entry.get("rewards") if isinstance(entry, dict) else None
+    if not isinstance(rewards, list) or len(rewards) != n or not all(r is None or _number(r) for r in rewards):
+        return f"method {name!r} has no `rewards` list of numbers (or null) as long as `correct`"
+    for cost in ("calls", "requests", "tokens", "prompt_chars"):
+        if entry.get(cost) is not None and not _number(entry[cost]):
+            return f"method {name!r} has a non-numeric `{cost}`"
+    answer_correct, tests = entry.get("answer_correct"), entry.get("tests")
+    if answer_correct is not None and (not isinstance(answer_correct, list)
+                                       or not all(isinstance(c, bool) for c in answer_correct)):
+        return f"method {name!r} has `answer_correct` that is not a list of booleans"
+    if tests is not None:
+        if not isinstance(tests, list):
+            return f"method {name!r} has `tests` that is not a list"
+        k = len(answer_correct or [])
+        for test in tests:
+            ok = (isinstance(test, dict) and isinstance(test.get("favoured"), int) and 0 <= test["favoured"] < max(k, 1)
+                  and (test.get("against") is None or isinstance(test["against"], int) and 0 <= test["against"] < k)
+                  and test.get("verdict") in ("yes", "no", "unknown", None))
+            if not ok:
+                return (f"method {name!r} has a test {str(test)[:80]} without `favoured` / `against` indexing its "
+                        "`answer_correct` or with a verdict other than yes / no / unknown / null")
+    return None
+
+
 def read_log(path: str | os.PathLike, methods: Sequence[str] | None = None) -> list[dict]:
     """The records of a logged-groups file, checked: an empty log, a record without the fields the bench needs, or
     `--methods` naming a method the log lacks raise [`InputError`] naming the record and the fix."""
@@ -94,10 +124,8 @@ def read_log(path: str | os.PathLike, methods: Sequence[str] | None = None) -> l
             problem = "`methods` is missing or empty"
         else:
             for name, entry in by_method.items():
-                rewards = entry.get("rewards") if isinstance(entry, dict) else None
-                if not isinstance(rewards, list) or len(rewards) != len(correct) or not all(
-                        r is None or isinstance(r, (int, float)) and not isinstance(r, bool) for r in rewards):
-                    problem = f"method {name!r} has no `rewards` list of numbers (or null) as long as `correct`"
+                problem = _entry_problem(name, entry, len(correct))
+                if problem:
                     break
         if problem:
             raise InputError(f"logged-groups file {str(path)!r} record {k + 1}: {problem}. Fix: {fix}.")

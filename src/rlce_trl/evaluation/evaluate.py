@@ -130,6 +130,9 @@ def check_eval_rows(rows: Sequence[dict], where: str = "data") -> str:
     check_rows(rows, where, required=("id", "task", "gold"),
                fix="evaluate GRPO-ready rows with `id`, `task`, `prompt` and `gold` (a validation or test split; "
                    "train rows carry no gold label)")
+    for k, row in enumerate(rows):
+        if not isinstance(row["task"], str):
+            raise InputError(f"{where}: row {k} has `task` {row['task']!r}: give the task name as a string.")
     tasks = {r["task"] for r in rows}
     if len(tasks) != 1:
         raise InputError(f"{where}: one task per evaluation run, got {sorted(map(str, tasks))}: split the file.")
