@@ -18,7 +18,8 @@ import sys
 def _prepare_prefeval(args: argparse.Namespace) -> int:
     from .data.prefeval import DEFAULT_SEED, prepare_prefeval
 
-    counts = prepare_prefeval(args.prefeval_dir, args.output_dir, seed=args.seed if args.seed is not None else DEFAULT_SEED)
+    seed = args.seed if args.seed is not None else DEFAULT_SEED
+    counts = prepare_prefeval(args.prefeval_dir, args.output_dir, seed=seed)
     splits = list(next(iter(counts.values())))
     print(f"{'form':<10}" + "".join(f"{split:>12}" for split in splits))
     for form, by_split in counts.items():

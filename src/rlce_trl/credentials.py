@@ -31,8 +31,9 @@ _SECRET_PARAM = re.compile(
 _HF_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{10,}\b")
 _OPENAI_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{16,}\b")
 _BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
-_AUTH_HEADER = re.compile(r"((?:Proxy-)?Authorization['\"]?\s*[:=]\s*['\"]?(?:[A-Za-z]+\s+)?)(?!<redacted>)[^\s'\",}]+",
-                          re.IGNORECASE)
+_AUTH_HEADER = re.compile(
+    r"((?:Proxy-)?Authorization['\"]?\s*[:=]\s*['\"]?(?:[A-Za-z]+\s+)?)(?!<redacted>)[^\s'\",}]+", re.IGNORECASE
+)
 _MIN_ENV_SECRET = 6  # shorter values ("1", "true") would scrub ordinary words
 
 

@@ -85,7 +85,7 @@ def test_a_second_run_on_the_same_folder_is_refused(tmp_path):
     holder.start()
     try:
         assert ready.wait(20)
-        with pytest.raises(InputError, match=r"being written by another `rlce-trl evaluate` \(pid \d+\).*--output_dir"):
+        with pytest.raises(InputError, match=r"being written by another `rlce-trl evaluate` \(pid \d+\)"):
             evaluate_rows(urfunny_rows(), scripted(["\\boxed{humour}"] * 6), tmp_path, progress=False)
         assert not (tmp_path / "predictions.jsonl").exists()
     finally:

@@ -96,7 +96,8 @@ def _entry_problem(name: str, entry, n: int) -> str | None:
             return f"method {name!r} has `tests` that is not a list"
         k = len(answer_correct or [])
         for test in tests:
-            ok = (isinstance(test, dict) and isinstance(test.get("favoured"), int) and 0 <= test["favoured"] < max(k, 1)
+            ok = (isinstance(test, dict) and isinstance(test.get("favoured"), int)
+                  and 0 <= test["favoured"] < max(k, 1)
                   and (test.get("against") is None or isinstance(test["against"], int) and 0 <= test["against"] < k)
                   and test.get("verdict") in ("yes", "no", "unknown", None))
             if not ok:

@@ -92,7 +92,7 @@ def summarize(
     return {"rows": rows, "by_num_tests": by_k, "by_incorrect_fraction": by_fraction}
 
 
-# -- tables ------------------------------------------------------------------------------------------------------------
+# -- tables -----------------------------------------------------------------------------------------------------------
 _PERCENT = {"no_reward_frac", "variation_share", "variation_share_mean", "pair_correct_higher", "verdict_accuracy"}
 _COLUMNS = [
     ("method", "method"),

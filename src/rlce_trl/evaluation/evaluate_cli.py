@@ -25,7 +25,9 @@ def _json_object(text: str) -> dict:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
-        raise argparse.ArgumentTypeError(f"not JSON ({error.msg}); give an object such as '{{\"max_model_len\": 8192}}'")
+        raise argparse.ArgumentTypeError(
+            f"not JSON ({error.msg}); give an object such as '{{\"max_model_len\": 8192}}'"
+        ) from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("give a JSON object ({...})")
     return value

@@ -92,7 +92,8 @@ class OpenAIHTTPClient:
         self.closed = False
 
     def __repr__(self) -> str:
-        return f"OpenAIHTTPClient(timeout_s={self.timeout_s}, deadline_s={self.deadline_s}, key_env={self.api_key_env})"
+        return (f"OpenAIHTTPClient(timeout_s={self.timeout_s}, deadline_s={self.deadline_s}, "
+                f"key_env={self.api_key_env})")
 
     def auth_headers(self) -> dict[str, str]:
         token = os.environ.get(self.api_key_env) if self.api_key_env else None
