@@ -59,7 +59,7 @@ def test_config_serialisations_carry_no_credentials(tmp_path, monkeypatch):
         hub_token="hf_SECRETSECRETSECRET123",
     )
     for text in (json.dumps(config.to_dict()), config.to_json_string(), str(config.to_sanitized_dict()),
-                 pickle.dumps(config).decode("latin-1")):
+                 pickle.dumps(config).decode("latin-1"), str(config), repr(config)):
         assert "hunter2secret" not in text and "qwerty9876" not in text and "hf_SECRETSECRETSECRET123" not in text
     assert config.to_dict()["verifier_server_base_url"] == "http://10.0.0.1:8000/v1,http://10.0.0.2:8000"
     assert config.to_dict()["include_num_input_tokens_seen"] == config.include_num_input_tokens_seen

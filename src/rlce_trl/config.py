@@ -278,6 +278,14 @@ class RLCEGRPOConfig(GRPOConfig):
         return {k: scrub_value(v, by_name=False) if isinstance(v, (str, list, tuple, dict)) else v
                 for k, v in state.items()}
 
+    def __str__(self):
+        """TrainingArguments' listing of every field (printed by scripts and logs), scrubbed of credentials."""
+        from .credentials import scrub
+
+        return scrub(super().__str__())
+
+    __repr__ = __str__
+
     def to_dict(self):
         """TrainingArguments' `to_dict` (which `to_json_string`, TensorBoard, W&B and MLflow use), scrubbed of
         credentials like pickling."""
