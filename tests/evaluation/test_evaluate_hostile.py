@@ -132,3 +132,15 @@ def test_predictions_hold_no_credentials_even_in_judge_replies(tmp_path, fake_ju
     assert server.headers[0]["Authorization"] == "Bearer sk-the-judge-key-0123456789"
     assert "sk-the-judge-key" not in (tmp_path / "predictions.jsonl").read_text()
     assert json.loads((tmp_path / "summary.json").read_text())["complete"]
+
+
+def test_a_partly_failed_judge_scores_only_the_judged_rows():
+    from rlce_trl.evaluation.evaluate import summarize
+
+    rows = [{"id": k, "task": "intentqa", "prompt": "q", "gold": "g"} for k in range(4)]
+    records = [{"id": 0, "prediction": "a", "correct": True}, {"id": 1, "prediction": "a", "correct": False},
+               {"id": 2, "prediction": "a", "correct": None, "judge_failed": True},
+               {"id": 3, "prediction": "a", "correct": None, "judge_failed": True}]
+    summary = summarize("intentqa", rows, records)
+    assert summary["score"] == 0.5 and summary["judge_failed"] == 2 and not summary["complete"]
+    assert summary["num_done"] == 4 and "rerun" in summary["note"]

@@ -165,7 +165,7 @@ def summarize(task: str, rows: Sequence[dict], records: Sequence[dict]) -> dict:
             summary["complete"] = False
             summary["note"] = f"{failed} rows have no verdict (the judge failed): rerun the same command to judge them"
             records = [r for r in records if not r.get("judge_failed")]
-        if records and unjudged == len(records):
+        if records and all(r.get("correct") is None for r in records):
             summary["score"] = None
             summary["note"] = "no judge verdicts: pass --judge_base_url and --judge_model to score free text"
             return summary
