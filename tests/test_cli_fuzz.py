@@ -171,3 +171,20 @@ def test_the_installed_entry_point_prints_one_line(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("error: ")
     assert "row 0: no `task` field" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "record, words",
+    [
+        ({"methods": GOOD_RECORD["methods"]}, "record 1: `correct` is missing"),
+        ({"correct": [True, False]}, "`methods` is missing or empty"),
+        ({**GOOD_RECORD, "methods": {"rlce": {"rewards": [1.0]}}}, "as long as `correct`"),
+        ({**GOOD_RECORD, "methods": {"rlce": {"rewards": [1.0, 0.0], "answer_correct": [True, False],
+                                              "tests": [{"favoured": 5, "verdict": "yes"}]}}}, "has a test"),
+    ],
+)
+def test_analyze_names_the_record_without_fields(tmp_path, capsys, record, words):
+    log = tmp_path / "log.jsonl"
+    write_lines(log, [record])
+    code, err = run(capsys, ["analyze", log, "--out", tmp_path / "bench", "--no-plots"])
+    assert code == 2 and words in err and "Fix:" in err and not (tmp_path / "bench").exists()

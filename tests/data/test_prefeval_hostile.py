@@ -106,3 +106,9 @@ def test_fuzzed_prepare_prefeval_checkouts(fake_prefeval, tmp_path, capsys):
         finally:
             path.write_bytes(original)
         assert code == 0 or code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_an_output_folder_that_cannot_be_created(fake_prefeval, tmp_path, capsys):
+    (tmp_path / "file").write_text("x")  # works as root too: nothing can be created under a file
+    code, err = _run(capsys, "--prefeval_dir", fake_prefeval, "--output_dir", tmp_path / "file" / "out")
+    _assert_one_line(code, err, "cannot write to --output_dir", "writable folder")
