@@ -3,6 +3,10 @@
 To add a subcommand, write `_add_<name>(subparsers)` that creates the parser and sets `func` (a function of the parsed
 arguments returning an exit code), and append it to `SUBCOMMANDS`. Heavy imports go inside `func`, so that
 `rlce-trl --help` stays fast.
+
+Bad input ends in one line: a subcommand raises [`~rlce_trl.errors.InputError`] (or the verifier's
+`VerifierUnavailableError`) with a message that names the fix, and [`main`] prints `error: <message>` (scrubbed of
+credentials) and returns 2. Any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -14,13 +18,8 @@ import sys
 def _prepare_prefeval(args: argparse.Namespace) -> int:
     from .data.prefeval import DEFAULT_SEED, prepare_prefeval
 
-    try:
-        counts = prepare_prefeval(
-            args.prefeval_dir, args.output_dir, seed=args.seed if args.seed is not None else DEFAULT_SEED
-        )
-    except FileNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    seed = args.seed if args.seed is not None else DEFAULT_SEED
+    counts = prepare_prefeval(args.prefeval_dir, args.output_dir, seed=seed)
     splits = list(next(iter(counts.values())))
     print(f"{'form':<10}" + "".join(f"{split:>12}" for split in splits))
     for form, by_split in counts.items():
@@ -43,7 +42,7 @@ def _add_prepare_prefeval(subparsers) -> None:
 
 
 def _add_evaluate(subparsers) -> None:
-    from .evaluation.evaluate import add_evaluate_arguments, main_evaluate
+    from .evaluation.evaluate_cli import add_evaluate_arguments, main_evaluate
 
     parser = subparsers.add_parser(
         "evaluate",
@@ -56,7 +55,7 @@ def _add_evaluate(subparsers) -> None:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from .analysis.bench import main as bench_main
+    from .analysis.cli import main as bench_main
 
     return bench_main(args.bench_args) or 0
 
@@ -66,7 +65,7 @@ def _add_analyze(subparsers) -> None:
         "analyze",
         help="Reward-analysis bench over logged rollout groups with gold labels (or --simulate / --synthetic N).",
         description="Compare reward methods on logged groups: reward variation, reversals, verdict accuracy versus "
-        "composed tests, verifier cost. Arguments are those of `python -m rlce_trl.analysis.bench --help`.",
+        "composed tests, verifier cost. Arguments are those of `python -m rlce_trl.analysis.cli --help`.",
         add_help=False,
     )
     parser.add_argument("bench_args", nargs=argparse.REMAINDER)
@@ -86,14 +85,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["analyze"]:  # its own parser, help included
-        return _analyze(argparse.Namespace(bench_args=argv[1:]))
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 1
-    return args.func(args)
+    try:
+        if argv[:1] == ["analyze"]:  # its own parser, help included
+            return _analyze(argparse.Namespace(bench_args=argv[1:]))
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 1
+        return args.func(args)
+    except _user_errors() as error:  # bad input: one line that names the fix, no traceback
+        from .credentials import scrub_message
+
+        print(f"error: {scrub_message(error)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: rerun the same command to resume where it stopped", file=sys.stderr)
+        return 130
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """The project's own error types for bad input and unreachable services (not a blanket `Exception`)."""
+    from .errors import InputError
+    from .verifiers.base import VerifierUnavailableError
+
+    return (InputError, VerifierUnavailableError)
 
 
 if __name__ == "__main__":

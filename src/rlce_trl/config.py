@@ -44,6 +44,11 @@ class RLCEGRPOConfig(GRPOConfig):
             Requests in flight at once per process (server and colocate modes).
         verifier_timeout (`float`, *optional*, defaults to `300.0`):
             Seconds one request may take before it is retried.
+        verifier_request_deadline (`float`, *optional*, defaults to `900.0`):
+            Overall deadline of one verifier request, seconds: every attempt, backoff and the whole reply included
+            (a server that trickles bytes cannot hold a step longer than this).
+        verifier_max_reply_bytes (`int`, *optional*, defaults to `16000000`):
+            Largest verifier reply accepted, bytes; a larger one fails that request.
         verifier_max_retries (`int`, *optional*, defaults to `3`):
             Retries of a request after a connection error, a timeout or a 5xx reply, with exponential backoff.
         verifier_max_consecutive_failures (`int`, *optional*, defaults to `5`):
@@ -131,6 +136,12 @@ class RLCEGRPOConfig(GRPOConfig):
     )
     verifier_max_concurrency: int = field(default=64, metadata={"help": "Verifier requests in flight per process."})
     verifier_timeout: float = field(default=300.0, metadata={"help": "Seconds one verifier request may take."})
+    verifier_request_deadline: float = field(
+        default=900.0, metadata={"help": "Overall deadline of one verifier request (all attempts, whole reply), s."}
+    )
+    verifier_max_reply_bytes: int = field(
+        default=16_000_000, metadata={"help": "Largest verifier reply accepted, bytes."}
+    )
     verifier_max_retries: int = field(default=3, metadata={"help": "Retries of a failed verifier request."})
     verifier_max_consecutive_failures: int = field(
         default=5,
@@ -228,6 +239,10 @@ class RLCEGRPOConfig(GRPOConfig):
                 problems.append(f"{name} must be >= 0.")
         if self.verifier_timeout <= 0:
             problems.append("verifier_timeout must be > 0 seconds.")
+        if self.verifier_request_deadline <= 0:
+            problems.append("verifier_request_deadline must be > 0 seconds.")
+        if self.verifier_max_reply_bytes < 1024:
+            problems.append("verifier_max_reply_bytes must be >= 1024.")
         if self.rlce_mode not in MODES:
             problems.append(f"rlce_mode={self.rlce_mode!r}: use one of {', '.join(MODES)}.")
         for name in ("rlce_verified_weight", "rlce_format_weight"):
@@ -254,17 +269,29 @@ class RLCEGRPOConfig(GRPOConfig):
 
     def __getstate__(self):
         """What pickling keeps (the `training_args.bin` of every checkpoint): no credentials. The Hub token is
-        dropped and verifier URLs lose any user-info and query string; a resumed run reads them from the
-        environment or the command line again."""
-        from .model_card import clean_url
+        dropped and every string is scrubbed by [`rlce_trl.credentials.scrub`] (verifier URLs lose any user-info and
+        query string); a resumed run reads them from the environment or the command line again."""
+        from .credentials import scrub_value
 
         state = dict(self.__dict__)
         state["hub_token"] = None
-        if state.get("verifier_server_base_url"):
-            state["verifier_server_base_url"] = ",".join(
-                clean_url(url.strip()) for url in state["verifier_server_base_url"].split(",")
-            )
-        return state
+        return {k: scrub_value(v, by_name=False) if isinstance(v, (str, list, tuple, dict)) else v
+                for k, v in state.items()}
+
+    def __str__(self):
+        """TrainingArguments' listing of every field (printed by scripts and logs), scrubbed of credentials."""
+        from .credentials import scrub
+
+        return scrub(super().__str__())
+
+    __repr__ = __str__
+
+    def to_dict(self):
+        """TrainingArguments' `to_dict` (which `to_json_string`, TensorBoard, W&B and MLflow use), scrubbed of
+        credentials like pickling."""
+        from .credentials import scrub_value
+
+        return scrub_value(super().to_dict(), by_name=False)
 
     def evidence_settings(self) -> EvidenceSettings:
         """The pipeline settings these fields describe."""

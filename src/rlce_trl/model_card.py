@@ -10,41 +10,13 @@ card is scrubbed the same way before it is written.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+from .credentials import SECRET_NAME, clean_url
+from .credentials import scrub as redact
 
 BEGIN, END = "<!-- rlce-trl:begin -->", "<!-- rlce-trl:end -->"
 PAPER_TITLE = "Reinforcement Learning with Comparative Evidence for Social Intelligence"
-SECRET_NAME = re.compile(r"token|key|secret|passw|header|auth|credential|cookie", re.IGNORECASE)
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s)\]>'\"`|]+")
-# A query parameter that looks like a credential, anywhere in the text.
-_SECRET_PARAM = re.compile(r"([?&](?:[\w.-]*(?:token|key|secret|signature|sig|password|auth)[\w.-]*)=)[^&\s)\]'\"`|]+",
-                           re.IGNORECASE)
-_HF_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{10,}\b")
-_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
-
-
-def clean_url(url: str) -> str:
-    """`url` without user-info (`user:password@`), query string and fragment."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<url>"
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def redact(text: str) -> str:
-    """Scrub credentials from free text: URLs with user-info or credential-like query parameters, Hub tokens,
-    bearer tokens."""
-    text = _SECRET_PARAM.sub(r"\1<redacted>", text)
-    text = _URL.sub(lambda m: clean_url(m.group(0)) if ("@" in m.group(0) or "<redacted>" in m.group(0))
-                    else m.group(0), text)
-    text = _HF_TOKEN.sub("<redacted>", text)
-    return _BEARER.sub(r"\1<redacted>", text)
 
 
 def describe_model(name_or_path: str | None) -> str:

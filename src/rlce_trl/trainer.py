@@ -13,6 +13,7 @@ from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
 from .config import RLCEGRPOConfig
+from .data.checks import check_datasets
 from .baselines import build_scorer
 from .evidence.pipeline import StepStats
 from .rewards import build_groups, completion_text, group_log_columns, rlce_format
@@ -106,6 +107,7 @@ class RLCEGRPOTrainer(GRPOTrainer):
                 f"RLCEGRPOTrainer needs an RLCEGRPOConfig, got {type(args).__name__}: build the same arguments with "
                 "`RLCEGRPOConfig(...)` (it accepts every GRPOConfig field)."
             )
+        check_datasets(train_dataset, eval_dataset, args.rlce_labels_column)  # bad rows fail here, naming row and fix
         user_funcs = [] if reward_funcs is None else list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
         user_weights = args.reward_weights
         if user_weights is not None and len(user_weights) != len(user_funcs):

@@ -73,7 +73,7 @@ def test_intentqa_judge_retries_and_unjudged(fake_judge, monkeypatch):
             return '{"correct": true, "explanation": "same"}'
         if "Predicted answer:\nB" in prompt:
             return '{"correct": false, "explanation": "different"}'
-        if "Predicted answer:\nC" in prompt:  # first reply garbled, then HTTP error, then parses
+        if "Predicted answer:\nC" in prompt:  # first reply garbled, then HTTP error (retried by the client), parses
             calls = sum("Predicted answer:\nC" in r["messages"][-1]["content"] for r in server.requests)
             return {1: "not json", 2: 500}.get(calls, '{"correct": true, "explanation": "ok"}')
         return "I refuse to answer in JSON."
@@ -86,7 +86,8 @@ def test_intentqa_judge_retries_and_unjudged(fake_judge, monkeypatch):
     ]
     results = judge_intentqa(client, items)
     assert [r["correct"] for r in results] == [True, False, True, None, False]
-    assert [r["attempts"] for r in results] == [1, 1, 3, 4, 0]
+    assert [r["attempts"] for r in results] == [1, 1, 2, 4, 0]
+    assert not any(r["judge_failed"] for r in results)
     assert len(server.requests) == 1 + 1 + 3 + 4  # no call for a missing prediction
     assert all(h.get("Authorization") == "Bearer sk-test-123" for h in server.headers)
     assert "sk-test-123" not in repr(client)
@@ -100,9 +101,44 @@ def test_no_key_no_header(fake_judge, monkeypatch):
 
 
 def test_unreachable_endpoint_is_unjudged():
-    client = OpenAIJudgeClient("http://127.0.0.1:9/v1", "m", timeout=2, concurrency=1)
+    client = OpenAIJudgeClient("http://user:hunter2secret@127.0.0.1:9/v1", "m", timeout=2, concurrency=1,
+                               backoff=0.01)
     [result] = judge_intentqa(client, [{"question": "q", "gold": "g", "prediction": "p"}], max_attempts=2)
-    assert result["correct"] is None and "failed" in result["judge_error"]
+    assert result["correct"] is None and "failed" in result["judge_error"] and result["judge_failed"]
+    assert "127.0.0.1:9" in result["judge_error"] and "hunter2secret" not in result["judge_error"]
+
+
+def test_a_trickling_judge_is_cut_at_its_deadline_and_a_huge_reply_refused(fake_judge):
+    import threading
+    import time
+
+    server = fake_judge(lambda prompt, i: '{"correct": true}')
+    client = OpenAIJudgeClient(server.base_url, "m", timeout=5, deadline=1.0, max_retries=0, concurrency=1)
+    release = threading.Event()
+
+    def trickle(self):  # a hostile endpoint: headers at once, then one byte every 0.3 s
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        while not release.is_set():
+            self.wfile.write(b" ")
+            self.wfile.flush()
+            time.sleep(0.3)
+
+    handler = server.server.RequestHandlerClass
+    original, handler.do_POST = handler.do_POST, trickle
+    try:
+        start = time.monotonic()
+        [result] = judge_intentqa(client, [{"question": "q", "gold": "g", "prediction": "p"}])
+        assert time.monotonic() - start < 2.5
+        assert result["judge_failed"] and "deadline" in result["judge_error"]
+    finally:
+        release.set()
+        handler.do_POST = original
+    big = OpenAIJudgeClient(server.base_url, "m", max_reply_bytes=64, max_retries=0, concurrency=1)
+    [result] = judge_intentqa(big, [{"question": "q", "gold": "g", "prediction": "p" * 10}])
+    assert result["judge_failed"] and "exceeds the cap of 64 bytes" in result["judge_error"]
 
 
 def _prefeval_script(prompt, index):

@@ -223,10 +223,50 @@ def test_a_4xx_is_not_retried(fake_server):
 def test_api_key_from_the_environment(fake_server, monkeypatch):
     monkeypatch.setenv("MY_VERIFIER_KEY", "secret-token")
     with _fast(fake_server.url, api_key_env="MY_VERIFIER_KEY") as verifier:
-        assert verifier._client.headers["Authorization"] == "Bearer secret-token"
+        assert verifier.http.auth_headers() == {"Authorization": "Bearer secret-token"}  # read per request
+        assert "secret-token" not in repr(verifier.http)
 
 
 def test_close_is_idempotent(fake_server):
     verifier = _fast(fake_server.url)
     verifier.close()
     verifier.close()
+
+
+# ---------------------------------------------------------------------------------------- issue 13: hostile servers
+
+
+def test_a_server_trickling_bytes_is_cut_at_the_request_deadline(fake_server):
+    fake_server.trickle_s = 0.3  # each byte well inside the 2 s read timeout: only the overall deadline can stop it
+    with _fast(fake_server.url, max_retries=0, request_deadline_s=1.0, max_consecutive_failures=0) as verifier:
+        start = time.monotonic()
+        [reply] = verifier.generate(_requests(contexts=("ctx-A",), per_context=1))
+        elapsed = time.monotonic() - start
+    assert reply.error and "deadline" in reply.error
+    assert elapsed < 2.0
+
+
+def test_an_oversized_reply_is_refused_not_read_whole(fake_server):
+    fake_server.padding_bytes = 200_000
+    with _fast(fake_server.url, max_reply_bytes=50_000, max_consecutive_failures=0) as verifier:
+        [reply] = verifier.generate(_requests(contexts=("ctx-A",), per_context=1))
+        assert reply.error and "exceeds the cap of 50000 bytes" in reply.error
+        assert verifier.server_stats.oversized_replies == 1 and verifier.server_stats.retries == 0
+
+
+def test_credentials_in_the_url_never_reach_messages_or_warnings(fake_server, caplog):
+    url = fake_server.url.replace("http://", "http://user:hunter2secret@") + "/v1"
+    fake_server.fail_next = 10_000
+    with caplog.at_level("WARNING"), _fast(url, max_retries=0, max_consecutive_failures=1) as verifier:
+        with pytest.raises(VerifierUnavailableError) as info:
+            verifier.generate(_requests(per_context=1))
+    texts = [str(info.value)] + [r.getMessage() for r in caplog.records]
+    assert any("HTTP 503" in t for t in texts)
+    assert not any("hunter2secret" in t for t in texts)
+
+
+def test_a_down_credentialed_url_is_named_without_its_password():
+    url = f"http://admin:hunter2secret@127.0.0.1:{free_port()}"
+    with pytest.raises(VerifierUnavailableError) as info:
+        _fast(url)
+    assert "127.0.0.1" in str(info.value) and "hunter2secret" not in str(info.value)

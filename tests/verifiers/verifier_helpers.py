@@ -33,6 +33,8 @@ class FakeOpenAIServer:
         self.fail_status = 503
         self.reject_structured = False  # 400 when the body has `structured_outputs`
         self.health_status = 200
+        self.trickle_s = 0.0  # send a completion's body one byte at a time, this long apart (a hostile server)
+        self.padding_bytes = 0  # pad every completion reply with this many bytes (an oversized reply)
         self.bodies: list[dict] = []
         self.lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -65,14 +67,22 @@ class FakeOpenAIServer:
                 except OSError:
                     pass
 
-            def _send(self, status: int, payload) -> None:
+            def _send(self, status: int, payload, completion: bool = False) -> None:
+                if completion and fake.padding_bytes:
+                    payload = {**payload, "padding": "x" * fake.padding_bytes}
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 try:
-                    self.wfile.write(data)
+                    if completion and fake.trickle_s:
+                        for k in range(len(data)):
+                            self.wfile.write(data[k : k + 1])
+                            self.wfile.flush()
+                            time.sleep(fake.trickle_s)
+                    else:
+                        self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
@@ -115,7 +125,7 @@ class FakeOpenAIServer:
                         for k in range(n)
                     ],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 3 * n, "total_tokens": 10 + 3 * n},
-                })
+                }, completion=True)
 
         class Server(ThreadingHTTPServer):
             def handle_error(self, request, client_address):  # a client that hung up (timeout tests): not news

@@ -1,4 +1,12 @@
-"""JSON-lines reading and writing shared by the data builders and the evaluation outputs."""
+"""JSON-lines reading and writing: the one JSONL reader and writer of the package (data builders, evaluation outputs,
+the analysis bench's logs).
+
+- [`read_jsonl`] reads one JSON object per line. A **last** line that does not parse (a write cut short by a kill)
+  is skipped and counted ([`read_jsonl_counted`]); any other bad line, a row that is not a JSON object, a file that
+  is not UTF-8 or does not exist raises [`~rlce_trl.errors.InputError`] naming the file, the line and the fix.
+- [`repair_jsonl_tail`] cuts such a fragment off a file that is about to be appended to, so the next append starts
+  on a fresh line instead of gluing a row onto half a row.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,8 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+
+from ..errors import InputError, MissingInputError
 
 
 def write_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> int:
@@ -20,7 +30,61 @@ def write_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> int:
     return n
 
 
-def read_jsonl(path: str | os.PathLike) -> list[dict]:
-    """Read JSON lines, skipping blank lines."""
-    with Path(path).open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+def read_jsonl_counted(path: str | os.PathLike, what: str = "JSONL file") -> tuple[list[dict], int]:
+    """`(rows, skipped)`: the objects of a JSON-lines file (blank lines ignored) and the number of unreadable last
+    lines skipped (0 or 1). Raises [`InputError`] for anything else that is wrong."""
+    path = Path(path)
+    if not path.exists():
+        raise MissingInputError(f"{what} {str(path)!r} does not exist: check the path.")
+    if path.is_dir():
+        raise MissingInputError(f"{what} {str(path)!r} is a folder, not a file: pass the .jsonl file inside it.")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{what} {str(path)!r} is not UTF-8 text (byte {error.start}): re-save it as UTF-8 "
+                         "JSON lines.") from None
+    except OSError as error:
+        raise InputError(f"cannot read {what} {str(path)!r}: {error.strerror or error}.") from None
+    lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+    rows, skipped = [], 0
+    for k, (number, line) in enumerate(lines):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            if k == len(lines) - 1 and not text.endswith("\n"):
+                skipped += 1  # a last line cut short by an interrupted write
+                continue
+            raise InputError(f"{what} {str(path)!r} line {number} is not valid JSON ({error.msg}): fix or delete "
+                             "that line (one JSON object per line).") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{what} {str(path)!r} line {number} is a JSON {type(row).__name__}, not an object: "
+                             "each line must be one JSON object ({...}).")
+        rows.append(row)
+    return rows, skipped
+
+
+def read_jsonl(path: str | os.PathLike, what: str = "JSONL file") -> list[dict]:
+    """The objects of a JSON-lines file; an unreadable last line (an interrupted write) is skipped."""
+    return read_jsonl_counted(path, what)[0]
+
+
+def repair_jsonl_tail(path: str | os.PathLike) -> int:
+    """Make an append-only JSONL file safe to append to: cut an unreadable last line (a write cut short) and add a
+    missing final newline. Returns the number of lines cut (0 or 1). Bad lines elsewhere are left for the reader to
+    report."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return 0
+    start = data.rfind(b"\n") + 1
+    try:
+        json.loads(data[start:].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        with path.open("r+b") as f:
+            f.truncate(start)
+        return 1
+    with path.open("ab") as f:
+        f.write(b"\n")
+    return 0

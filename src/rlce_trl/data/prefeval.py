@@ -24,11 +24,13 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 from collections.abc import Iterable
 from itertools import pairwise
 from pathlib import Path
 
 from ..evidence.prompts import SOLVER_SYSTEM_PROMPT
+from ..errors import InputError, MissingInputError
 from .jsonl import write_jsonl
 
 FORMS = ("explicit", "choice", "persona")
@@ -66,12 +68,12 @@ def resolve_prefeval_dir(prefeval_dir: str | os.PathLike | None = None) -> Path:
     if prefeval_dir is None:
         prefeval_dir = os.environ.get("PREFEVAL_DIR")
     if not prefeval_dir:
-        raise FileNotFoundError(f"No PrefEval checkout given. {_HOW_TO_GET}")
+        raise MissingInputError(f"No PrefEval checkout given. {_HOW_TO_GET}")
     root = Path(prefeval_dir).expanduser()
     expected = [f"benchmark_dataset/{d}" for d in FORM_DIRS.values()] + [f"benchmark_dataset/{PADDING_FILE}"]
     missing = [p for p in expected if not (root / p).exists()]
     if missing:
-        raise FileNotFoundError(
+        raise MissingInputError(
             f"{str(root)!r} is not a PrefEval checkout (missing {', '.join(missing)}). {_HOW_TO_GET}"
         )
     return root
@@ -80,7 +82,28 @@ def resolve_prefeval_dir(prefeval_dir: str | os.PathLike | None = None) -> Path:
 def topics(prefeval_dir: str | os.PathLike | None = None) -> list[str]:
     """The benchmark's topics (file stems, e.g. `travel_restaurant`), sorted, taken from the explicit form."""
     root = resolve_prefeval_dir(prefeval_dir)
-    return sorted(p.stem for p in (root / "benchmark_dataset" / FORM_DIRS["explicit"]).glob("*.json"))
+    folder = root / "benchmark_dataset" / FORM_DIRS["explicit"]
+    found = sorted(p.stem for p in folder.glob("*.json"))
+    if not found:
+        raise MissingInputError(f"{folder} holds no topic files (*.json): the checkout is incomplete. {_HOW_TO_GET}")
+    return found
+
+
+def read_json(path: Path, kind: type = list):
+    """A JSON file of the checkout, parsed; a file that is not UTF-8, not JSON or not a `kind` raises
+    [`InputError`] naming it and the fix."""
+    fix = "restore it from the PrefEval repository (`git checkout -- .` in the checkout, or clone it again)"
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path} is not UTF-8 text (byte {error.start}): {fix}.") from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path} is not valid JSON (line {error.lineno}: {error.msg}): {fix}.") from None
+    except OSError as error:
+        raise InputError(f"cannot read {path} ({error.strerror or error}): {fix}.") from None
+    if not isinstance(value, kind):
+        raise InputError(f"{path} holds a JSON {type(value).__name__}, expected a {kind.__name__}: {fix}.")
+    return value
 
 
 def load_records(prefeval_dir: str | os.PathLike | None, form: str) -> dict[str, list[dict]]:
@@ -93,8 +116,9 @@ def load_records(prefeval_dir: str | os.PathLike | None, form: str) -> dict[str,
     for topic in topics(root):
         path = folder / f"{topic}.json"
         if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: the {form} form must have a file for every topic.")
-        records[topic] = json.loads(path.read_text(encoding="utf-8"))
+            raise MissingInputError(f"{path} is missing: the {form} form must have a file for every topic. "
+                                    f"{_HOW_TO_GET}")
+        records[topic] = read_json(path)
     return records
 
 
@@ -104,8 +128,13 @@ def padding_pool(
     """Consecutive (user, assistant) turn pairs of `filtered_inter_turns.json` whose two texts together hold
     `min_chars`..`max_chars` characters (111 pairs on the released file)."""
     root = resolve_prefeval_dir(prefeval_dir)
-    conversations = json.loads((root / "benchmark_dataset" / PADDING_FILE).read_text(encoding="utf-8"))
-    return padding_pairs_from_conversations((c["conversation"] for c in conversations), min_chars, max_chars)
+    path = root / "benchmark_dataset" / PADDING_FILE
+    conversations = read_json(path)
+    try:
+        return padding_pairs_from_conversations((c["conversation"] for c in conversations), min_chars, max_chars)
+    except (KeyError, TypeError, AttributeError) as error:
+        raise InputError(f"{path} does not have PrefEval's layout ({type(error).__name__}: {error}): restore it "
+                         "from the PrefEval repository.") from None
 
 
 def padding_pairs_from_conversations(
@@ -243,27 +272,55 @@ def build_prefeval(
     for form in forms[1:]:  # the split is shared, so the forms must be aligned row for row
         other = {topic: len(rows) for topic, rows in records[form].items()}
         if other != sizes:
-            raise ValueError(f"PrefEval forms {forms[0]!r} and {form!r} have different rows per topic.")
+            raise InputError(f"PrefEval forms {forms[0]!r} and {form!r} have different rows per topic: the checkout "
+                             "is incomplete or modified; restore it from the PrefEval repository.")
     assignments = split_assignments(sizes, seed)
     out = {form: {split: [] for split in SPLITS} for form in forms}
     for form in forms:
         for topic, rows in records[form].items():
             for index, record in enumerate(rows):
                 padding = sample_padding(pool, seed, topic, index)
-                conversation = build_conversation(form, record, padding, max_chars)
                 split = assignments[topic][index]
-                out[form][split].append(make_row(form, topic, index, record, conversation, split))
+                try:
+                    conversation = build_conversation(form, record, padding, max_chars)
+                    out[form][split].append(make_row(form, topic, index, record, conversation, split))
+                except (KeyError, TypeError, AttributeError) as error:  # a record without PrefEval's fields
+                    raise InputError(
+                        f"{FORM_DIRS[form]}/{topic}.json record {index} does not have PrefEval's fields "
+                        f"({type(error).__name__}: {error}): restore the file from the PrefEval repository."
+                    ) from None
     return out
 
 
 def prepare_prefeval(
     prefeval_dir: str | os.PathLike | None, output_dir: str | os.PathLike, seed: int = DEFAULT_SEED
 ) -> dict[str, dict[str, int]]:
-    """Write `output_dir/{form}/{split}.jsonl` for the three forms and return the row counts."""
-    built = build_prefeval(prefeval_dir, seed=seed)
-    counts = {}
-    for form, splits in built.items():
-        counts[form] = {
-            split: write_jsonl(rows, Path(output_dir) / form / f"{split}.jsonl") for split, rows in splits.items()
-        }
+    """Write `output_dir/{form}/{split}.jsonl` for the three forms and return the row counts.
+
+    All or nothing: the output folder is checked first (a file, or not writable: [`InputError`]), every split is
+    built in memory and written to a temporary folder inside it, and only then moved into place."""
+    output_dir = Path(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise InputError(f"--output_dir {str(output_dir)!r} is a file: pass a folder.")
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        staging = output_dir / f".prepare-{os.getpid()}"
+        staging.mkdir(exist_ok=True)
+    except OSError as error:
+        raise InputError(f"cannot write to --output_dir {str(output_dir)!r} ({error.strerror or error}): pass a "
+                         "writable folder.") from None
+    try:
+        built = build_prefeval(prefeval_dir, seed=seed)
+        counts = {form: {split: write_jsonl(rows, staging / form / f"{split}.jsonl") for split, rows in splits.items()}
+                  for form, splits in built.items()}
+        for form in built:
+            target = output_dir / form
+            if target.is_dir():
+                shutil.rmtree(target)
+            os.replace(staging / form, target)
+    except OSError as error:
+        raise InputError(f"cannot write to --output_dir {str(output_dir)!r} ({error.strerror or error}): pass a "
+                         "writable folder with free space.") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return counts

@@ -12,8 +12,13 @@ count as correct. Here a check whose reply does not parse after `max_attempts` i
 counted in `parse_failures` and scored incorrect (`accuracy`); `accuracy_prefeval_rule` gives PrefEval's lenient
 number next to it for comparison.
 
-The API key is read from the environment variable named by `api_key_env` at each request and is never stored on the
-client, logged or written to any file. Only the standard library is used (no `openai` dependency).
+A judge that cannot be reached (or keeps failing with 5xx, past its retries and deadline) gives **no verdict**: the
+row gets `judge_failed: true` and `correct: None`, and `rlce-trl evaluate` judges it again on the next run.
+
+Requests go through the package's one OpenAI-compatible client ([`~rlce_trl.verifiers.openai_http.OpenAIHTTPClient`]:
+overall deadline per request, reply-size cap, retries with backoff). The API key is read from the environment
+variable named by `api_key_env` at each request and is never stored on the client, logged or written to any file;
+error messages name the endpoint without credentials.
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ import os
 import re
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..errors import MissingInputError
+from ..verifiers.openai_http import HTTPRequestError, OpenAIHTTPClient
 
 
 class JudgeError(RuntimeError):
@@ -45,8 +51,11 @@ class OpenAIJudgeClient:
         api_key_env: name of the environment variable holding the key; no key is sent when it is unset (local vLLM).
         temperature: judges decode greedily by default.
         max_tokens: cap on each judge reply.
-        timeout: seconds per HTTP request.
+        timeout: longest wait for any one read of a request, seconds.
         concurrency: requests in flight at once.
+        deadline: overall deadline of one judge request, retries and the whole reply included, seconds.
+        max_reply_bytes: largest reply accepted.
+        max_retries: retries of a request after a connect error, timeout, 429 or 5xx (with backoff).
     """
 
     base_url: str
@@ -56,35 +65,44 @@ class OpenAIJudgeClient:
     max_tokens: int = 512
     timeout: float = 120.0
     concurrency: int = 8
+    deadline: float = 300.0
+    max_reply_bytes: int = 1_000_000
+    max_retries: int = 2
+    backoff: float = 0.5
+    _http: OpenAIHTTPClient | None = field(default=None, init=False, repr=False, compare=False)
+    _http_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+
+    def _client(self) -> OpenAIHTTPClient:
+        with self._http_lock:
+            if self._http is None:
+                self._http = OpenAIHTTPClient(
+                    timeout_s=self.timeout, connect_timeout_s=min(10.0, self.timeout), deadline_s=self.deadline,
+                    max_reply_bytes=self.max_reply_bytes, max_retries=self.max_retries, backoff_s=self.backoff,
+                    max_backoff_s=max(self.backoff, 10.0), api_key_env=self.api_key_env,
+                    max_connections=max(self.concurrency, 1),
+                )
+            return self._http
 
     def complete(self, messages: list[dict[str, str]]) -> str:
-        """One chat completion; raises [`JudgeError`] on a network or HTTP error."""
-        body = json.dumps(
-            {
-                "model": self.model,
-                "messages": messages,
-                "temperature": self.temperature,
-                "max_tokens": self.max_tokens,
-            }
-        ).encode()
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        request = urllib.request.Request(
-            self.base_url.rstrip("/") + "/chat/completions", data=body, headers=headers, method="POST"
-        )
+        """One chat completion (retried on transport errors, within `deadline`); raises [`JudgeError`] when the
+        endpoint cannot give one."""
+        body = {"model": self.model, "messages": messages, "temperature": self.temperature,
+                "max_tokens": self.max_tokens}
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                payload = json.loads(response.read().decode())
-        except urllib.error.HTTPError as error:  # the key is in the request headers only, never in this message
-            raise JudgeError(f"judge endpoint returned HTTP {error.code}: {error.read()[:200]!r}") from None
-        except (urllib.error.URLError, TimeoutError, OSError, json.JSONDecodeError) as error:
-            raise JudgeError(f"judge endpoint {self.base_url} failed: {error}") from None
+            payload = self._client().post_with_retries(self.base_url.rstrip("/") + "/chat/completions", body)
+        except HTTPRequestError as error:  # scrubbed: the endpoint without credentials, the key never
+            raise JudgeError(f"judge endpoint failed: {error}") from None
         try:
-            return payload["choices"][0]["message"]["content"] or ""
+            content = payload["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
-            raise JudgeError(f"unexpected judge reply: {str(payload)[:200]}") from None
+            raise JudgeError(f"unexpected judge reply: {json.dumps(payload)[:200]}") from None
+        if not isinstance(content, str):
+            raise JudgeError(f"unexpected judge reply content: {type(content).__name__}")
+        return content
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
 
     def map(self, fn, items: Sequence) -> list:
         """`[fn(item) for item in items]`, `concurrency` at a time, in order."""
@@ -96,21 +114,20 @@ class OpenAIJudgeClient:
 
 def ask_until_parsed(client, messages: list[dict], parse, max_attempts: int = 4, retry_wait: float = 0.0):
     """Ask up to `max_attempts` times until `parse(reply)` is not `None`. Returns `(parsed, last_reply, attempts,
-    error)`; `parsed` is `None` when every attempt failed to parse or to reach the endpoint."""
-    reply, error = "", None
+    error)`; `parsed` is `None` when every attempt failed to parse, or when the endpoint failed (`error` set: the
+    client has already retried it, so asking again would only repeat the failure)."""
+    reply = ""
     for attempt in range(1, max_attempts + 1):
         try:
             reply = client.complete(messages)
-            error = None
         except JudgeError as e:
-            error = str(e)
             if retry_wait:
                 time.sleep(retry_wait * attempt)
-            continue
+            return None, reply, attempt, str(e)
         parsed = parse(reply)
         if parsed is not None:
             return parsed, reply, attempt, None
-    return None, reply, max_attempts, error
+    return None, reply, max_attempts, None
 
 
 # ------------------------------------------------------------------------------------------------------- IntentQA
@@ -161,11 +178,13 @@ def parse_json_verdict(text: str) -> dict | None:
 def judge_intentqa(client, items: Sequence[dict], max_attempts: int = 4) -> list[dict]:
     """Judge IntentQA predictions. Each item has `question`, `gold` and `prediction` (`None` = no valid answer,
     scored incorrect with no call). Returns per item `correct` (`True`/`False`, or `None` when unjudged after
-    `max_attempts`), `explanation`, `attempts`, `judge_error`."""
+    `max_attempts`), `explanation`, `attempts`, `judge_error` and `judge_failed` (the endpoint failed: no verdict,
+    to be judged again)."""
 
     def one(item: dict) -> dict:
         if not item.get("prediction"):
-            return {"correct": False, "explanation": "no answer extracted", "attempts": 0, "judge_error": None}
+            return {"correct": False, "explanation": "no answer extracted", "attempts": 0, "judge_error": None,
+                    "judge_failed": False}
         messages = intentqa_messages(item["question"], item["gold"], item["prediction"])
         parsed, reply, attempts, error = ask_until_parsed(client, messages, parse_json_verdict, max_attempts)
         if parsed is None:
@@ -174,8 +193,9 @@ def judge_intentqa(client, items: Sequence[dict], max_attempts: int = 4) -> list
                 "explanation": reply[:REPLY_CHARS],
                 "attempts": attempts,
                 "judge_error": error or "unparsed",
+                "judge_failed": error is not None,
             }
-        return {**parsed, "attempts": attempts, "judge_error": None}
+        return {**parsed, "attempts": attempts, "judge_error": None, "judge_failed": False}
 
     return client.map(one, list(items))
 
@@ -202,7 +222,7 @@ def load_prefeval_judge_prompts(prefeval_dir: str | os.PathLike | None = None) -
     folder = root / "error_type"
     missing = [name for name in PREFEVAL_CHECKS.values() if not (folder / name).is_file()]
     if not str(root) or missing:
-        raise FileNotFoundError(
+        raise MissingInputError(
             f"PrefEval judge prompts not found in {str(folder)!r} (missing {', '.join(missing)}). Clone "
             "https://github.com/amazon-science/PrefEval and pass its path as --prefeval_dir or in PREFEVAL_DIR."
         )
@@ -298,6 +318,7 @@ def judge_prefeval(client, items: Sequence[dict], prompts: dict[str, str], max_a
             item[f"{check}_reply"] = reply[:REPLY_CHARS]  # the judge's explanation; for a parse failure, the reason
             if error:
                 item.setdefault("judge_errors", []).append(f"{check}: {error}")
+                item["judge_failed"] = True
             if check == "acknowledge":
                 item["quote"] = parsed["quote"] if parsed else ""
 
@@ -317,6 +338,7 @@ def judge_prefeval(client, items: Sequence[dict], prompts: dict[str, str], max_a
                     "quote": "",
                     "parse_failure": False,
                     "no_answer": True,
+                    "judge_failed": False,
                     **{t: False for t in PREFEVAL_ERROR_TYPES},
                     "correct": False,
                     "correct_prefeval_rule": False,
@@ -336,6 +358,9 @@ def judge_prefeval(client, items: Sequence[dict], prompts: dict[str, str], max_a
         item.update({t: lenient[t] for t in PREFEVAL_ERROR_TYPES})
         item["correct_prefeval_rule"] = lenient["correct"]
         item["correct"] = lenient["correct"] and not item["parse_failure"]
+        item.setdefault("judge_failed", False)
+        if item["judge_failed"]:  # the endpoint failed: not a verdict (judged again on the next evaluate run)
+            item["correct"] = item["correct_prefeval_rule"] = None
     return results
 
 

@@ -44,6 +44,16 @@ def render_context(prompt: str | Sequence[dict]) -> str:
     return "\n\n".join(lines)
 
 
+#: Longest candidate answer written into a verifier prompt, in characters (a free-text answer can be a whole response):
+#: longer ones are cut with a marker, so one rambling or hostile rollout cannot fill the verifier's context.
+MAX_ANSWER_CHARS = 2000
+
+
+def cap_answer(answer: str, limit: int = MAX_ANSWER_CHARS) -> str:
+    """`answer`, cut to `limit` characters (with ` [...]`) when longer."""
+    return answer if len(answer) <= limit else answer[:limit].rstrip() + " [...]"
+
+
 def _messages(context: str, instruction: str) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": VERIFIER_SYSTEM_PROMPT},
@@ -55,8 +65,8 @@ def construction_messages(context: str, favoured: str, other: str) -> list[dict[
     """Figure 11: one evidence test favouring `favoured` over `other` (Eq. 1)."""
     instruction = (
         "Two candidate answers to the final request in the input are being compared.\n"
-        f"Answer A: {favoured}\n"
-        f"Answer B: {other}\n\n"
+        f"Answer A: {cap_answer(favoured)}\n"
+        f"Answer B: {cap_answer(other)}\n\n"
         "Write one evidence test: a short claim about something observable in the input (what was said, asked, "
         "stated or shown) that, if it is true, favours Answer A over Answer B. Describe only the evidence itself; "
         "do not mention or quote either answer. Reply with the claim as one sentence and nothing else."
@@ -67,7 +77,7 @@ def construction_messages(context: str, favoured: str, other: str) -> list[dict[
 def pointwise_construction_messages(context: str, answer: str) -> list[dict[str, str]]:
     """Pointwise ablation (section 4.3): one test whose truth would support `answer`, built with no other answer."""
     instruction = (
-        f"A candidate answer to the final request in the input is: {answer}\n\n"
+        f"A candidate answer to the final request in the input is: {cap_answer(answer)}\n\n"
         "Write one evidence test: a short claim about something observable in the input (what was said, asked, "
         "stated or shown) that, if it is true, supports this answer. Describe only the evidence itself; do not "
         "mention or quote the answer. Reply with the claim as one sentence and nothing else."
@@ -88,7 +98,7 @@ def validation_messages(context: str, test: str) -> list[dict[str, str]]:
 
 def equivalence_messages(context: str, answers: Sequence[str], pairs: Sequence[tuple[int, int]]) -> list[dict]:
     """Figure 14: one call that judges every remaining pair of free-text answers for semantic equivalence."""
-    listed = "\n".join(f"{k + 1}. {answer}" for k, answer in enumerate(answers))
+    listed = "\n".join(f"{k + 1}. {cap_answer(answer)}" for k, answer in enumerate(answers))
     asked = "\n".join(f"P{m + 1}: {i + 1} and {j + 1}" for m, (i, j) in enumerate(pairs))
     keys = ", ".join(f'"P{m + 1}": "different" or "same"' for m in range(len(pairs)))
     instruction = (

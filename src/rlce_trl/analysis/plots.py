@@ -1,0 +1,150 @@
+"""PNG plots of the bench and of the simulation (matplotlib, `pip install rlce-trl[analysis]`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from .simulation import PAPER_INCORRECT_FRACTION, PAPER_NUM_TESTS, SimulationResult
+from .tables import REFERENCES
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_bench(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
+    """PNG plots of the bench: variation share, reversal rates, composition curves, cost. Needs matplotlib
+    (`pip install rlce-trl[analysis]`)."""
+    plt = _pyplot()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = summary["rows"]
+    names = [r["method"] for r in rows]
+    paths = []
+
+    def pct(values):
+        return [0.0 if v is None else 100 * v for v in values]
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    ax.bar(names, pct([r["variation_share"] for r in rows]), color="#4C72B0")
+    ax.set_ylabel("% of reward variation")
+    ax.set_title("Reward variation between correct and incorrect rollouts")
+    ax.set_ylim(0, 110)
+    for k, r in enumerate(rows):
+        ax.text(k, pct([r["variation_share"]])[0] + 1.5, f"n={r['varied_groups']}", ha="center", fontsize=8)
+    fig.tight_layout()
+    paths.append(out / "variation.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for ax, ref, title in zip(axes, REFERENCES, ("USC", "Policy LLM-Judge")):
+        shown = [r for r in rows if r["method"] != ref and f"reverses_{ref}" in r]
+        ax.bar([r["method"] for r in shown], pct([r[f"reverses_{ref}"] for r in shown]), color="#DD8452")
+        for k, r in enumerate(shown):
+            ax.text(k, pct([r[f"reverses_{ref}"]])[0] + 1.5, f"n={r[f'reverses_{ref}_cases']}", ha="center",
+                    fontsize=8)
+        ax.set_title(f"Reverses {title}'s wrong preferences")
+        ax.set_ylim(0, 110)
+        ax.tick_params(axis="x", labelrotation=30)
+    axes[0].set_ylabel("% of wrong preferences reversed")
+    fig.tight_layout()
+    paths.append(out / "reversals.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    if summary["by_num_tests"]:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        for method, points in summary["by_num_tests"].items():
+            xs = [p.x for p in points if p.accuracy is not None]
+            axes[0].plot(xs, [100 * p.accuracy for p in points if p.accuracy is not None], marker="o", label=method)
+        _paper_num_tests(axes[0])
+        axes[0].set_xlabel("evidence tests composed")
+        axes[0].set_ylabel("verdict accuracy (%)")
+        axes[0].set_title("Verdict accuracy vs number of tests")
+        axes[0].legend(fontsize=8)
+        width = 0.8 / max(len(summary["by_incorrect_fraction"]), 1)
+        for m, (method, points) in enumerate(summary["by_incorrect_fraction"].items()):
+            xs = [k + (m - (len(summary["by_incorrect_fraction"]) - 1) / 2) * width for k in range(len(points))]
+            axes[1].bar(xs, pct([p.accuracy for p in points]), width=width, label=method)
+            for x, p in zip(xs, points):
+                axes[1].text(x, pct([p.accuracy])[0] + 1.5, f"n={p.groups}", ha="center", fontsize=7)
+        labels = [p.x for p in next(iter(summary["by_incorrect_fraction"].values()))]
+        axes[1].set_xticks(range(len(labels)), labels)
+        _paper_incorrect(axes[1], labels)
+        axes[1].set_xlabel("fraction of incorrect tests")
+        axes[1].set_ylabel("verdict accuracy (%)")
+        axes[1].set_ylim(0, 110)
+        axes[1].set_title("Verdict accuracy vs incorrect tests")
+        axes[1].legend(fontsize=8)
+        fig.tight_layout()
+        paths.append(out / "composition.png")
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, key, title in ((axes[0], "requests_per_group", "verifier requests per group"),
+                           (axes[1], "tokens_per_group", "generated tokens per group")):
+        ax.bar(names, [r.get(key) or 0.0 for r in rows], color="#55A868")
+        ax.set_title(title)
+        ax.tick_params(axis="x", labelrotation=30)
+    fig.tight_layout()
+    paths.append(out / "cost.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def _paper_num_tests(ax) -> None:
+    for (task, points), style in zip(PAPER_NUM_TESTS.items(), ("k--", "k:")):
+        xs = sorted(points)
+        ax.plot(xs, [100 * points[x] for x in xs], style, marker="s", alpha=0.6, label=f"paper, {task} (1 and 12)")
+
+
+def _paper_incorrect(ax, labels: Sequence[str]) -> None:
+    for (task, points), marker in zip(PAPER_INCORRECT_FRACTION.items(), ("s", "D")):
+        xs = [labels.index(b) for b in points if b in labels]
+        ax.scatter(xs, [100 * points[b] for b in points if b in labels], marker=marker, color="k", zorder=3,
+                   label=f"paper, {task}")
+
+
+def plot_simulation(results: Sequence[SimulationResult], path: str | os.PathLike, title: str = "") -> Path:
+    """The simulation beside the paper's measured points: accuracy vs composed tests (left) and vs the fraction of
+    incorrect tests (right), one curve per validator error rate."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for result in results:
+        points = [p for p in result.by_num_tests if p.accuracy is not None]
+        axes[0].plot([p.x for p in points], [100 * p.accuracy for p in points], marker="o",
+                     label=f"simulated, error {result.error_rate:.0%}")
+    _paper_num_tests(axes[0])
+    axes[0].set_xlabel("evidence tests composed")
+    axes[0].set_ylabel("verdict accuracy (%)")
+    axes[0].set_title("Accuracy vs number of composed tests")
+    axes[0].legend(fontsize=7)
+    labels = [p.x for p in results[0].by_incorrect_fraction]
+    width = 0.8 / max(len(results), 1)
+    for m, result in enumerate(results):
+        xs = [k + (m - (len(results) - 1) / 2) * width for k in range(len(labels))]
+        axes[1].bar(xs, [0 if p.accuracy is None else 100 * p.accuracy for p in result.by_incorrect_fraction],
+                    width=width, label=f"error {result.error_rate:.0%}")
+    axes[1].set_xticks(range(len(labels)), labels)
+    _paper_incorrect(axes[1], labels)
+    axes[1].set_xlabel("fraction of incorrect tests (realized)")
+    axes[1].set_ylabel("verdict accuracy (%)")
+    axes[1].set_ylim(0, 110)
+    axes[1].set_title("Accuracy vs incorrect tests")
+    axes[1].legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)

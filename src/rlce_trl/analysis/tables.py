@@ -1,0 +1,193 @@
+"""The bench's analyses over logged groups ([`summarize`]) and its tables: markdown, CSV, the simulation table."""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from .composition import (
+    CurvePoint,
+    accuracy_vs_incorrect_fraction,
+    accuracy_vs_num_tests,
+    as_tests,
+    overall_verdict_accuracy,
+)
+from .reversals import reversal_rate
+from .simulation import PAPER_INCORRECT_FRACTION, PAPER_NUM_TESTS, SimulationResult
+from .variation import pairwise_ordering, variation_share
+
+REFERENCES = ("usc", "policy_judge")
+
+
+def _methods_in(records: Sequence[dict]) -> list[str]:
+    seen: dict[str, None] = {}
+    for record in records:
+        for name in record.get("methods", {}):
+            seen.setdefault(name, None)
+    return list(seen)
+
+
+def _test_groups(records: Sequence[dict], method: str) -> list[tuple[list, list[bool]]]:
+    out = []
+    for record in records:
+        entry = record["methods"].get(method)
+        if entry and entry.get("tests") and entry.get("answer_correct") is not None:
+            out.append((as_tests(entry["tests"]), [bool(c) for c in entry["answer_correct"]]))
+    return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def summarize(
+    records: Sequence[dict],
+    methods: Sequence[str] | None = None,
+    references: Sequence[str] = REFERENCES,
+    max_tests: int = 12,
+    permutations: int = 20,
+    seed: int = 0,
+    ties: str = "random",
+) -> dict:
+    """Every analysis of the bench over logged groups: `{"rows": [one dict per method], "by_num_tests": {method:
+    [CurvePoint]}, "by_incorrect_fraction": {method: [CurvePoint]}}`."""
+    methods = list(methods) if methods else _methods_in(records)
+    rows, by_k, by_fraction = [], {}, {}
+    for method in methods:
+        logged = [r for r in records if method in r["methods"]]
+        pairs = [(r["methods"][method]["rewards"], r["correct"]) for r in logged]
+        share = variation_share(pairs)
+        ordering = [pairwise_ordering(rewards, correct) for rewards, correct in pairs]
+        ordered_pairs = sum(p for p, _, _ in ordering)
+        row = {
+            "method": method,
+            "groups": len(logged),
+            "no_reward_frac": _mean([float(all(x is None for x in r["methods"][method]["rewards"])) for r in logged]),
+            "varied_groups": share.groups,
+            "variation_share": share.pooled,
+            "variation_share_mean": share.mean,
+            "pair_correct_higher": sum(u for _, u, _ in ordering) / ordered_pairs if ordered_pairs else None,
+        }
+        for ref in references:
+            if ref == method:
+                row[f"reverses_{ref}"], row[f"reverses_{ref}_cases"] = None, 0
+                continue
+            both = [r for r in logged if ref in r["methods"]]
+            rate = reversal_rate(
+                (r["methods"][ref]["rewards"], r["methods"][method]["rewards"], r["correct"]) for r in both
+            )
+            row[f"reverses_{ref}"], row[f"reverses_{ref}_cases"] = rate.rate, rate.cases
+        tests = _test_groups(logged, method)
+        accuracy, verdict_groups = overall_verdict_accuracy(tests, ties) if tests else (None, 0)
+        row["verdict_accuracy"], row["verdict_groups"] = accuracy, verdict_groups
+        for cost in ("calls", "requests", "tokens", "prompt_chars"):
+            values = [r["methods"][method][cost] for r in logged if r["methods"][method].get(cost) is not None]
+            row[f"{cost}_per_group"] = _mean(values)
+        rows.append(row)
+        if tests:
+            by_k[method] = accuracy_vs_num_tests(tests, max_tests, permutations, seed, ties)
+            by_fraction[method] = accuracy_vs_incorrect_fraction(tests, ties=ties)
+    return {"rows": rows, "by_num_tests": by_k, "by_incorrect_fraction": by_fraction}
+
+
+# -- tables -----------------------------------------------------------------------------------------------------------
+_PERCENT = {"no_reward_frac", "variation_share", "variation_share_mean", "pair_correct_higher", "verdict_accuracy"}
+_COLUMNS = [
+    ("method", "method"),
+    ("groups", "groups"),
+    ("no_reward_frac", "no reward"),
+    ("varied_groups", "varied groups"),
+    ("variation_share", "variation correct/incorrect (pooled)"),
+    ("variation_share_mean", "(mean per group)"),
+    ("pair_correct_higher", "correct ranked higher"),
+    ("reverses_usc", "reverses USC"),
+    ("reverses_usc_cases", "USC errors"),
+    ("reverses_policy_judge", "reverses Judge"),
+    ("reverses_policy_judge_cases", "Judge errors"),
+    ("verdict_accuracy", "verdict acc."),
+    ("calls_per_group", "calls/group"),
+    ("requests_per_group", "requests/group"),
+    ("tokens_per_group", "gen. tokens/group"),
+    ("prompt_chars_per_group", "prompt chars/group"),
+]
+
+
+def _fmt(key: str, value) -> str:
+    if value is None:
+        return "–"
+    if key in _PERCENT or key.startswith("reverses_") and not key.endswith("_cases"):
+        return f"{100 * value:.1f}%"
+    if isinstance(value, float):
+        return f"{value:.1f}" if value >= 10 or value == int(value) else f"{value:.2f}"
+    return str(value)
+
+
+def markdown_table(rows: Sequence[dict]) -> str:
+    """The summary as a markdown table (percentages with one decimal; – where a number does not apply)."""
+    keys = [k for k, _ in _COLUMNS if any(k in row for row in rows)]
+    names = dict(_COLUMNS)
+    lines = ["| " + " | ".join(names[k] for k in keys) + " |", "|" + "---|" * len(keys)]
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(k, row.get(k)) for k in keys) + " |")
+    return "\n".join(lines)
+
+
+def _curve_rows(curves: dict[str, list[CurvePoint]], x_name: str) -> list[dict]:
+    return [
+        {"method": m, x_name: p.x, "accuracy": p.accuracy, "groups": p.groups} for m, points in curves.items()
+        for p in points
+    ]
+
+
+def _write_csv(rows: Sequence[dict], path: Path) -> None:
+    fields: dict[str, None] = {}
+    for row in rows:
+        fields.update(dict.fromkeys(row))
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(fields))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_tables(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "summary.md", out / "summary.csv", out / "composition.csv", out / "incorrect_tests.csv"]
+    text = ["# Reward-analysis bench", "", markdown_table(summary["rows"]), ""]
+    for title, key, x_name in (("Verdict accuracy vs composed tests", "by_num_tests", "tests"),
+                               ("Verdict accuracy vs fraction of incorrect tests", "by_incorrect_fraction",
+                                "incorrect_tests")):
+        for method, points in summary[key].items():
+            cells = ", ".join(
+                f"{p.x}: {'–' if p.accuracy is None else f'{100 * p.accuracy:.0f}%'} (n={p.groups})" for p in points
+            )
+            text.append(f"- {title}, {method}: {cells}")
+    paths[0].write_text("\n".join(text) + "\n")
+    _write_csv(summary["rows"], paths[1])
+    _write_csv(_curve_rows(summary["by_num_tests"], "tests"), paths[2])
+    _write_csv(_curve_rows(summary["by_incorrect_fraction"], "incorrect_tests"), paths[3])
+    return paths
+
+
+def simulation_table(results: Sequence[SimulationResult]) -> str:
+    """Markdown: accuracy at each number of tests per error rate, the paper's points beside them."""
+    ks = [p.x for p in results[0].by_num_tests]
+    lines = ["| error rate | " + " | ".join(f"k={k}" for k in ks) + " |", "|" + "---|" * (len(ks) + 1)]
+    for result in results:
+        cells = ["–" if p.accuracy is None else f"{100 * p.accuracy:.1f}%" for p in result.by_num_tests]
+        lines.append(f"| {result.error_rate:.0%} | " + " | ".join(cells) + " |")
+    for task, points in PAPER_NUM_TESTS.items():
+        lines.append(f"| paper {task} | " + " | ".join(
+            f"{100 * points[k]:.0f}%" if k in points else "" for k in ks) + " |")
+    lines += ["", "| error rate | " + " | ".join(p.x for p in results[0].by_incorrect_fraction) + " |",
+              "|" + "---|" * (len(results[0].by_incorrect_fraction) + 1)]
+    for result in results:
+        cells = ["–" if p.accuracy is None else f"{100 * p.accuracy:.1f}% (n={p.groups})"
+                 for p in result.by_incorrect_fraction]
+        lines.append(f"| {result.error_rate:.0%} | " + " | ".join(cells) + " |")
+    for task, points in PAPER_INCORRECT_FRACTION.items():
+        lines.append(f"| paper {task} | " + " | ".join(
+            f"{100 * points[p.x]:.0f}%" if p.x in points else "" for p in results[0].by_incorrect_fraction) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,111 @@
+"""Checks of dataset rows, run when a dataset is handed over (the trainer's `__init__`, `rlce-trl evaluate`), so a bad
+row fails at once with its index and the fix instead of deep inside TRL or the evidence code after generation.
+
+A row must have a `prompt`: a non-empty string, or a non-empty list of messages `{"role": str, "content": ...}` whose
+content is a string or a list of content parts (`{"type": "text", "text": ...}`, `{"type": "video"}`, ...), with some
+text or media in it. The labels column (`answer_options` by default), when present and not empty, must be a list of
+non-empty strings; missing, `None` or `[]` means free text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..errors import InputError
+
+MAX_REPORTED = 5
+
+
+def prompt_problem(prompt) -> str | None:
+    """Why `prompt` cannot be used (`None` when it can)."""
+    if prompt is None:
+        return "`prompt` is missing (None)"
+    if isinstance(prompt, str):
+        return None if prompt.strip() else "`prompt` is an empty string"
+    if not isinstance(prompt, (list, tuple)):
+        return f"`prompt` is a {type(prompt).__name__}; give a string or a list of chat messages"
+    if not prompt:
+        return "`prompt` is an empty list of messages"
+    has_content = False
+    for k, message in enumerate(prompt):
+        if not isinstance(message, dict):
+            return f"`prompt` message {k} is a {type(message).__name__}, not a {{'role', 'content'}} object"
+        if not isinstance(message.get("role"), str) or not message.get("role"):
+            return f"`prompt` message {k} has no `role` string"
+        content = message.get("content")
+        if isinstance(content, str):
+            has_content = has_content or bool(content.strip())
+        elif isinstance(content, (list, tuple)):
+            for part in content:
+                if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                    return f"`prompt` message {k} has a content part that is not a {{'type': ...}} object"
+                if part["type"] == "text" and not isinstance(part.get("text"), str):
+                    return f"`prompt` message {k} has a text part whose `text` is not a string"
+                has_content = has_content or part["type"] != "text" or bool(part["text"].strip())
+        else:
+            return (f"`prompt` message {k} has `content` of type {type(content).__name__}; it must be a string "
+                    "(or a list of content parts)")
+    return None if has_content else "every message of `prompt` is empty"
+
+
+def labels_problem(labels) -> str | None:
+    """Why a closed label set cannot be used (`None` when it can, or when it is empty: free text)."""
+    if labels is None or (isinstance(labels, (list, tuple)) and not labels):
+        return None
+    if not isinstance(labels, (list, tuple)):
+        return f"is a {type(labels).__name__}; give a list of label strings (or [] for free text)"
+    bad = [label for label in labels if not isinstance(label, str) or not label.strip()]
+    if bad:
+        return f"holds {bad[0]!r}; every label must be a non-empty string"
+    return None
+
+
+def row_problems(row, labels_column: str | None = "answer_options", required: Iterable[str] = ()) -> list[str]:
+    """Every problem of one row."""
+    if not isinstance(row, dict):
+        return [f"the row is a {type(row).__name__}, not an object"]
+    problems = [f"no `{name}` field" for name in required if name not in row]
+    if "prompt" not in row:
+        problems.append("no `prompt` field")
+    else:
+        problem = prompt_problem(row["prompt"])
+        if problem:
+            problems.append(problem)
+    if labels_column and labels_column in row:
+        problem = labels_problem(row[labels_column])
+        if problem:
+            problems.append(f"`{labels_column}` {problem}")
+    return problems
+
+
+def check_rows(
+    rows: Iterable, where: str = "dataset", labels_column: str | None = "answer_options",
+    required: Iterable[str] = (), fix: str | None = None,
+) -> None:
+    """Raise [`InputError`] naming the first bad rows (index and problem) and the fix; silent when every row is
+    usable. `rows`: dicts, or a `datasets.Dataset` (an `IterableDataset` is not read: it cannot be rewound)."""
+    if type(rows).__name__ == "IterableDataset":
+        return
+    required = tuple(required)
+    found, count = [], 0
+    for index, row in enumerate(rows):
+        problems = row_problems(row, labels_column, required)
+        if problems:
+            count += 1
+            if len(found) < MAX_REPORTED:
+                found.append(f"row {index}: {'; '.join(problems)}")
+    if count:
+        more = f" (and {count - MAX_REPORTED} more rows)" if count > MAX_REPORTED else ""
+        fix = fix or ("give each row a non-empty `prompt` (a string or a list of {'role', 'content': str} messages) "
+                      f"and, for closed-label tasks, `{labels_column}` as a list of label strings")
+        raise InputError(f"{where} has {count} unusable row(s){more}: " + " | ".join(found) + f". Fix: {fix}.")
+
+
+def check_datasets(train_dataset, eval_dataset=None, labels_column: str | None = "answer_options") -> None:
+    """[`check_rows`] on a trainer's datasets (`eval_dataset` may be a dict of datasets, as TRL allows)."""
+    if train_dataset is not None:
+        check_rows(train_dataset, "train_dataset", labels_column)
+    evals = eval_dataset if isinstance(eval_dataset, dict) else {"": eval_dataset}
+    for name, dataset in evals.items():
+        if dataset is not None:
+            check_rows(dataset, f"eval_dataset{f'[{name!r}]' if name else ''}", labels_column)

@@ -1,0 +1,191 @@
+"""`rlce-trl evaluate`'s flags and entry point (the loop is in `evaluate.py`).
+
+Everything the user gives is checked before a model is loaded: flags, the data file and its rows, the PrefEval
+folder, the judge settings. A problem ends in one line (`error: ...`, exit 2) that names the fix; `cli.py` prints the
+[`~rlce_trl.errors.InputError`] raised here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..data.hba import HBA_TASKS, load_hba_split
+from ..data.jsonl import read_jsonl_counted
+from ..errors import InputError, MissingInputError
+from .evaluate import PREFEVAL_FORMS, check_eval_rows, evaluate_prefeval_forms, evaluate_rows
+from .generation import BACKENDS, Generator, make_generator
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(
+            f"not JSON ({error.msg}); give an object such as '{{\"max_model_len\": 8192}}'"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("give a JSON object ({...})")
+    return value
+
+
+def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model_name_or_path", required=True, help="Checkpoint to evaluate (a local folder).")
+    parser.add_argument(
+        "--data",
+        required=True,
+        help="A split as JSONL (GRPO-ready rows with `gold`), the folder written by `rlce-trl prepare-prefeval` "
+        "(all three forms, macro average), or `sample` for the bundled preference sample's test split.",
+    )
+    parser.add_argument("--split", default="test", help="Split to read from a prepare-prefeval folder.")
+    parser.add_argument("--output_dir", required=True, help="Where predictions.jsonl and summary.json go.")
+    parser.add_argument(
+        "--hba_task",
+        default=None,
+        choices=sorted(HBA_TASKS),
+        help="Read --data as a Human Behavior Atlas split (`problem`, `answer`, `videos`) of this task.",
+    )
+    parser.add_argument("--media_root", default=None, help="Folder the `videos` paths of HBA rows are relative to.")
+    parser.add_argument(
+        "--backend",
+        default="auto",
+        choices=list(BACKENDS),
+        help="auto: vLLM when installed, transformers otherwise; video rows always use transformers.",
+    )
+    parser.add_argument("--dtype", default="auto", choices=DTYPES,
+                        help="Weights dtype (auto: bfloat16 on GPU, float32 on CPU).")
+    parser.add_argument(
+        "--vllm_kwargs",
+        type=_json_object,
+        default=None,
+        help='JSON object passed to vllm.LLM, e.g. \'{"max_model_len": 8192, "gpu_memory_utilization": 0.8}\'.',
+    )
+    parser.add_argument("--max_new_tokens", type=int, default=512)
+    parser.add_argument("--batch_size", type=int, default=8, help="Rows per generation call (and per write).")
+    parser.add_argument("--limit", type=int, default=None, help="Evaluate only the first N rows (smoke tests).")
+    parser.add_argument("--judge_base_url", default=None, help="OpenAI-compatible judge endpoint, e.g. .../v1.")
+    parser.add_argument("--judge_model", default=None, help="Model name at the judge endpoint.")
+    parser.add_argument(
+        "--judge_api_key_env", default="OPENAI_API_KEY", help="Environment variable holding the judge's API key."
+    )
+    parser.add_argument("--judge_concurrency", type=int, default=8)
+    parser.add_argument("--judge_deadline", type=float, default=300.0,
+                        help="Overall deadline of one judge request, retries and the whole reply included (s).")
+    parser.add_argument("--judge_max_reply_bytes", type=int, default=1_000_000, help="Largest judge reply accepted.")
+    parser.add_argument("--prefeval_dir", default=None, help="PrefEval checkout for the judge prompts.")
+    parser.add_argument("--no_progress", action="store_true", help="Hide the progress bar.")
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Every flag problem at once, as one [`InputError`]."""
+    problems = []
+    for name, low in (("batch_size", 1), ("max_new_tokens", 1), ("judge_concurrency", 1),
+                      ("judge_max_reply_bytes", 64)):
+        if getattr(args, name) < low:
+            problems.append(f"--{name} {getattr(args, name)}: use {low} or more")
+    if args.limit is not None and args.limit < 1:
+        problems.append(f"--limit {args.limit}: use 1 or more (or leave it out for every row)")
+    if args.judge_deadline <= 0:
+        problems.append(f"--judge_deadline {args.judge_deadline}: use a positive number of seconds")
+    if args.judge_base_url and not args.judge_model:
+        problems.append("--judge_base_url needs --judge_model (the model name at the judge endpoint)")
+    if args.judge_base_url and not args.judge_base_url.startswith(("http://", "https://")):
+        problems.append("--judge_base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)")
+    if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
+        problems.append(f"--output_dir {args.output_dir!r} is a file: pass a folder")
+    if problems:
+        raise InputError("; ".join(problems) + ".")
+
+
+def _check_model(path: str) -> None:
+    candidate = Path(path).expanduser()
+    looks_local = candidate.is_absolute() or path.startswith((".", "~")) or path.count("/") != 1
+    if candidate.exists():
+        if candidate.is_dir() and not (candidate / "config.json").exists():
+            raise MissingInputError(f"--model_name_or_path {path!r} has no config.json: pass a checkpoint folder "
+                                    "(one written by save_pretrained / a training run).")
+    elif looks_local:
+        raise MissingInputError(f"--model_name_or_path {path!r} does not exist: pass a local checkpoint folder.")
+
+
+def _read_rows(args: argparse.Namespace) -> list[dict] | None:
+    """The rows of a single-file --data (checked), or `None` for `sample` / a PrefEval folder."""
+    data = Path(args.data)
+    if args.hba_task:
+        if not data.is_file():
+            raise MissingInputError(f"--data {args.data!r} is not a file: pass an HBA split as JSONL.")
+        rows = load_hba_split(data, args.hba_task, split="test")[: args.limit]
+    elif args.data == "sample":
+        from ..data.sample import load_preference_sample
+
+        rows = load_preference_sample("test")[: args.limit]
+    elif data.is_dir():
+        missing = [form for form in PREFEVAL_FORMS if not (data / form / f"{args.split}.jsonl").is_file()]
+        if missing:
+            raise MissingInputError(f"{data} has no {missing[0]}/{args.split}.jsonl: run `rlce-trl prepare-prefeval` "
+                                    "first (or pass a JSONL split).")
+        if args.limit is not None:
+            raise InputError("--limit applies to a single JSONL split, not to a PrefEval folder: drop --limit.")
+        for form in PREFEVAL_FORMS:
+            path = data / form / f"{args.split}.jsonl"
+            check_eval_rows(read_jsonl_counted(path, "PrefEval split")[0], str(path))
+        return None
+    else:
+        rows, skipped = read_jsonl_counted(data, "--data file")
+        if skipped:
+            print(f"warning: {data}: skipped an unreadable last line (cut short?)", file=sys.stderr)
+        if rows and "prompt" not in rows[0] and "problem" in rows[0]:
+            raise InputError("these look like raw HBA rows (`problem`, no `prompt`): pass --hba_task.")
+        rows = rows[: args.limit]
+    check_eval_rows(rows, f"--data {args.data}")
+    return rows
+
+
+def main_evaluate(args: argparse.Namespace, generator: Generator | None = None) -> int:
+    from .evaluate import Judge
+    from .judges import OpenAIJudgeClient, load_prefeval_judge_prompts
+
+    check_flags(args)
+    rows = _read_rows(args)
+    judge = None
+    if args.judge_base_url:
+        client = OpenAIJudgeClient(
+            args.judge_base_url,
+            args.judge_model,
+            api_key_env=args.judge_api_key_env,
+            concurrency=args.judge_concurrency,
+            deadline=args.judge_deadline,
+            max_reply_bytes=args.judge_max_reply_bytes,
+        )
+        prompts = None
+        prefeval = rows is None or any(r["task"] == "prefeval" for r in rows)
+        if prefeval or args.prefeval_dir:  # fail now, not after the first generated batch
+            prompts = load_prefeval_judge_prompts(args.prefeval_dir)
+        judge = Judge(client, prompts)
+    video = bool(rows) and any(r.get("videos") for r in rows)
+    if video and not args.media_root:
+        raise InputError("these rows hold videos: pass --media_root (the folder their paths are relative to).")
+    if generator is None:
+        _check_model(args.model_name_or_path)
+        try:
+            generator = make_generator(args.model_name_or_path, args.backend, video=video,
+                                       max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
+                                       dtype=args.dtype, vllm_kwargs=args.vllm_kwargs)
+        except OSError as error:  # transformers: not a checkpoint, missing files, no network for a Hub id
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise MissingInputError(f"cannot load --model_name_or_path {args.model_name_or_path!r} ({first}): pass "
+                                    "a local checkpoint folder.") from None
+    kwargs = {"judge": judge, "batch_size": args.batch_size, "progress": not args.no_progress}
+    if rows is not None:
+        summary = evaluate_rows(rows, generator, args.output_dir, media_root=args.media_root, **kwargs)
+    else:
+        summary = evaluate_prefeval_forms(Path(args.data), args.split, generator, args.output_dir, **kwargs)
+    print(json.dumps({k: v for k, v in summary.items() if k != "forms"}, indent=2))
+    if "forms" in summary:
+        for form, s in summary["forms"].items():
+            print(f"{form:<10} {s['score']}")
+    return 0
