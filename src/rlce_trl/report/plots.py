@@ -106,6 +106,7 @@ def write_pngs(history: list[dict], out_dir: str) -> list[str]:
 
         matplotlib.use("Agg", force=True)
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
         logger.warning("PNG plots skipped: install matplotlib (pip install 'rlce-trl[analysis]').")
         return []
@@ -122,6 +123,7 @@ def write_pngs(history: list[dict], out_dir: str) -> list[str]:
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
 
