@@ -13,7 +13,6 @@ from rlce_trl.baselines import build_scorer
 from rlce_trl.data.jsonl import read_jsonl_lenient
 from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
 from rlce_trl.evidence.state import Group
-from rlce_trl.verifiers.base import Reply
 
 LABELS = ("positive", "negative")
 PLAIN = EvidenceSettings(redact_answers=False)
@@ -143,7 +142,7 @@ def test_a_real_run_writes_the_trail_links_completions_and_resumes(tiny_model_di
     assert [r["id"] for r in rows[:4]] == ["1-0", "1-1", "1-2", "1-3"]
     assert sum(len(r["tests"]) for r in rows) > 0 and all(len(r["completions"]) == 4 for r in rows)
     assert all(t["verdict"] in {"yes", "no", "unknown", None} for r in rows for t in r["tests"])
-    table = pd.read_parquet(sorted(glob.glob(os.path.join(args.output_dir, "completions", "*.parquet")))[-1])
+    table = pd.read_parquet(max(glob.glob(os.path.join(args.output_dir, "completions", "*.parquet"))))
     assert set(table["rlce_group"]) == {r["id"] for r in rows if r["step"] == 2}
     assert os.path.exists(os.path.join(args.output_dir, "trainer_state.json"))
 

@@ -11,8 +11,8 @@ group and step (schema 1):
                                                      pointwise test), text, verdict, failure, round (0, or 1 for the
                                                      tie-break round), choice_logprobs (per-choice log-probabilities
                                                      of the verdict when the verifier returns them)
-    scores, rewards, winner, verified_answer,        the outcome: per-answer scores, per-rollout task rewards, the index
-    status, tie_break_round                          of the verified answer (None without one) and the group status
+    scores, rewards, winner, verified_answer,        the outcome: per-answer scores, per-rollout task rewards, the
+    status, tie_break_round                          verified answer's index (None without one), the group status
     extra                                            what a baseline keeps besides (e.g. the prompt's rubrics)
 
 Only plain data goes in (no torch, no trainer): `group_record` + [`EvidenceLog`] serve any caller that scores groups,
@@ -149,8 +149,8 @@ class EvidenceLog:
                     self.limit_reached = True
                     f.write(json.dumps({"type": "limit", "step": record.get("step"), "max_bytes": self.max_bytes})
                             + "\n")
-                    logger.warning("Evidence trail %s reached its size limit (%d bytes) at step %s: no more groups are "
-                                   "recorded. Raise rlce_evidence_max_mb to keep more.", self.path, self.max_bytes,
+                    logger.warning("Evidence trail %s reached its size limit (%d bytes) at step %s: no more groups "
+                                   "are recorded. Raise rlce_evidence_max_mb to keep more.", self.path, self.max_bytes,
                                    record.get("step"))
                     break
                 f.write(line)

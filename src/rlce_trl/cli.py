@@ -88,7 +88,7 @@ def _add_report(subparsers) -> None:
         "RUN_DIR/report/index.html and PNG plots beside it; the page needs no network access.",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="The output_dir of a training run.")
-    parser.add_argument("--output_dir", default=None, help="Where to write the page and plots (default RUN_DIR/report).")
+    parser.add_argument("--output_dir", default=None, help="Folder of the page and plots (default RUN_DIR/report).")
     parser.add_argument("--max_groups", type=int, default=5000, help="Newest groups embedded in the page.")
     parser.set_defaults(func=_report)
 

@@ -92,7 +92,7 @@ def fix_base_model(card: str, name_or_path: str | None, hub_model_id: str | None
     hub_id = base_model_id(name_or_path)
     described = f"[{hub_id}](https://huggingface.co/{hub_id})" if hub_id else describe_model(name_or_path)
     card = re.sub(r"\[None\]\(https://huggingface\.co/None\)", lambda _: described, card)
-    if hub_id and card.startswith("---\n") and not re.search(r"^base_model:", card.split("\n---", 1)[0], re.M):
+    if hub_id and card.startswith("---\n") and not re.search(r"^base_model:", card.split("\n---", 1)[0], re.MULTILINE):
         card = f"---\nbase_model: {hub_id}\n" + card[4:]
     target = hub_model_id or f"./{Path(os.path.normpath(output_dir)).name}"
     return card.replace('model="None"', f'model="{target}"')
@@ -107,12 +107,14 @@ def report_section(output_dir: str) -> str:
         from .report import build_report
 
         page, _ = build_report(output_dir)
-    except Exception as error:  # the card never fails on its report
+    except Exception as error:  # noqa: BLE001 -- the card never fails on its report
         logging.getLogger(__name__).warning("No training report in the model card: %s", error)
         return ""
     folder = os.path.relpath(os.path.dirname(page), output_dir).replace(os.sep, "/")
     png = os.path.join(os.path.dirname(page), "curves.png")
-    image = f"![Training curves: rewards, verdicts, ties, verifier time]({folder}/curves.png)\n\n" if os.path.exists(png) else ""
+    image = ""
+    if os.path.exists(png):
+        image = f"![Training curves: rewards, verdicts, ties, verifier time]({folder}/curves.png)\n\n"
     return (f"## Training report\n\n{image}Every reward decision of this run (the distinct answers of each rollout "
             f"group, the evidence tests, the verifier's verdicts and the winner) is in [{folder}/index.html]"
             f"({folder}/index.html), a page that opens offline in a browser.\n")

@@ -163,7 +163,8 @@ class RLCEGRPOTrainer(GRPOTrainer):
         self.group_scorer = build_scorer(args.reward_method, self.verifier, args.evidence_settings())
         #: The evidence audit trail (`<output_dir>/rlce_evidence.jsonl`, see `rlce_trl.audit`).
         self.evidence = EvidenceRecorder(os.path.join(args.output_dir, EVIDENCE_FILE), self.method_name,
-                                         args.rlce_evidence_max_mb, args.rlce_evidence, self.accelerator.is_main_process)
+                                         args.rlce_evidence_max_mb, args.rlce_evidence,
+                                         self.accelerator.is_main_process)
 
     # -- the verifier -------------------------------------------------------------------------------------------------
     def _build_verifier(self, model_arg) -> Verifier:

@@ -46,7 +46,8 @@ def embedded(html):
 def test_page_has_every_curve_and_every_group(tmp_path):
     run = make_run(tmp_path / "run")
     page, data = build_report(str(run))
-    html = open(page, encoding="utf-8").read()
+    with open(page, encoding="utf-8") as f:
+        html = f.read()
     assert page == str(run / "report" / "index.html") and data.state_file == str(run / "trainer_state.json")
     for title in ("Rewards", "Verdict fractions", "Tie and verified rates", "Distinct answers per group",
                   "Verifier seconds vs step time"):
@@ -94,7 +95,7 @@ def test_size_limit_and_max_groups_are_reported(tmp_path):
     run = make_run(tmp_path / "big")
     with open(run / "rlce_evidence.jsonl", "a") as f:
         f.write(json.dumps({"type": "limit", "step": 3, "max_bytes": 10}) + "\n")
-    page, data = build_report(str(run), max_groups=4)
+    _, data = build_report(str(run), max_groups=4)
     assert [g["id"] for g in data.groups] == ["2-0", "2-1", "3-0", "3-1"]
     notes = " ".join(data.notes)
     assert "newest 4 of 6 groups" in notes and "stops at step 3" in notes

@@ -44,7 +44,9 @@ def _summary(data: RunData) -> str:
     return " · ".join(parts)
 
 
-def build_report(run_dir: str, output_dir: str | None = None, max_groups: int | None = MAX_GROUPS) -> tuple[str, RunData]:
+def build_report(
+    run_dir: str, output_dir: str | None = None, max_groups: int | None = MAX_GROUPS
+) -> tuple[str, RunData]:
     """Write `index.html` and the PNG plots into `output_dir` (default `RUN_DIR/report`); returns (page path, data).
     Raises FileNotFoundError when the directory holds nothing to report."""
     data = load_run(run_dir, max_groups)

@@ -86,8 +86,9 @@ def load_completions(run_dir: str, notes: list[str]) -> tuple[list[dict], list[s
     for path in reversed(files):  # newest first, until enough rows
         try:
             table = pd.read_parquet(path)
-        except Exception as error:  # a table half-written by a killed run
-            notes.append(f"Skipped the unreadable completions table {os.path.basename(path)} ({type(error).__name__}).")
+        except Exception as error:  # noqa: BLE001 -- a table half-written by a killed run
+            notes.append(f"Skipped the unreadable completions table {os.path.basename(path)} "
+                         f"({type(error).__name__}).")
             continue
         for name in table.columns:
             if name not in columns:
@@ -122,8 +123,8 @@ def load_run(run_dir: str, max_groups: int | None = None) -> RunData:
         data.log_history = [{k: _finite(v) for k, v in e.items()} for e in history if isinstance(e, dict)]
     else:
         data.notes.append(
-            "No trainer_state.json in the run directory or its checkpoints, so there are no curves: rlce-trl writes it "
-            "at the end of training and with every checkpoint (save_strategy)."
+            "No trainer_state.json in the run directory or its checkpoints, so there are no curves: rlce-trl writes "
+            "it at the end of training and with every checkpoint (save_strategy)."
         )
     evidence = os.path.join(run_dir, EVIDENCE_FILE)
     if os.path.exists(evidence):

@@ -26,7 +26,8 @@ th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-alig
 th{background:#f3f3f3;position:sticky;top:0}#groups tbody tr{cursor:pointer}#groups tbody tr:hover{background:#eef4ff}
 #groups tbody tr.sel{background:#dbe8ff}pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;
 padding:6px;max-height:220px;overflow:auto;font-size:12px;margin:4px 0}
-.st{padding:1px 6px;border-radius:8px;font-size:12px;background:#eee}.st-verified,.st-judged,.st-scored{background:#d4f5d4}
+.st{padding:1px 6px;border-radius:8px;font-size:12px;background:#eee}
+.st-verified,.st-judged,.st-scored{background:#d4f5d4}
 .st-tie{background:#ffe9b3}.st-no_winner,.st-none_correct{background:#f6d5d5}.st-verifier_failed{background:#f3b0b0}
 .v-yes{color:#17803d;font-weight:600}.v-no{color:#b42318;font-weight:600}.v-unknown{color:#666}
 .win{font-weight:700}.muted{color:#777}.comp{max-height:520px;overflow:auto}
@@ -44,7 +45,8 @@ function el(tag, attrs, ...kids){
   for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(k == null ? '' : String(k)));
   return e;
 }
-const fmt = x => (x == null ? 'n/a' : (typeof x === 'number' ? (Number.isInteger(x) ? String(x) : x.toFixed(3)) : String(x)));
+const fmt = x => (x == null ? 'n/a'
+  : (typeof x === 'number' ? (Number.isInteger(x) ? String(x) : x.toFixed(3)) : String(x)));
 const label = i => (i == null ? '-' : 'A' + (i + 1));
 function verdictsOf(g){ return new Set((g.tests || []).map(t => t.verdict || 'none')); }
 
@@ -102,18 +104,22 @@ function showGroup(id){
     (g.answers || []).map((a, i) => [label(i), a, counts[i], fmt((g.scores || [])[i]),
       i === g.winner ? el('span', {class: 'win'}, '★ verified') : ''])));
   const tests = g.tests || [];
-  box.append(el('h4', {}, 'Evidence tests (' + tests.length + ')' + (g.tie_break_round ? ', with a tie-break round' : '')));
+  const round = g.tie_break_round ? ', with a tie-break round' : '';
+  box.append(el('h4', {}, 'Evidence tests (' + tests.length + ')' + round));
   if (tests.length) {
     box.append(table(['round', 'direction', 'test', 'verdict', 'p(verdict)'], tests.map(t => {
       const lp = t.choice_logprobs, p = lp && t.verdict in lp ? Math.exp(lp[t.verdict]).toFixed(2) : '';
-      const dir = t.against == null ? label(t.favoured) + ' (pointwise)' : label(t.favoured) + ' ≻ ' + label(t.against);
+      const dir = t.against == null ? label(t.favoured) + ' (pointwise)'
+        : label(t.favoured) + ' ≻ ' + label(t.against);
       const v = t.verdict || ('abstained' + (t.failure ? ': ' + t.failure : ''));
-      return [t.round ? 'tie-break' : 'first', dir, t.text == null ? el('span', {class: 'muted'}, 'construction failed: ' + (t.failure || '')) : t.text,
+      const text = t.text == null ? el('span', {class: 'muted'}, 'construction failed: ' + (t.failure || '')) : t.text;
+      return [t.round ? 'tie-break' : 'first', dir, text,
               el('span', {class: 'v-' + (t.verdict || 'none')}, v), p];
     })));
   } else box.append(el('p', {class: 'muted'}, 'No tests in this group (a single answer, or a method without tests).'));
   box.append(el('h4', {}, 'Rollouts'), table(['#', 'answer', 'reward', 'completion'],
-    (g.completions || []).map((c, k) => [k, label((g.assignment || [])[k]), fmt((g.rewards || [])[k]), el('pre', {}, c)])));
+    (g.completions || []).map((c, k) => [k, label((g.assignment || [])[k]), fmt((g.rewards || [])[k]),
+                                         el('pre', {}, c)])));
   if (g.extra) box.append(el('h4', {}, 'Method details'), el('pre', {}, JSON.stringify(g.extra, null, 2)));
 }
 
@@ -141,8 +147,8 @@ def _completions_section(rows: list[dict], columns: list[str]) -> str:
         return ""
     shown = [c for c in ["step", "rlce_group", "prompt", "completion", "rlce_answer", "rlce_status", "advantage"]
              if c in columns]
-    shown += [c for c in columns if c not in shown and (c.startswith("rlce_verified") or c.startswith("rlce_format")
-                                                         or c in ("reward",))][:4]
+    shown += [c for c in columns if c not in shown and (c.startswith(("rlce_verified", "rlce_format"))
+                                                         or c == "reward")][:4]
     head = "".join(f"<th>{escape('group' if c == 'rlce_group' else c)}</th>" for c in shown)
     body = []
     for row in rows:

@@ -4,6 +4,7 @@ the page and as PNG files (matplotlib) for people who do not open HTML."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 from html import escape
@@ -49,14 +50,22 @@ def series(history: list[dict], key: str) -> list[tuple[float, float]]:
     return out
 
 
-def _ticks(low: float, high: float) -> list[float]:
-    if high == low:
-        return [low]
-    return [low + (high - low) * i / 4 for i in range(5)]
+def nice_range(low: float, high: float) -> tuple[float, float, float]:
+    """(low, high, step) widened to round tick values: about four steps of 1, 2, 2.5 or 5 times a power of ten."""
+    if high <= low:
+        high = low + 1.0
+    raw = (high - low) / 4
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw * (1 - 1e-9))
+    return math.floor(low / step + 1e-9) * step, math.ceil(high / step - 1e-9) * step, step
+
+
+def _ticks(low: float, high: float, step: float) -> list[float]:
+    return [low + i * step for i in range(int(round((high - low) / step)) + 1)]
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.0f}" if abs(value) >= 100 or value == int(value) else f"{value:.3g}"
+    return f"{value:.0f}" if abs(value) >= 100 or value == int(value) else f"{value:g}"
 
 
 def svg_panel(title: str, history: list[dict], keys: list[str], width: int = 440, height: int = 240) -> str:
@@ -67,24 +76,27 @@ def svg_panel(title: str, history: list[dict], keys: list[str], width: int = 440
     plot_w, plot_h = width - left - right, height - top - bottom
     xs, ys = [p[0] for p in points] or [0.0], [p[1] for p in points] or [0.0]
     x0, x1 = min(xs), max(xs)
-    y0, y1 = min(0.0, min(ys)), max(ys)
-    if y1 == y0:
-        y1 = y0 + 1.0
+    y0, y1, y_step = nice_range(min(0.0, min(ys)), max(ys))
     sx = (lambda x: left + plot_w / 2) if x1 == x0 else (lambda x: left + (x - x0) / (x1 - x0) * plot_w)
-    sy = lambda y: top + plot_h - (y - y0) / (y1 - y0) * plot_h  # noqa: E731
+
+    def sy(y: float) -> float:
+        return top + plot_h - (y - y0) / (y1 - y0) * plot_h
+
     parts = [
-        f'<svg class="curve" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
+        (f'<svg class="curve" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
+         f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">'),
         f'<text x="{width / 2}" y="16" text-anchor="middle" class="ctitle">{escape(title)}</text>',
         f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="frame"/>',
     ]
-    for y in _ticks(y0, y1):
+    for y in _ticks(y0, y1, y_step):
         parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" class="grid"/>'
                      f'<text x="{left - 4}" y="{sy(y) + 4:.1f}" text-anchor="end" class="tick">{_fmt(y)}</text>')
-    for x in sorted({x0, x1, *(_ticks(x0, x1) if x1 - x0 >= 4 else xs)}):
+    x_ticks = _ticks(*nice_range(x0, x1)) if x1 - x0 >= 8 else xs
+    for x in sorted({x0, x1, *(x for x in x_ticks if x0 <= x <= x1)}):
         parts.append(f'<text x="{sx(x):.1f}" y="{top + plot_h + 14}" text-anchor="middle" class="tick">'
                      f'{_fmt(round(x))}</text>')
-    parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h + 27}" text-anchor="middle" class="tick">step</text>')
+    parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h + 27}" text-anchor="middle" '
+                 'class="tick">step</text>')
     for i, (key, pts) in enumerate(data.items()):
         color = COLORS[i % len(COLORS)]
         coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
@@ -94,7 +106,8 @@ def svg_panel(title: str, history: list[dict], keys: list[str], width: int = 440
                   f'{x:g}: {y:.4g}</title></circle>' for x, y in pts]
         lx, ly = left + (i % 2) * plot_w / 2, top + plot_h + 44 + 16 * (i // 2)
         parts.append(f'<rect x="{lx:.1f}" y="{ly - 9}" width="10" height="10" fill="{color}"/>'
-                     f'<text x="{lx + 14:.1f}" y="{ly}" class="legend">{escape(key)}{"" if pts else " (no values)"}</text>')
+                     f'<text x="{lx + 14:.1f}" y="{ly}" class="legend">{escape(key)}'
+                     f'{"" if pts else " (no values)"}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
