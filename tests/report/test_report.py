@@ -84,11 +84,12 @@ def test_checkpoint_state_is_used_when_the_run_dir_has_none(tmp_path):
 def test_a_truncated_last_line_is_skipped_and_counted(tmp_path, capsys):
     run = make_run(tmp_path / "cut")
     with open(run / "rlce_evidence.jsonl", "a") as f:
+        f.write('{"id": "0-9", "step": 0, "tests": 5}\n')  # valid JSON, not a group record: skipped too
         f.write('{"schema": 1, "id": "4-0", "step": 4, "sta')
     assert main(["report", str(run), "--output_dir", str(tmp_path / "out")]) == 0
-    assert "Skipped 1 unreadable line(s)" in capsys.readouterr().out
+    assert "Skipped 2 unreadable line(s)" in capsys.readouterr().out
     html = (tmp_path / "out" / "index.html").read_text()
-    assert len(embedded(html)["groups"]) == 6 and "Skipped 1 unreadable" in html
+    assert len(embedded(html)["groups"]) == 6 and "Skipped 2 unreadable" in html
 
 
 def test_size_limit_and_max_groups_are_reported(tmp_path):

@@ -43,6 +43,16 @@ def _finite(value):
     return value
 
 
+_LISTS = ("answers", "assignment", "tests", "scores", "rewards", "completions")
+
+
+def valid_group(record: dict) -> bool:
+    """A group record the page can show: an id, an integer step, lists where lists belong, tests as objects."""
+    return (isinstance(record.get("id"), str) and isinstance(record.get("step"), int)
+            and all(isinstance(record.get(k, []), list) for k in _LISTS)
+            and all(isinstance(t, dict) for t in record.get("tests", [])))
+
+
 def find_state_file(run_dir: str) -> str | None:
     """`RUN_DIR/trainer_state.json`, else the one of the checkpoint with the most steps."""
     candidates = [os.path.join(run_dir, "trainer_state.json")]
@@ -131,7 +141,7 @@ def load_run(run_dir: str, max_groups: int | None = None) -> RunData:
         rows, data.skipped_lines = read_jsonl_lenient(evidence)
         limits = [r for r in rows if r.get("type") == "limit"]
         data.evidence_limit = limits[-1] if limits else None
-        groups = [r for r in rows if r.get("type") is None and isinstance(r.get("id"), str)]
+        groups = [r for r in rows if r.get("type") is None and valid_group(r)]
         data.skipped_lines += len(rows) - len(groups) - len(limits)
         if max_groups is not None and len(groups) > max_groups:
             data.notes.append(f"The page shows the newest {max_groups} of {len(groups)} groups (--max_groups).")
