@@ -152,3 +152,22 @@ def test_a_real_run_writes_the_trail_links_completions_and_resumes(tiny_model_di
     again, _ = read_jsonl_lenient(path)
     assert [r["step"] for r in again] == [1] * 4 + [2] * 4 + [3] * 4  # step 2 redone once, not twice
     assert [r["id"] for r in again] == [f"{s}-{g}" for s in (1, 2, 3) for g in range(4)]
+
+
+def test_a_rubric_baseline_keeps_its_rubrics():
+    from rlce_trl.audit import scorer_details
+
+    def reply(request):
+        if request.stage == "rubric_seed":
+            return json.dumps({"rubrics": [{"criterion": "Names the user's preference", "type": "positive"},
+                                           {"criterion": "Ignores the user", "type": "negative"},
+                                           {"criterion": "Is one sentence", "type": "positive"}]})
+        return "2"
+
+    scorer = build_scorer("rar", ScriptedVerifier(reply), PLAIN)
+    group = Group("c", ["\\boxed{positive}", "\\boxed{negative}"], labels=LABELS)
+    (result,), _ = scorer.score([group])
+    record = group_record(group, result, group_id="1-0", step=1, method="rar", extra=scorer_details(scorer, group))
+    rubrics = record["extra"]["rubrics"]["persistent"]
+    assert [r["text"] for r in rubrics][0] == "Names the user's preference" and record["status"] == "scored"
+    assert scorer_details(scorer, Group("other", ["x"])) is None
