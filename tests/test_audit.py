@@ -169,5 +169,5 @@ def test_a_rubric_baseline_keeps_its_rubrics():
     (result,), _ = scorer.score([group])
     record = group_record(group, result, group_id="1-0", step=1, method="rar", extra=scorer_details(scorer, group))
     rubrics = record["extra"]["rubrics"]["persistent"]
-    assert [r["text"] for r in rubrics][0] == "Names the user's preference" and record["status"] == "scored"
+    assert rubrics[0]["text"] == "Names the user's preference" and record["status"] == "scored"
     assert scorer_details(scorer, Group("other", ["x"])) is None

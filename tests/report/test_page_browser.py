@@ -111,3 +111,27 @@ def test_the_page_in_a_real_browser(report_page, browser):
     b.screenshot(str(shot))
     assert shot.stat().st_size > 20_000
     assert b.errors() == []
+
+
+def test_verdict_probabilities_and_hostile_text_in_a_real_browser(tmp_path, browser):
+    """A trail whose verifier returned per-choice probabilities, with model text that looks like markup."""
+    import math
+
+    from rlce_trl.audit import write_group_evidence
+
+    run = tmp_path / "run"
+    test = {"favoured": 0, "against": 1, "text": "<img src=x onerror=alert(1)> the user said so", "verdict": "yes",
+            "failure": None, "round": 0, "choice_logprobs": {"yes": math.log(0.9), "no": math.log(0.08)}}
+    write_group_evidence(run / "rlce_evidence.jsonl", [{
+        "id": "1-0", "step": 1, "mode": "train", "method": "rlce", "status": "verified", "context": "</script>",
+        "labels": None, "completions": ["\\boxed{a}", "\\boxed{b}"], "answers": ["a", "b"], "assignment": [0, 1],
+        "tests": [test], "scores": [1.0, -1.0], "rewards": [1.0, 0.0], "winner": 0, "verified_answer": "a",
+        "tie_break_round": False, "extra": None}])
+    page, _ = build_report(str(run))
+    b = browser
+    b.open(Path(page).as_uri() + "#group=1-0")
+    assert b.errors() == []
+    cells = b.evaluate("[...document.querySelectorAll('#detail tbody tr')].map(r => r.innerText)")
+    row = next(c for c in cells if "the user said so" in c)
+    assert "<img src=x onerror=alert(1)>" in row and "0.90" in row and "A1 ≻ A2" in row
+    assert b.evaluate("document.querySelectorAll('#detail img').length") == 0

@@ -108,7 +108,10 @@ function showGroup(id){
   box.append(el('h4', {}, 'Evidence tests (' + tests.length + ')' + round));
   if (tests.length) {
     box.append(table(['round', 'direction', 'test', 'verdict', 'p(verdict)'], tests.map(t => {
-      const lp = t.choice_logprobs, p = lp && t.verdict in lp ? Math.exp(lp[t.verdict]).toFixed(2) : '';
+      const lp = t.choice_logprobs || {};  // guided choice: {"yes": -0.1, ...}; a JSON reply: {"verdict=yes": ...}
+      const key = Object.keys(lp).find(k => k === t.verdict || k.endsWith('=' + t.verdict));
+      const all = Object.entries(lp).map(([k, v]) => k + ' ' + Math.exp(v).toFixed(2)).join(', ');
+      const p = key ? el('span', {title: all}, Math.exp(lp[key]).toFixed(2)) : '';
       const dir = t.against == null ? label(t.favoured) + ' (pointwise)'
         : label(t.favoured) + ' ≻ ' + label(t.against);
       const v = t.verdict || ('abstained' + (t.failure ? ': ' + t.failure : ''));

@@ -61,7 +61,7 @@ def nice_range(low: float, high: float) -> tuple[float, float, float]:
 
 
 def _ticks(low: float, high: float, step: float) -> list[float]:
-    return [low + i * step for i in range(int(round((high - low) / step)) + 1)]
+    return [low + i * step for i in range(round((high - low) / step) + 1)]
 
 
 def _fmt(value: float) -> str:
