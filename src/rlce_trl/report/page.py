@@ -148,10 +148,9 @@ def _json_script(data) -> str:
 def _completions_section(rows: list[dict], columns: list[str]) -> str:
     if not rows:
         return ""
-    shown = [c for c in ["step", "rlce_group", "prompt", "completion", "rlce_answer", "rlce_status", "advantage"]
-             if c in columns]
-    shown += [c for c in columns if c not in shown and (c.startswith(("rlce_verified", "rlce_format"))
-                                                         or c == "reward")][:4]
+    shown = [c for c in ("step", "rlce_group", "prompt", "completion") if c in columns]
+    # then the reward functions' columns (whatever the method), the rollout's answer, status, advantage
+    shown += [c for c in columns if c not in shown and c not in ("rlce_scores", "rlce_verified_answer")][:7]
     head = "".join(f"<th>{escape('group' if c == 'rlce_group' else c)}</th>" for c in shown)
     body = []
     for row in rows:
