@@ -55,3 +55,13 @@ def test_card_and_report_after_a_real_run(tiny_model_dir, tmp_path, capsys):
     assert "fine-tuned version of local folder `model`" in card and 'model="./out"' in card
     assert "![Training curves" in card and "(report/curves.png)" in card and "(report/index.html)" in card
     assert (tmp_path / "out" / "report" / "curves.png").exists()
+
+
+def test_an_alias_folder_converted_before_the_marker_is_still_named(tmp_path, monkeypatch):
+    monkeypatch.setattr("rlce_trl.models.DEFAULT_CACHE", tmp_path / "cache")
+    folder = tmp_path / "cache" / "SmolLM2-135M-Instruct"
+    folder.mkdir(parents=True)
+    assert base_model_id(str(folder)) == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    elsewhere = tmp_path / "mine" / "SmolLM2-135M-Instruct"
+    elsewhere.mkdir(parents=True)
+    assert base_model_id(str(elsewhere)) is None  # a user's own folder of that name is not claimed
