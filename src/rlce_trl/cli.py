@@ -72,7 +72,27 @@ def _add_analyze(subparsers) -> None:
     parser.set_defaults(func=_analyze)
 
 
-SUBCOMMANDS = [_add_prepare_prefeval, _add_evaluate, _add_analyze]
+def _report(args: argparse.Namespace) -> int:
+    from .report import main_report
+
+    return main_report(args)
+
+
+def _add_report(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="Write a self-contained HTML page (curves, groups and their evidence, completions) and PNG plots.",
+        description="Report on a training run: curves over steps from trainer_state.json, a browser of the rollout "
+        "groups of rlce_evidence.jsonl with their tests and verdicts, and the completions tables. Writes "
+        "RUN_DIR/report/index.html and PNG plots beside it; the page needs no network access.",
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="The output_dir of a training run.")
+    parser.add_argument("--output_dir", default=None, help="Folder of the page and plots (default RUN_DIR/report).")
+    parser.add_argument("--max_groups", type=int, default=5000, help="Newest groups embedded in the page.")
+    parser.set_defaults(func=_report)
+
+
+SUBCOMMANDS = [_add_prepare_prefeval, _add_evaluate, _add_analyze, _add_report]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -106,6 +106,12 @@ class RLCEGRPOConfig(GRPOConfig):
         rlce_answer_fallback (`bool`, *optional*, defaults to `True`):
             Read answers as evaluation does (appendix A): a response without `\boxed{}` still answers with the one
             label it names (closed labels) or with its whole text (free text). `False`: only boxed answers count.
+        rlce_evidence (`bool`, *optional*, defaults to `True`):
+            Write the evidence audit trail `<output_dir>/rlce_evidence.jsonl` (main process, once per step): per
+            group the distinct answers, every test with its direction and verdict, scores, winner and status (see
+            `rlce_trl.audit`); `rlce-trl report` shows it. Baselines record what they have (judgments, rubrics).
+        rlce_evidence_max_mb (`float`, *optional*, defaults to `1024`):
+            Size limit of the trail in MB; past it no more groups are recorded. `0`: no limit.
     """
 
     verifier_mode: str = field(
@@ -202,6 +208,13 @@ class RLCEGRPOConfig(GRPOConfig):
         default=True,
         metadata={"help": "Read a response without \\boxed{} as evaluation does (its one label, or its whole text)."},
     )
+    rlce_evidence: bool = field(
+        default=True,
+        metadata={"help": "Keep the evidence audit trail <output_dir>/rlce_evidence.jsonl (tests, verdicts, winner)."},
+    )
+    rlce_evidence_max_mb: float = field(
+        default=1024.0, metadata={"help": "Size limit of the evidence audit trail in MB (0: no limit)."}
+    )
 
     def __post_init__(self):
         problems = []
@@ -261,6 +274,8 @@ class RLCEGRPOConfig(GRPOConfig):
         for name in ("rlce_construction_max_tokens", "rlce_validation_max_tokens", "rlce_equivalence_max_tokens"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1.")
+        if self.rlce_evidence_max_mb < 0:
+            problems.append("rlce_evidence_max_mb must be >= 0 (0: no limit; rlce_evidence=False: no trail).")
         if self.verifier_batch_size < 1:
             problems.append("verifier_batch_size must be >= 1.")
         if problems:

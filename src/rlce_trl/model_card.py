@@ -9,6 +9,7 @@ card is scrubbed the same way before it is written.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from .credentials import SECRET_NAME, clean_url
 from .credentials import scrub as redact
 
 BEGIN, END = "<!-- rlce-trl:begin -->", "<!-- rlce-trl:end -->"
+SOURCE_FILE = "rlce_source.json"  # written into folders that rlce-trl builds from a Hub model (model aliases)
 PAPER_TITLE = "Reinforcement Learning with Comparative Evidence for Social Intelligence"
 
 
@@ -29,6 +31,65 @@ def describe_model(name_or_path: str | None) -> str:
     if os.path.isabs(name) or name.startswith((".", "~")) or os.path.isdir(name):
         return f"local folder `{Path(name).name}`"
     return f"[{name}](https://huggingface.co/{name})"
+
+
+def base_model_id(name_or_path: str | None) -> str | None:
+    """The Hub id of the model training started from: the name itself for a Hub id; for a local folder the id that
+    rlce-trl recorded when it built the folder from a model alias (`rlce_source.json`, e.g. `smollm2-135m-instruct`:
+    SmolLM2-135M-Instruct converted offline from its packaged GGUF); else None."""
+    if not name_or_path:
+        return None
+    name = str(name_or_path)
+    if "://" in name:
+        return None
+    if not os.path.isdir(name):
+        return None if os.path.isabs(name) or name.startswith((".", "~")) else name
+    try:
+        with open(os.path.join(name, SOURCE_FILE), encoding="utf-8") as f:
+            recorded = json.load(f).get("base_model")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    from .models import DEFAULT_CACHE, KNOWN_FOLDERS  # folders converted before the marker existed
+
+    folder = Path(name).resolve()
+    return KNOWN_FOLDERS.get(folder.name) if folder.parent == Path(DEFAULT_CACHE).resolve() else None
+
+
+def fix_base_model(card: str, name_or_path: str | None, hub_model_id: str | None, output_dir: str) -> str:
+    """TRL's card names a base model only when it is a Hub id and loads `model="<hub_model_id>"`: from a local folder
+    (or a model alias) and without `push_to_hub` that reads "[None](https://huggingface.co/None)" and `model="None"`.
+    Name the real base model instead and load the saved folder."""
+    hub_id = base_model_id(name_or_path)
+    described = f"[{hub_id}](https://huggingface.co/{hub_id})" if hub_id else describe_model(name_or_path)
+    card = re.sub(r"\[None\]\(https://huggingface\.co/None\)", lambda _: described, card)
+    if hub_id and card.startswith("---\n") and not re.search(r"^base_model:", card.split("\n---", 1)[0], re.MULTILINE):
+        card = f"---\nbase_model: {hub_id}\n" + card[4:]
+    target = hub_model_id or f"./{Path(os.path.normpath(output_dir)).name}"
+    return card.replace('model="None"', f'model="{target}"')
+
+
+def report_section(output_dir: str) -> str:
+    """Build the run report (`rlce-trl report`) into `<output_dir>/report` and return the card's markdown that embeds
+    its curves and links the page; "" when there is nothing to report."""
+    import logging
+
+    try:
+        from .report import build_report
+
+        page, _ = build_report(output_dir)
+    except Exception as error:  # noqa: BLE001 -- the card never fails on its report
+        logging.getLogger(__name__).warning("No training report in the model card: %s", error)
+        return ""
+    folder = os.path.relpath(os.path.dirname(page), output_dir).replace(os.sep, "/")
+    png = os.path.join(os.path.dirname(page), "curves.png")
+    image = ""
+    if os.path.exists(png):
+        image = f"![Training curves: rewards, verdicts, ties, verifier time]({folder}/curves.png)\n\n"
+    return (f"## Training report\n\n{image}Every reward decision of this run (the distinct answers of each rollout "
+            f"group, the evidence tests, the verifier's verdicts and the winner) is in [{folder}/index.html]"
+            f"({folder}/index.html), a page that opens offline in a browser.\n")
 
 
 def public_settings(args, prefixes=("verifier_", "rlce_")) -> dict[str, object]:
@@ -118,6 +179,11 @@ def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str 
     if BEGIN in card and END in card:
         card = card[: card.index(BEGIN)] + card[card.index(END) + len(END) :].lstrip("\n")
     section = rlce_section(trainer, dataset_name)
+    report = report_section(trainer.args.output_dir)
+    if report:
+        section = section.replace(END, report + END)
+    card = fix_base_model(card, getattr(trainer.accelerator.unwrap_model(trainer.model).config, "_name_or_path", None),
+                          trainer.hub_model_id, trainer.args.output_dir)
     anchor = "### Framework versions"
     card = card.replace(anchor, section + "\n" + anchor, 1) if anchor in card else card.rstrip() + "\n\n" + section
     path.write_text(redact(card), encoding="utf-8")

@@ -8,11 +8,15 @@ once into a fresh model built from the same config and saved as an ordinary fold
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 from pathlib import Path
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+#: Folder names this module writes under DEFAULT_CACHE, with the Hub model each one is (the model card names it).
+KNOWN_FOLDERS = {"SmolLM2-135M-Instruct": HUB_ID}
 DEFAULT_CACHE = Path(os.environ.get("RLCE_TRL_CACHE", Path.home() / ".cache" / "rlce_trl"))
 
 
@@ -44,6 +48,7 @@ def smollm2_instruct(cache_dir: str | Path | None = None) -> str:
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    (tmp / "rlce_source.json").write_text(json.dumps({"base_model": HUB_ID, "converted_from": GGUF_FILE}))
     try:
         os.replace(tmp, target)
     except OSError:  # another process finished first: keep its folder

@@ -12,6 +12,7 @@ import torch
 from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
+from .audit import EVIDENCE_FILE, EvidenceRecorder
 from .config import RLCEGRPOConfig
 from .data.checks import check_datasets
 from .baselines import build_scorer
@@ -162,6 +163,10 @@ class RLCEGRPOTrainer(GRPOTrainer):
         self._initial_model = None
         #: Scores whole rollout groups: `score(groups) -> (results, stats)`. The RLCE evidence pipeline by default.
         self.group_scorer = build_scorer(args.reward_method, self.verifier, args.evidence_settings())
+        #: The evidence audit trail (`<output_dir>/rlce_evidence.jsonl`, see `rlce_trl.audit`).
+        self.evidence = EvidenceRecorder(os.path.join(args.output_dir, EVIDENCE_FILE), self.method_name,
+                                         args.rlce_evidence_max_mb, args.rlce_evidence,
+                                         self.accelerator.is_main_process)
 
     # -- the verifier -------------------------------------------------------------------------------------------------
     def _build_verifier(self, model_arg) -> Verifier:
@@ -215,7 +220,11 @@ class RLCEGRPOTrainer(GRPOTrainer):
         except VerifierUnavailableError as error:  # raised below on every rank, or the others hang in the gather
             results, stats, failure = [], StepStats(), f"process {rank}: {error}"
         work = self.verifier.stats.since(before)
-        packed = [(g, r.verified, group_log_columns(r)) for g, r in zip(owned, results)]
+        step = self.state.global_step + (mode == "train")  # the step these rewards are logged under
+        ids = self.evidence.next_ids(mode, step, len(groups))
+        packed = [(g, r.verified, {**group_log_columns(r), "rlce_group": [ids[g]] * len(r.verified)},
+                   self.evidence.record(groups[g], r, ids[g], step, mode, self.group_scorer))
+                  for g, r in zip(owned, results)]
         updates = self.group_scorer.pop_state_updates() if hasattr(self.group_scorer, "pop_state_updates") else []
         everyone = gather_object([(rank, packed, stats, work, updates, failure)])
         failures = [e[5] for e in everyone if e[5]]
@@ -226,7 +235,8 @@ class RLCEGRPOTrainer(GRPOTrainer):
             )
 
         # 3. Back in group order; this process keeps its slice.
-        by_group = {g: (verified, columns) for _, items, *_ in everyone for g, verified, columns in items}
+        by_group = {item[0]: item[1:] for _, items, *_ in everyone for item in items}
+        self.evidence.write([by_group[g][2] for g in range(len(groups))], self.state.global_step)
         verified = [r for g in range(len(groups)) for r in by_group[g][0]]
         start = rank * len(prompts)
         self._group_rewards = verified[start : start + len(prompts)]
@@ -285,10 +295,14 @@ class RLCEGRPOTrainer(GRPOTrainer):
         """[`~trl.GRPOTrainer.train`]; on an error the verifier (a server process the trainer started) is stopped
         before the error propagates, so nothing is left running."""
         try:
-            return super().train(*args, **kwargs)
+            output = super().train(*args, **kwargs)
         except BaseException:
             self.verifier.close()
             raise
+        if self.is_world_process_zero():  # the metrics `rlce-trl report` draws, also for a run without checkpoints
+            os.makedirs(self.args.output_dir, exist_ok=True)
+            self.state.save_to_json(os.path.join(self.args.output_dir, "trainer_state.json"))
+        return output
 
     # -- scorer state across checkpoints ---------------------------------------------------------------------------
     def _save_checkpoint(self, model, trial):

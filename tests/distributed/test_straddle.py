@@ -40,3 +40,10 @@ def test_groups_straddling_two_processes_are_scored_once_and_whole(tiny_model_di
     # Both ranks end with the same gathered rewards, and the same logged metrics.
     assert ranks[0]["rewards"] == ranks[1]["rewards"] and len(ranks[0]["rewards"]) == 12
     assert ranks[0]["logged"][0]["rlce/distinct_answers_mean"] == ranks[1]["logged"][0]["rlce/distinct_answers_mean"]
+    # The evidence trail: written once, by the main process after the gather, one record per group in group order.
+    from rlce_trl.data.jsonl import read_jsonl_lenient
+
+    trail, skipped = read_jsonl_lenient(tmp_path / "rlce_evidence.jsonl")
+    assert skipped == 0 and [r["id"] for r in trail] == ["1-0", "1-1", "1-2"]
+    assert sorted(r["context"] for r in trail) == sorted(g["context"] for g in scored)
+    assert all(len(r["completions"]) == 4 for r in trail)

@@ -30,9 +30,13 @@ def write_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> int:
     return n
 
 
-def read_jsonl_counted(path: str | os.PathLike, what: str = "JSONL file") -> tuple[list[dict], int]:
+def read_jsonl_counted(
+    path: str | os.PathLike, what: str = "JSONL file", lenient: bool = False
+) -> tuple[list[dict], int]:
     """`(rows, skipped)`: the objects of a JSON-lines file (blank lines ignored) and the number of unreadable last
-    lines skipped (0 or 1). Raises [`InputError`] for anything else that is wrong."""
+    lines skipped (0 or 1). Raises [`InputError`] for anything else that is wrong. With `lenient` (logs a killed or
+    concurrent writer may have damaged: the evidence trail), every line that is not a JSON object is skipped and
+    counted instead."""
     path = Path(path)
     if not path.exists():
         raise MissingInputError(f"{what} {str(path)!r} does not exist: check the path.")
@@ -51,12 +55,15 @@ def read_jsonl_counted(path: str | os.PathLike, what: str = "JSONL file") -> tup
         try:
             row = json.loads(line)
         except json.JSONDecodeError as error:
-            if k == len(lines) - 1 and not text.endswith("\n"):
+            if lenient or (k == len(lines) - 1 and not text.endswith("\n")):
                 skipped += 1  # a last line cut short by an interrupted write
                 continue
             raise InputError(f"{what} {str(path)!r} line {number} is not valid JSON ({error.msg}): fix or delete "
                              "that line (one JSON object per line).") from None
         if not isinstance(row, dict):
+            if lenient:
+                skipped += 1
+                continue
             raise InputError(f"{what} {str(path)!r} line {number} is a JSON {type(row).__name__}, not an object: "
                              "each line must be one JSON object ({...}).")
         rows.append(row)
@@ -66,6 +73,11 @@ def read_jsonl_counted(path: str | os.PathLike, what: str = "JSONL file") -> tup
 def read_jsonl(path: str | os.PathLike, what: str = "JSONL file") -> list[dict]:
     """The objects of a JSON-lines file; an unreadable last line (an interrupted write) is skipped."""
     return read_jsonl_counted(path, what)[0]
+
+
+def read_jsonl_lenient(path: str | os.PathLike, what: str = "JSONL file") -> tuple[list[dict], int]:
+    """`(rows, skipped)`: every JSON object of the file; any other line (a truncated write) is skipped and counted."""
+    return read_jsonl_counted(path, what, lenient=True)
 
 
 def repair_jsonl_tail(path: str | os.PathLike) -> int:

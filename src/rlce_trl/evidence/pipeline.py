@@ -212,6 +212,7 @@ class EvidencePipeline:
             state.failed_requests += reply.error is not None
             text, finish = (reply.texts[0], reply.finish_reasons[0]) if reply.texts else ("", "error")
             test.verdict, test.failure = validation.parse_verdict(text, "error" if reply.error else finish)
+            test.choice_logprobs = getattr(reply, "choice_logprobs", None)  # backends that score the choices
             stats.tests_validated += 1
             stats.verdicts[test.verdict or "invalid"] += 1
             if test.failure:

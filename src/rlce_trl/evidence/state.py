@@ -47,6 +47,7 @@ class EvidenceTest:
     verdict: str | None = None
     failure: str | None = None
     tie_break: bool = False
+    choice_logprobs: dict[str, float] | None = None  # per-choice log-probabilities of the verdict, when returned
 
     @property
     def outcome(self) -> int | None:

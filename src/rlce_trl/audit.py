@@ -1,0 +1,221 @@
+"""The evidence audit trail: why each rollout got its reward, one JSON line per rollout group.
+
+`RLCEGRPOTrainer` writes `<output_dir>/rlce_evidence.jsonl`; `rlce-trl report` turns it into a page. One record per
+group and step (schema 1):
+
+    id, step, mode ("train" / "eval"), method        which group: `id` is also the `rlce_group` column of the
+                                                     completions table, so a completion leads to its group
+    context, labels, completions                     what was compared (long texts cut, marked with "…")
+    answers, assignment                              distinct canonical answers; rollout g has answer assignment[g]
+    tests                                            every evidence test: favoured, against (answer indices; None for a
+                                                     pointwise test), text, verdict, failure, round (0, or 1 for the
+                                                     tie-break round), choice_logprobs (per-choice log-probabilities
+                                                     of the verdict when the verifier returns them)
+    scores, rewards, winner, verified_answer,        the outcome: per-answer scores, per-rollout task rewards, the
+    status, tie_break_round                          verified answer's index (None without one), the group status
+    extra                                            what a baseline keeps besides (e.g. the prompt's rubrics)
+
+Only plain data goes in (no torch, no trainer): `group_record` + [`EvidenceLog`] serve any caller that scores groups,
+the trainer through [`EvidenceRecorder`], inference-time selection directly (`write_group_evidence`). Writing is
+append-only and done by the main process once the groups of a step are gathered; a resumed run first drops the records
+of the steps it is about to redo. A size limit stops the trail (with one marker line) instead of filling the disk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from .data.jsonl import read_jsonl_lenient
+
+logger = logging.getLogger(__name__)
+
+EVIDENCE_FILE = "rlce_evidence.jsonl"
+SCHEMA = 1
+CONTEXT_CHARS = 6000  # of a prompt context kept per record (its end, where the question is)
+COMPLETION_CHARS = 2000  # of each rollout kept per record
+_KNOWN_FIELDS = {"verified", "status", "answers", "scores", "verified_answer", "assignment", "tests"}
+
+
+def group_id(mode: str, step: int, index: int) -> str:
+    """`"<step>-<index>"` for training groups, `"<mode>-<step>-<index>"` otherwise."""
+    return f"{step}-{index}" if mode == "train" else f"{mode}-{step}-{index}"
+
+
+def plain(value):
+    """`value` as strict JSON data: non-finite floats become None, tuples lists, dataclasses dicts."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return plain(dataclasses.asdict(value))
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    if hasattr(value, "item"):  # a numpy / torch scalar
+        return plain(value.item())
+    return str(value)
+
+
+def _cut(text: str | None, limit: int, keep_end: bool = False) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return "…" + text[-limit:] if keep_end else text[:limit] + "…"
+
+
+def test_record(test) -> dict:
+    """One evidence test (an `EvidenceTest` or anything with its attributes) as plain data."""
+    logprobs = getattr(test, "choice_logprobs", None)
+    return {
+        "favoured": test.favoured,
+        "against": test.against,
+        "text": test.text,
+        "verdict": test.verdict,
+        "failure": test.failure,
+        "round": 1 if getattr(test, "tie_break", False) else 0,
+        "choice_logprobs": plain(dict(logprobs)) if logprobs else None,
+    }
+
+
+def group_record(group, result, *, group_id: str, step: int, mode: str = "train", method: str = "rlce",
+                 extra: dict | None = None) -> dict:
+    """The record of one scored group: `group` an `evidence.state.Group`, `result` its `GroupResult` (RLCE or any
+    baseline). Fields a newer `GroupResult` carries beyond the known ones land under `extra`."""
+    answers = list(result.answers)
+    winner = answers.index(result.verified_answer) if result.verified_answer in answers else None
+    tests = [test_record(t) for t in (result.tests or [])]
+    more = {}
+    if dataclasses.is_dataclass(result):
+        more = {f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name not in _KNOWN_FIELDS}
+    more.update(extra or {})
+    return plain({
+        "schema": SCHEMA,
+        "id": group_id,
+        "step": step,
+        "mode": mode,
+        "method": method,
+        "status": result.status,
+        "context": _cut(group.context, CONTEXT_CHARS, keep_end=True),
+        "labels": list(group.labels) if group.labels else None,
+        "completions": [_cut(c, COMPLETION_CHARS) for c in group.completions],
+        "answers": answers,
+        "assignment": list(result.assignment),
+        "tests": tests,
+        "scores": list(result.scores),
+        "rewards": list(result.verified),
+        "winner": winner,
+        "verified_answer": result.verified_answer,
+        "tie_break_round": any(t["round"] for t in tests),
+        "extra": more or None,
+    })
+
+
+def scorer_details(scorer, group) -> dict | None:
+    """What a stateful baseline keeps for the group's prompt, for the record: the rubrics of RaR / RLER."""
+    buffers = getattr(scorer, "buffers", None)
+    buffer = buffers.get(group.prompt_key) if isinstance(buffers, dict) else None
+    if not buffer:
+        return None
+    return {"rubrics": {part: list(buffer.get(part, [])) for part in ("persistent", "active") if buffer.get(part)}}
+
+
+class EvidenceLog:
+    """An append-only JSONL file of group records with an optional size limit (`max_bytes`, None: no limit)."""
+
+    def __init__(self, path: str | os.PathLike, max_bytes: int | None = None):
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        self.limit_reached = False
+
+    def write(self, records: Iterable[dict]) -> int:
+        """Append `records`; returns how many were written. Past the size limit nothing more is written but one
+        `{"type": "limit"}` line that tells the report where the trail stops."""
+        if self.limit_reached:
+            return 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        size = self.path.stat().st_size if self.path.exists() else 0
+        written = 0
+        with self.path.open("a", encoding="utf-8") as f:
+            for record in records:
+                line = json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
+                if self.max_bytes is not None and size + len(line.encode()) > self.max_bytes:
+                    self.limit_reached = True
+                    f.write(json.dumps({"type": "limit", "step": record.get("step"), "max_bytes": self.max_bytes})
+                            + "\n")
+                    logger.warning("Evidence trail %s reached its size limit (%d bytes) at step %s: no more groups "
+                                   "are recorded. Raise rlce_evidence_max_mb to keep more.", self.path, self.max_bytes,
+                                   record.get("step"))
+                    break
+                f.write(line)
+                size += len(line.encode())
+                written += 1
+        return written
+
+    def truncate_after(self, step: int) -> int:
+        """Drop the records of steps after `step` (a run resumed from checkpoint `step` redoes them) and any
+        unreadable line; returns how many lines were dropped."""
+        if not self.path.exists():
+            return 0
+        rows, skipped = read_jsonl_lenient(self.path)
+        kept = [r for r in rows if isinstance(r.get("step"), int) and r["step"] <= step and r.get("type") != "limit"]
+        dropped = len(rows) - len(kept) + skipped
+        if dropped:
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            with tmp.open("w", encoding="utf-8") as f:
+                f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
+            os.replace(tmp, self.path)
+        return dropped
+
+
+def write_group_evidence(path: str | os.PathLike, records: Iterable[dict], max_bytes: int | None = None) -> int:
+    """Append group records (from [`group_record`]) to the JSONL trail at `path`; returns how many were written."""
+    return EvidenceLog(path, max_bytes).write(records)
+
+
+class EvidenceRecorder:
+    """The trainer's side of the trail. Every process names the groups (`next_ids`, identical on all ranks, for the
+    completions table) and builds the records of the groups it scored; the main process writes them all once the
+    step's records are gathered. The first write of a run drops records of steps beyond the one it starts from.
+
+    Args:
+        path: the JSONL file (`<output_dir>/rlce_evidence.jsonl`).
+        method: reward method name written into each record.
+        max_mb: size limit in MB; 0 or None: no limit.
+        enabled: False records nothing (group ids are still handed out).
+        is_main: whether this process writes.
+    """
+
+    def __init__(self, path, method: str, max_mb: float | None = None, enabled: bool = True, is_main: bool = True):
+        self.log = EvidenceLog(path, int(max_mb * 1024 * 1024) if max_mb else None)
+        self.method, self.enabled, self.is_main = method, enabled, is_main
+        self._next: dict[tuple[str, int], int] = {}
+        self._started = False
+
+    def next_ids(self, mode: str, step: int, n: int) -> list[str]:
+        start = self._next.get((mode, step), 0)
+        self._next[(mode, step)] = start + n
+        return [group_id(mode, step, start + i) for i in range(n)]
+
+    def record(self, group, result, gid: str, step: int, mode: str, scorer=None) -> dict | None:
+        if not self.enabled:
+            return None
+        return group_record(group, result, group_id=gid, step=step, mode=mode, method=self.method,
+                            extra=scorer_details(scorer, group) if scorer is not None else None)
+
+    def write(self, records: Sequence[dict | None], completed_steps: int) -> int:
+        if not (self.enabled and self.is_main):
+            return 0
+        if not self._started:
+            self._started = True
+            dropped = self.log.truncate_after(completed_steps if completed_steps else -1)  # a fresh run: all
+            if dropped:
+                logger.info("Evidence trail: dropped %d records after step %d (the run resumes there).", dropped,
+                            completed_steps)
+        return self.log.write(r for r in records if r is not None)

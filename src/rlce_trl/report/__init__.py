@@ -1,0 +1,82 @@
+"""`rlce-trl report RUN_DIR`: one self-contained HTML page about a training run, plus PNG plots beside it.
+
+The page shows curves over steps (rewards, verdict fractions, tie and verified rates, distinct answers, verifier
+seconds against step time) from `trainer_state.json`, a browser of the rollout groups of the evidence trail
+(`rlce_evidence.jsonl`, see `rlce_trl.audit`) with filters and each group's evidence, and the completions tables with
+a link from each completion to its group. It opens without network access.
+
+```python
+from rlce_trl.report import build_report
+
+page = build_report("runs/quickstart")  # runs/quickstart/report/index.html (+ curves.png, curve_*.png)
+```
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+
+from .data import RunData, load_run
+from .page import render
+from .plots import CURVES_PNG, panels, svg_panel, write_pngs
+
+REPORT_DIR = "report"
+MAX_GROUPS = 5000
+
+
+def report_dir(run_dir: str) -> str:
+    return os.path.join(run_dir, REPORT_DIR)
+
+
+def _summary(data: RunData) -> str:
+    steps = [e["step"] for e in data.log_history if isinstance(e.get("step"), (int, float))]
+    parts = [f"{int(max(steps))} steps logged" if steps else "no metrics"]
+    if data.groups:
+        statuses = Counter(g.get("status") for g in data.groups)
+        parts.append(f"{len(data.groups)} groups (" + ", ".join(f"{k} {v}" for k, v in statuses.most_common()) + ")")
+        methods = sorted({str(g.get("method")) for g in data.groups})
+        parts.append("method " + ", ".join(methods))
+    if data.completions:
+        parts.append(f"{len(data.completions)} completions")
+    return " · ".join(parts)
+
+
+def build_report(
+    run_dir: str, output_dir: str | None = None, max_groups: int | None = MAX_GROUPS
+) -> tuple[str, RunData]:
+    """Write `index.html` and the PNG plots into `output_dir` (default `RUN_DIR/report`); returns (page path, data).
+    Raises FileNotFoundError when the directory holds nothing to report."""
+    data = load_run(run_dir, max_groups)
+    output_dir = output_dir or report_dir(run_dir)
+    os.makedirs(output_dir, exist_ok=True)
+    chosen = panels(data.log_history)
+    svgs = [svg_panel(title, data.log_history, keys) for title, keys in chosen]
+    write_pngs(data.log_history, output_dir)
+    title = f"rlce-trl report: {os.path.basename(os.path.normpath(os.path.abspath(run_dir)))}"
+    html = render(title, _summary(data), data.notes, svgs, data.groups, data.completions, data.completion_columns)
+    path = os.path.join(output_dir, "index.html")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(html)
+    return path, data
+
+
+def main_report(args: argparse.Namespace) -> int:
+    if args.max_groups is not None and args.max_groups < 1:
+        print("error: --max_groups must be >= 1.", file=sys.stderr)
+        return 2
+    try:
+        path, data = build_report(args.run_dir, args.output_dir, args.max_groups)
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for note in data.notes:
+        print(f"note: {note}")
+    pngs = os.path.join(os.path.dirname(path), CURVES_PNG)
+    print(f"wrote {path}" + (f" and {pngs}" if os.path.exists(pngs) else ""))
+    return 0
+
+
+__all__ = ["build_report", "main_report", "report_dir"]

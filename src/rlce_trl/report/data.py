@@ -1,0 +1,171 @@
+"""What a run directory holds for the report: the logged metrics, the evidence trail and the completions tables.
+
+Every source is optional: an older run or a plain TRL run has no evidence trail, a run without `log_completions` no
+completions, a run killed before its first checkpoint no `trainer_state.json`. What is missing or unreadable becomes a
+note on the page, never an error, as long as there is something to show.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+from dataclasses import dataclass, field
+
+from ..audit import EVIDENCE_FILE
+from ..data.jsonl import read_jsonl_lenient
+
+COMPLETION_ROWS = 1000  # newest rows of the completions tables shown on the page
+TEXT_CHARS = 600  # of a prompt or completion in the completions table
+
+
+@dataclass
+class RunData:
+    run_dir: str
+    log_history: list[dict] = field(default_factory=list)
+    state_file: str | None = None
+    groups: list[dict] = field(default_factory=list)
+    skipped_lines: int = 0
+    evidence_limit: dict | None = None
+    completions: list[dict] = field(default_factory=list)
+    completion_columns: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_evidence(self) -> bool:
+        return bool(self.groups)
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+_LISTS = ("answers", "assignment", "tests", "scores", "rewards", "completions")
+
+
+def valid_group(record: dict) -> bool:
+    """A group record the page can show: an id, an integer step, lists where lists belong, tests as objects."""
+    return (isinstance(record.get("id"), str) and isinstance(record.get("step"), int)
+            and all(isinstance(record.get(k, []), list) for k in _LISTS)
+            and all(isinstance(t, dict) for t in record.get("tests", [])))
+
+
+def find_state_file(run_dir: str) -> str | None:
+    """`RUN_DIR/trainer_state.json`, else the one of the checkpoint with the most steps."""
+    candidates = [os.path.join(run_dir, "trainer_state.json")]
+    candidates += glob.glob(os.path.join(run_dir, "checkpoint-*", "trainer_state.json"))
+    best, best_step = None, -1
+    for path in candidates:
+        try:
+            with open(path, encoding="utf-8") as f:
+                step = int(json.load(f).get("global_step") or 0)
+        except (OSError, ValueError, AttributeError, TypeError):
+            continue
+        if step > best_step:
+            best, best_step = path, step
+    return best
+
+
+def _text(value, limit: int = TEXT_CHARS) -> str:
+    """A prompt or completion cell as text: a string, or the contents of a list of chat messages (the last one)."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        messages = [m for m in value if isinstance(m, dict)]
+        value = messages[-1].get("content", "") if messages else " ".join(map(str, value))
+        if isinstance(value, list):  # content blocks
+            value = " ".join(str(b.get("text", "")) for b in value if isinstance(b, dict))
+    text = "" if value is None else str(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def load_completions(run_dir: str, notes: list[str]) -> tuple[list[dict], list[str]]:
+    files = sorted(glob.glob(os.path.join(run_dir, "completions", "completions_*.parquet")))
+    if not files:
+        return [], []
+    try:
+        import pandas as pd
+    except ImportError:
+        notes.append("The completions tables are not shown: reading them needs pandas and pyarrow.")
+        return [], []
+    rows: list[dict] = []
+    columns: list[str] = []
+    for path in reversed(files):  # newest first, until enough rows
+        try:
+            table = pd.read_parquet(path)
+        except Exception as error:  # noqa: BLE001 -- a table half-written by a killed run
+            notes.append(f"Skipped the unreadable completions table {os.path.basename(path)} "
+                         f"({type(error).__name__}).")
+            continue
+        for name in table.columns:
+            if name not in columns:
+                columns.append(name)
+        for record in reversed(table.to_dict("records")):
+            row = {}
+            for name, value in record.items():
+                if name in ("prompt", "completion"):
+                    row[name] = _text(value)
+                elif isinstance(value, (int, float, bool)) or value is None:
+                    row[name] = _finite(float(value)) if isinstance(value, float) else value
+                elif hasattr(value, "item") and not hasattr(value, "__len__"):
+                    row[name] = _finite(value.item())
+                else:
+                    row[name] = _text(value, 200)
+            rows.append(row)
+        if len(rows) >= COMPLETION_ROWS:
+            break
+    rows = rows[:COMPLETION_ROWS][::-1]
+    return rows, columns
+
+
+def load_run(run_dir: str, max_groups: int | None = None) -> RunData:
+    """Read a run directory. Raises FileNotFoundError (with the fix) when it holds nothing to report."""
+    if not os.path.isdir(run_dir):
+        raise FileNotFoundError(f"{run_dir} is not a directory: pass the output_dir of a training run.")
+    data = RunData(run_dir=run_dir)
+    data.state_file = find_state_file(run_dir)
+    if data.state_file:
+        with open(data.state_file, encoding="utf-8") as f:
+            history = json.load(f).get("log_history") or []
+        data.log_history = [{k: _finite(v) for k, v in e.items()} for e in history if isinstance(e, dict)]
+    else:
+        data.notes.append(
+            "No trainer_state.json in the run directory or its checkpoints, so there are no curves: rlce-trl writes "
+            "it at the end of training and with every checkpoint (save_strategy)."
+        )
+    evidence = os.path.join(run_dir, EVIDENCE_FILE)
+    if os.path.exists(evidence):
+        rows, data.skipped_lines = read_jsonl_lenient(evidence)
+        limits = [r for r in rows if r.get("type") == "limit"]
+        data.evidence_limit = limits[-1] if limits else None
+        groups = [r for r in rows if r.get("type") is None and valid_group(r)]
+        data.skipped_lines += len(rows) - len(groups) - len(limits)
+        if max_groups is not None and len(groups) > max_groups:
+            data.notes.append(f"The page shows the newest {max_groups} of {len(groups)} groups (--max_groups).")
+            groups = groups[-max_groups:]
+        data.groups = groups
+        if data.skipped_lines:
+            data.notes.append(
+                f"Skipped {data.skipped_lines} unreadable line(s) of {EVIDENCE_FILE} (a run killed while writing "
+                "leaves its last line cut)."
+            )
+        if data.evidence_limit:
+            data.notes.append(
+                f"The evidence trail stops at step {data.evidence_limit.get('step')}: it reached its size limit "
+                "(raise rlce_evidence_max_mb to keep more)."
+            )
+    if not data.groups:
+        data.notes.append(
+            f"No evidence trail ({EVIDENCE_FILE}) in this run directory: it comes from a plain TRL run or an older "
+            "rlce-trl, or rlce_evidence was off. The report shows the logged metrics only."
+        )
+    data.completions, data.completion_columns = load_completions(run_dir, data.notes)
+    if not data.state_file and not data.groups and not data.completions:
+        raise FileNotFoundError(
+            f"{run_dir} holds no trainer_state.json, no {EVIDENCE_FILE} and no completions: pass the output_dir of a "
+            "training run (it has them once the run has logged a step)."
+        )
+    return data
