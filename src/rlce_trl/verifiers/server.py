@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..video.media import openai_messages
 from .base import Reply, Request, Verifier, VerifierUnavailableError
 
 logger = logging.getLogger(__name__)
@@ -291,7 +292,7 @@ class ServerVerifier(Verifier):
         s = request.sampling
         body: dict = {
             "model": self.model,
-            "messages": request.messages,
+            "messages": openai_messages(request.messages, request.media),  # clips as image_url parts
             "n": s.n,
             "max_tokens": s.max_tokens,
             "temperature": 0.0 if s.greedy else s.temperature,
