@@ -241,7 +241,7 @@ def test_text_and_images_inputs(tiny_vlm, split, tmp_path):
     for mode in ("text", "images"):
         scripted = verifier()
         trainer = RLCEGRPOTrainer(model=tiny_vlm, args=args(tmp_path / mode, video_input=mode),
-                                  train_dataset=dataset(split), verifier=scripted)
+                                  train_dataset=dataset(split, "intentqa"), verifier=scripted)
         counter = PhaseCounter(trainer)
         trainer.train()
         loss_calls = counter.counts.get("_compute_loss/policy", 0)
