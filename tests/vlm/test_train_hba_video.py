@@ -31,7 +31,8 @@ def load_script():
     return module
 
 
-@pytest.mark.parametrize("task", ["mosei", "intentqa"])
+@pytest.mark.parametrize("task", ["mosei", pytest.param("intentqa", marks=pytest.mark.slow),
+                                  pytest.param("urfunny", marks=pytest.mark.slow)])
 def test_recipe_trains_on_video_and_evaluate_scores_the_checkpoint(task, tmp_path, monkeypatch):
     model = build_tiny_vlm(tmp_path / "tiny-vlm")
     media = tmp_path / "media"
