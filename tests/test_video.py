@@ -123,3 +123,12 @@ def test_bad_clips_are_named_with_the_fix(clips, tmp_path):
     assert "empty.mp4 (empty)" in str(error.value) and "--media_root" in str(error.value)
     (media / "empty.mp4").unlink()
     check_clips(rows[:1], media)
+
+
+def test_clips_of_different_sizes_become_frames_of_one_size(tmp_path):
+    """Mixed source sizes in one batch are not an error: every clip is resized to the configured frame size."""
+    make_video(tmp_path / "small.mp4", seconds=2, width=64, height=48)
+    make_video(tmp_path / "wide.mp4", seconds=2, width=96, height=32)
+    sizes = {f.size for name in ("small.mp4", "wide.mp4") for f in read_video_frames(tmp_path / name)}
+    assert sizes == {(320, 176)}
+    assert {f.size for f in read_video_frames(tmp_path / "wide.mp4", size=(64, 128))} == {(128, 64)}
