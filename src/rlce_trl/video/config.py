@@ -18,7 +18,8 @@ class VideoArguments:
             How a row's clip enters the policy. `"video"`: a video input of the processor, in generation and in every
             log-probability forward (old, reference, current), rendered exactly as `rlce-trl evaluate` renders it.
             `"images"`: the frames as a list of images (TRL's own multi-image path, which vLLM generation also
-            takes; no timestamps, about twice the visual tokens, and evaluation still uses video blocks).
+            takes; no timestamps, about twice the visual tokens, evaluation still uses video blocks, and the verifier
+            does not see the frames).
             `"text"`: the frames are dropped (text-only policy, frame-stripped control).
         video_fps (`float`, *optional*, defaults to `1.0`):
             Frames sampled per second of clip (paper, appendix A).
