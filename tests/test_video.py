@@ -18,7 +18,7 @@ from rlce_trl.video.media import resolve, text_only_prompt
 from rlce_trl.video.trainer import OVERRIDDEN, check_trl_version, video_problems
 
 pytest.importorskip("av")
-from videos import make_video  # noqa: E402
+from videos import make_video
 
 PROBLEM = "<video>\nQuestion {k}: what does the person intend?"
 
@@ -29,9 +29,8 @@ def clips(tmp_path_factory):
     for name, seconds in (("a.mp4", 3), ("b.mp4", 5)):
         make_video(root / name, seconds=seconds)
     split = root / "train.jsonl"
-    split.write_text("".join(
-        json.dumps({"problem": PROBLEM.format(k=0), "answer": "x", "videos": [name]}) + "\n" for name in ("a.mp4", "b.mp4")
-    ))
+    records = [{"problem": PROBLEM.format(k=0), "answer": "x", "videos": [name]} for name in ("a.mp4", "b.mp4")]
+    split.write_text("".join(json.dumps(r) + "\n" for r in records))
     return split, root
 
 
@@ -108,7 +107,7 @@ def test_every_verifier_stage_sees_the_clip_as_a_reference(clips):
 
 
 def test_bad_clips_are_named_with_the_fix(clips, tmp_path):
-    split, media = clips
+    _, media = clips
     (tmp_path / "empty.mp4").write_bytes(b"")
     (tmp_path / "garbage.mp4").write_bytes(b"not a video at all" * 100)
     with pytest.raises(ValueError, match=r"empty\.mp4 is empty \(0 bytes\)"):

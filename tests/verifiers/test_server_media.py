@@ -12,7 +12,7 @@ from rlce_trl.verifiers.base import Request
 from rlce_trl.video.media import media_items, openai_messages
 
 pytest.importorskip("av")
-from videos import make_video  # noqa: E402
+from videos import make_video
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,10 @@ pytestmark = pytest.mark.vlm
 pytest.importorskip("torchvision")
 pytest.importorskip("av")
 
-from tiny_vlm import build_tiny_vlm  # noqa: E402
-from videos import make_video  # noqa: E402
+from tiny_vlm import build_tiny_vlm
+from videos import make_video
 
-from rlce_trl.cli import main as cli  # noqa: E402
+from rlce_trl.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = "<video>\n<audio>\nTranscript: clip {k}\nWhat is the sentiment of the speaker in this video?"

@@ -17,16 +17,16 @@ pytestmark = pytest.mark.vlm
 pytest.importorskip("torchvision")
 pytest.importorskip("av")
 
-import torch  # noqa: E402
-from datasets import Dataset  # noqa: E402
-from scripted import ScriptedVerifier  # noqa: E402
-from tiny_vlm import build_tiny_vlm  # noqa: E402
-from videos import make_video  # noqa: E402
+import torch
+from datasets import Dataset
+from scripted import ScriptedVerifier
+from tiny_vlm import build_tiny_vlm
+from videos import make_video
 
-from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer  # noqa: E402
-from rlce_trl.data.hba import expand_videos, load_hba_split, with_frames  # noqa: E402
-from rlce_trl.evaluation.generation import VisionLanguageGenerator  # noqa: E402
-from rlce_trl.video.media import resolve  # noqa: E402
+from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+from rlce_trl.data.hba import expand_videos, load_hba_split, with_frames
+from rlce_trl.evaluation.generation import VisionLanguageGenerator
+from rlce_trl.video.media import resolve
 
 PROBLEM = "<video>\n<audio>\nTranscript: clip {k}\nWhat is the sentiment of the speaker in this video?"
 CLIPS = {"c4.mp4": 4, "c6.mp4": 6, "c12.mp4": 12}
@@ -62,12 +62,13 @@ def by_length(completions, **kwargs):
 
 
 def args(tmp_path, **overrides):
-    kwargs = dict(
-        output_dir=str(tmp_path / "out"), per_device_train_batch_size=6, num_generations=2, max_completion_length=4,
-        max_steps=1, learning_rate=0.01, logging_steps=1, report_to="none", bf16=False, use_cpu=True,
-        gradient_checkpointing=False, save_strategy="no", seed=0, use_vllm=False,
-        rlce_construction_max_tokens=4, rlce_validation_max_tokens=2, rlce_equivalence_max_tokens=4,
-    )
+    kwargs = {
+        "output_dir": str(tmp_path / "out"), "per_device_train_batch_size": 6, "num_generations": 2,
+        "max_completion_length": 4, "max_steps": 1, "learning_rate": 0.01, "logging_steps": 1, "report_to": "none",
+        "bf16": False, "use_cpu": True, "gradient_checkpointing": False, "save_strategy": "no", "seed": 0,
+        "use_vllm": False, "rlce_construction_max_tokens": 4, "rlce_validation_max_tokens": 2,
+        "rlce_equivalence_max_tokens": 4,
+    }
     return RLCEGRPOConfig(**{**kwargs, **overrides})
 
 

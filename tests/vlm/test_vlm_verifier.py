@@ -9,14 +9,14 @@ pytestmark = pytest.mark.vlm
 pytest.importorskip("torchvision")
 pytest.importorskip("av")
 
-import torch  # noqa: E402
-from tiny_vlm import build_tiny_vlm  # noqa: E402
-from videos import make_video  # noqa: E402
+import torch
+from tiny_vlm import build_tiny_vlm
+from videos import make_video
 
-from rlce_trl.data.hba import frame_source  # noqa: E402
-from rlce_trl.evidence.prompts import validation_messages  # noqa: E402
-from rlce_trl.verifiers.base import Request, Sampling  # noqa: E402
-from rlce_trl.verifiers.vlm_backend import VisionLanguageVerifier, load_frozen_vlm  # noqa: E402
+from rlce_trl.data.hba import frame_source
+from rlce_trl.evidence.prompts import validation_messages
+from rlce_trl.verifiers.base import Request, Sampling
+from rlce_trl.verifiers.vlm_backend import VisionLanguageVerifier, load_frozen_vlm
 
 
 @pytest.fixture(scope="module")

@@ -97,12 +97,12 @@ class VisionLanguageVerifier(Verifier):
             tok.padding_side = side
         batch = batch.to(self.model.device)
         prompt_len = batch["input_ids"].shape[1]
-        kwargs = dict(
-            max_new_tokens=sampling.max_tokens,
-            num_return_sequences=sampling.n,
-            pad_token_id=tok.pad_token_id,
-            eos_token_id=self.eos_ids,
-        )
+        kwargs = {
+            "max_new_tokens": sampling.max_tokens,
+            "num_return_sequences": sampling.n,
+            "pad_token_id": tok.pad_token_id,
+            "eos_token_id": self.eos_ids,
+        }
         if self._suppress:
             kwargs["suppress_tokens"] = self._suppress
         if sampling.greedy:
