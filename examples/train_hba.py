@@ -7,10 +7,14 @@ RLCE on the Human Behavior Atlas video tasks (MOSEI sentiment, UR-FUNNY humour, 
         --config configs/mosei_rlce.yaml --train_file /path/to/mosei/train.jsonl --media_root /path/to/media
 
 Rows come from HBA's JSONL splits (`problem`, `answer`, `videos`) through `rlce_trl.data.hba`: the `<audio>` line is
-dropped, the options line is appended for MOSEI and UR-FUNNY, and each `<video>` becomes frames (1 fps, 2..8 frames,
-176x320) decoded when a row is read. The policy must then be a vision-language model whose processor takes video
-frames (the paper: Qwen3.5-9B). `--text_only` drops the videos and keeps the text (transcript and question), for a
-text-only policy or a smoke test. Train rows never carry the gold answer: RLCE uses no labels.
+dropped, the options line is appended for MOSEI and UR-FUNNY, and each `<video>` becomes frames (`video_fps`,
+`video_min_frames`..`video_max_frames`, `video_frame_height` x `video_frame_width`; the paper's 1 fps, 2..8 frames,
+176x320 by default) decoded when a row is read. The policy is then a vision-language model whose processor takes
+video (the paper: Qwen3.5-9B): with `video_input: video` (the default) the clip reaches generation, every
+log-probability forward of the loss and the frozen verifier (`rlce_trl.video`). `--text_only` (or
+`video_input: text`) drops the videos and keeps the text (transcript and question), for a text-only policy or a
+smoke test. Missing or empty clips stop the run before training, naming them. Train rows never carry the gold answer:
+RLCE uses no labels.
 """
 
 from dataclasses import dataclass, field
@@ -69,8 +73,10 @@ def text_only(rows: list[dict]) -> list[dict]:
 
 def main(script_args, training_args, model_args):
     from rlce_trl.data import to_dataset
-    from rlce_trl.data.hba import load_hba_split, with_frames
+    from rlce_trl.data.hba import check_clips, load_hba_split, with_frames
 
+    if training_args.video_input == "text":
+        script_args.text_only = True
     if not script_args.train_file:
         raise ValueError("Pass --train_file (the task's HBA training split, JSONL).")
     if not (script_args.text_only or script_args.media_root):
@@ -90,7 +96,8 @@ def main(script_args, training_args, model_args):
 
     train_dataset = to_dataset(train_rows)
     if not script_args.text_only:
-        train_dataset = with_frames(train_dataset, script_args.media_root)
+        check_clips(train_rows + validation_rows, script_args.media_root)
+        train_dataset = with_frames(train_dataset, script_args.media_root, **training_args.frame_kwargs())
     trainer = RLCEGRPOTrainer(
         model=model_args.model_name_or_path,
         args=training_args,

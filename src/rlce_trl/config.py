@@ -9,17 +9,19 @@ from trl import GRPOConfig
 from .baselines import REWARD_METHODS
 from .evidence.pipeline import MODES, EvidenceSettings
 from .verifiers.base import Sampling
+from .video.config import VideoArguments
 
 VERIFIER_MODES = ("transformers", "server", "colocate")
 
 
 @dataclass
-class RLCEGRPOConfig(GRPOConfig):
+class RLCEGRPOConfig(VideoArguments, GRPOConfig):
     r"""
     Configuration class for [`RLCEGRPOTrainer`].
 
     Everything of [`~trl.GRPOConfig`] applies unchanged; this class only adds the frozen verifier (`verifier_*`) and
-    the comparative-evidence reward (`rlce_*`). Defaults are the paper's settings (appendix C) for PrefEval and
+    the comparative-evidence reward (`rlce_*`), plus the video settings of [`~rlce_trl.video.VideoArguments`]
+    (`video_*`: how clips enter the policy, frame sampling). Defaults are the paper's settings (appendix C) for PrefEval and
     IntentQA; the recipes under `configs/` set the per-task values (e.g. 3 tests per direction for MOSEI, 6 for
     UR-FUNNY).
 
@@ -278,6 +280,7 @@ class RLCEGRPOConfig(GRPOConfig):
             problems.append("rlce_evidence_max_mb must be >= 0 (0: no limit; rlce_evidence=False: no trail).")
         if self.verifier_batch_size < 1:
             problems.append("verifier_batch_size must be >= 1.")
+        problems += self.video_problems()
         if problems:
             raise ValueError("Invalid RLCEGRPOConfig:\n- " + "\n- ".join(problems))
         super().__post_init__()

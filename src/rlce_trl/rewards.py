@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 from .evidence.pipeline import EvidencePipeline, EvidenceSettings, GroupResult, StepStats
@@ -15,6 +16,7 @@ from .evidence.prompts import render_context
 from .evidence.reward import format_reward
 from .evidence.state import Group
 from .verifiers.base import Verifier
+from .video.media import has_raw_frames, media_items, media_key
 
 
 def completion_text(completion) -> str:
@@ -42,12 +44,15 @@ def build_groups(prompts: Sequence, completions: Sequence, labels: Sequence | No
     for start in range(0, len(prompts), num_generations):
         options = labels[start] if labels is not None else None
         context = render_context(prompts[start])
+        media = media_items(prompts[start])  # the clip: every verifier stage sees it
         groups.append(
             Group(
                 context=context,
                 completions=[completion_text(c) for c in completions[start : start + num_generations]],
                 labels=tuple(options) if options else None,
                 question=questions[start] if questions is not None else None,
+                media=media,
+                key=hashlib.sha1((context + media_key(media)).encode()).hexdigest() if media else None,
             )
         )
     return groups
@@ -103,6 +108,12 @@ class RLCEReward:
         self.labels_column = labels_column
 
     def __call__(self, prompts, completions, log_metric=None, log_extra=None, **kwargs) -> list[float | None]:
+        if any(has_raw_frames(p) for p in prompts):
+            raise ValueError(
+                "These rows carry video frames, which TRL's GRPOTrainer (1.16) does not feed to the loss: it would "
+                "train on prompts without pixels. Use rlce_trl.RLCEGRPOTrainer (video_input='video'), or drop the "
+                "frames (rlce_trl.video.text_only_prompt)."
+            )
         groups = build_groups(prompts, completions, kwargs.get(self.labels_column), self.num_generations,
                               kwargs.get("question"))
         results, stats = self.pipeline.score(groups)

@@ -21,6 +21,7 @@ from .rewards import build_groups, completion_text, group_log_columns, rlce_form
 from .verifiers.base import Verifier, VerifierUnavailableError
 from .verifiers.from_config import remote_verifier
 from .verifiers.transformers_backend import TransformersVerifier, load_frozen_model
+from .video.trainer import VideoGRPOMixin
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ class _GroupReward:
         return rewards
 
 
-class RLCEGRPOTrainer(GRPOTrainer):
+class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
     """
     Trainer for Reinforcement Learning with Comparative Evidence (RLCE): GRPO whose reward is the comparative-evidence
     verdict of a frozen copy of the initial model, with no gold labels.
@@ -68,7 +69,9 @@ class RLCEGRPOTrainer(GRPOTrainer):
     4. **Logging.** `rlce/*` metrics per step (distinct answers per group, tests built and validated, verdict
        fractions, tie rates, fraction of groups with a verified answer, verifier calls, tokens and seconds) and
        `rlce_*` columns in the completions table.
-    5. **State across steps** (the static tests of `rlce_mode="static"`) is shared across processes and saved with
+    5. **Video** (`args.video_input`, [`~rlce_trl.video.trainer.VideoGRPOMixin`]): a row's clip reaches generation,
+       every log-probability forward and the verifier's requests; unsupported combinations raise.
+    6. **State across steps** (the static tests of `rlce_mode="static"`) is shared across processes and saved with
        every checkpoint (`rlce_scorer_state.json`), so a resumed run reuses it.
     """
 
@@ -122,6 +125,7 @@ class RLCEGRPOTrainer(GRPOTrainer):
                 reward_processing_classes = [reward_processing_classes]
             reward_processing_classes = [None, None, *reward_processing_classes]
 
+        self.check_video_dataset(train_dataset, args)  # video rows the settings cannot train: fail before loading
         # Server and co-located verifiers come first: a server that is down fails the run before any model loads,
         # and a co-located vLLM server profiles GPU memory before TRL's own engine takes its share.
         if verifier is None and args.verifier_mode != "transformers":
@@ -156,6 +160,7 @@ class RLCEGRPOTrainer(GRPOTrainer):
             )
         finally:
             args.reward_weights = user_weights
+        self._video_setup()
         weights = [args.rlce_verified_weight, args.rlce_format_weight, *(user_weights or [1.0] * len(user_funcs))]
         self.reward_weights[: len(weights)] = torch.tensor(weights, dtype=torch.float32)
 
@@ -171,6 +176,10 @@ class RLCEGRPOTrainer(GRPOTrainer):
     # -- the verifier -------------------------------------------------------------------------------------------------
     def _build_verifier(self, model_arg) -> Verifier:
         args = self.args
+        if self._is_vlm:  # a vision-language policy: the verifier sees the clips, with the same processor
+            from .verifiers.vlm_backend import build_vlm_verifier
+
+            return build_vlm_verifier(self, model_arg)
         device = self.accelerator.device
         sharded = self.is_fsdp_enabled or (
             self.is_deepspeed_enabled and self.accelerator.state.deepspeed_plugin.zero_stage == 3

@@ -3,8 +3,8 @@ architecture) with the Qwen3-VL processor, built locally. Checks the frames the 
 processor takes (grid, timestamps), that batched greedy generation equals one-by-one, and `rlce-trl evaluate` on
 video rows end to end, resume included.
 
-transformers' video processors need torchvision, which does not load beside the main venv's CPU torch wheel: these
-tests run in their own venv, `make test-vlm` (= `.venv-vlm/bin/python -m pytest -m vlm tests/vlm`).
+transformers' video processors need torchvision: `make setup` installs one torch / torchvision pair into `.venv`, and
+`make test` runs these tests there (`make test-vlm` runs them alone).
 """
 
 from __future__ import annotations

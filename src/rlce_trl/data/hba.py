@@ -185,12 +185,21 @@ def read_video_frames(
     if not path.is_file():
         raise FileNotFoundError(f"Video {path} not found; check the media root passed for the HBA split.")
     # Decode once: the clips are seconds long, and a stream's frame count in the header is often missing or wrong.
-    with av.open(str(path)) as container:
-        stream = container.streams.video[0]
-        video_fps = float(stream.average_rate or stream.guessed_rate or 0) or 0.0
-        frames = [frame.to_image() for frame in container.decode(stream)]
+    if path.stat().st_size == 0:
+        raise ValueError(f"Video {path} is empty (0 bytes); replace the file or drop its row from the split.")
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.video:
+                raise ValueError("no video stream")
+            stream = container.streams.video[0]
+            video_fps = float(stream.average_rate or stream.guessed_rate or 0) or 0.0
+            frames = [frame.to_image() for frame in container.decode(stream)]
+    except (av.error.FFmpegError, ValueError) as error:
+        raise ValueError(
+            f"Video {path} cannot be decoded ({error}); replace the file or drop its row from the split."
+        ) from error
     if not frames:
-        raise ValueError(f"Video {path} has no decodable frames.")
+        raise ValueError(f"Video {path} has no decodable frames; replace the file or drop its row from the split.")
     if video_fps <= 0:
         video_fps = float(fps)  # unknown rate: treat every decoded frame as one sampling step
     n = num_sampled_frames(len(frames), video_fps, fps, min_frames, max_frames)
@@ -214,10 +223,38 @@ def read_video_frames(
     return picked, metadata
 
 
+def frame_source(
+    path: str | os.PathLike,
+    fps: float = FRAME_FPS,
+    min_frames: int = MIN_FRAMES,
+    max_frames: int = MAX_FRAMES,
+    size: tuple[int, int] | None = FRAME_SIZE,
+) -> dict:
+    """A reference to a clip's sampled frames: its absolute path and the sampling settings. Small and JSON-able, so
+    processes exchange it instead of pixels; [`load_frames`] turns it back into the same frames."""
+    return {
+        "path": str(Path(path).absolute()),
+        "fps": float(fps),
+        "min_frames": int(min_frames),
+        "max_frames": int(max_frames),
+        "size": list(size) if size is not None else None,
+    }
+
+
+def load_frames(source: dict) -> tuple[list, dict]:
+    """The frames and metadata a [`frame_source`] reference stands for (decoded again: deterministic)."""
+    size = source.get("size")
+    return read_video_frames(
+        source["path"], source["fps"], source["min_frames"], source["max_frames"],
+        tuple(size) if size else None, return_metadata=True,
+    )
+
+
 def expand_videos(row: dict, media_root: str | os.PathLike, **frame_kwargs) -> dict:
     """A copy of `row` whose video placeholders hold the clip's frames and their metadata
-    (`{"type": "video", "video": [images], "metadata": {...}}`, see [`read_video_frames`]), in the order of
-    `row["videos"]`, each resolved against `media_root`."""
+    (`{"type": "video", "video": [images], "metadata": {...}, "source": {...}}`, see [`read_video_frames`] and
+    [`frame_source`]), in the order of `row["videos"]`, each resolved against `media_root`. `frame_kwargs` are the
+    sampling settings (`fps`, `min_frames`, `max_frames`, `size`); the defaults are the paper's."""
     videos = iter(row.get("videos") or [])
     prompt = []
     for message in row["prompt"]:
@@ -226,10 +263,9 @@ def expand_videos(row: dict, media_root: str | os.PathLike, **frame_kwargs) -> d
             new = []
             for block in content:
                 if block.get("type") == "video":
-                    frames, metadata = read_video_frames(
-                        Path(media_root) / next(videos), return_metadata=True, **frame_kwargs
-                    )
-                    new.append({"type": "video", "video": frames, "metadata": metadata})
+                    source = frame_source(Path(media_root) / next(videos), **frame_kwargs)
+                    frames, metadata = load_frames(source)
+                    new.append({"type": "video", "video": frames, "metadata": metadata, "source": source})
                 else:
                     new.append({k: v for k, v in block.items() if v is not None})
             content = new
@@ -248,6 +284,24 @@ def with_frames(dataset, media_root: str | os.PathLike, **frame_kwargs):
         return {k: [r[k] for r in rows] for k in keys}
 
     return dataset.with_transform(transform)
+
+
+def check_clips(rows: Iterable[dict], media_root: str | os.PathLike) -> None:
+    """Fail before training when a row's clip is missing or empty (0 bytes): one error naming every such file (up to
+    ten) and the fix. Files that exist but cannot be decoded fail when their row is read, naming the file."""
+    bad = []
+    for row in rows:
+        for video in row.get("videos") or []:
+            path = Path(media_root) / video
+            if not path.is_file():
+                bad.append(f"{path} (missing)")
+            elif path.stat().st_size == 0:
+                bad.append(f"{path} (empty)")
+    if bad:
+        shown = "\n  ".join(bad[:10]) + (f"\n  ... and {len(bad) - 10} more" if len(bad) > 10 else "")
+        raise ValueError(
+            f"{len(bad)} clip(s) of the split cannot be read:\n  {shown}\nCheck --media_root, or drop these rows."
+        )
 
 
 def strip_frames(prompt: Iterable[dict]) -> list[dict]:

@@ -103,6 +103,13 @@ class GroupResult:
     tests: list[EvidenceTest]
 
 
+def _with_media(requests: list[Request], states: list[GroupState]) -> list[Request]:
+    """Every stage shows the verifier the group's clips (construction, validation and equivalence alike)."""
+    for request, state in zip(requests, states):
+        request.media = state.group.media
+    return requests
+
+
 class EvidencePipeline:
     """Runs the RLCE verification for all groups of a step, one batched verifier call per stage.
 
@@ -160,7 +167,7 @@ class EvidencePipeline:
     def _canonicalize(self, states: list[GroupState], stats: StepStats) -> None:
         todo = [s for s in states if canonicalization.needs_equivalence(s)]
         requests = [canonicalization.equivalence_request(s, self.settings.equivalence_max_tokens) for s in todo]
-        for state, reply in zip(todo, self.verifier.generate(requests)):
+        for state, reply in zip(todo, self.verifier.generate(_with_media(requests, todo))):
             state.failed_requests += reply.error is not None
             canonicalization.apply_equivalence(state, reply)
 
@@ -187,7 +194,7 @@ class EvidencePipeline:
         self._run_construction(jobs, stats, tie_break=False)
 
     def _run_construction(self, jobs: list, stats: StepStats, tie_break: bool) -> None:
-        replies = self.verifier.generate([job[3] for job in jobs])
+        replies = self.verifier.generate(_with_media([job[3] for job in jobs], [job[0] for job in jobs]))
         for (state, favoured, against, _), reply in zip(jobs, replies):
             state.failed_requests += reply.error is not None
             for test in construction.tests_from_reply(reply, favoured, against, tie_break):
@@ -207,7 +214,7 @@ class EvidencePipeline:
                 shown = validation.redact_answers(test.text, s.answers) if self.settings.redact_answers else test.text
                 jobs.append((s, test))
                 requests.append(validation.validation_request(s.group.context, shown, self.settings.validation_max_tokens))
-        replies = self.verifier.generate(requests)
+        replies = self.verifier.generate(_with_media(requests, [job[0] for job in jobs]))
         for (state, test), reply in zip(jobs, replies):
             state.failed_requests += reply.error is not None
             text, finish = (reply.texts[0], reply.finish_reasons[0]) if reply.texts else ("", "error")

@@ -20,6 +20,7 @@ class Group:
         question: the question alone, for roles that must not see the context (USC's selector); optional.
         key: identity of the prompt across steps (static tests are cached under it); defaults to a hash of the
             context.
+        media: the sample's clips (`Request.media`), shown to the verifier by every stage; `None` for text.
     """
 
     context: str
@@ -27,6 +28,7 @@ class Group:
     labels: tuple[str, ...] | None = None
     key: str | None = None
     question: str | None = None
+    media: list[dict] | None = None
 
     @property
     def prompt_key(self) -> str:

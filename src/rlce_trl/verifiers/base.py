@@ -48,6 +48,8 @@ class Request:
         json_schema: structured output, the reply must be a JSON document matching this schema. Same fallback.
         stage: the pipeline stage that made the request (`"equivalence"`, `"construction"`, `"validation"`, ...),
             used for per-stage accounting only.
+        media: the sample's clips, shown with the first user turn (`rlce_trl.video.media`): video blocks with their
+            frames or a `source` reference to them. Vision-language backends show them; text backends cannot.
     """
 
     messages: list[dict[str, str]]
@@ -55,6 +57,7 @@ class Request:
     choices: tuple[str, ...] | None = None
     json_schema: dict | None = None
     stage: str = ""
+    media: list[dict] | None = None
 
 
 @dataclass

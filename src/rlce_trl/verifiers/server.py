@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..credentials import clean_url
+from ..video.media import openai_messages
 from .base import Reply, Request, Verifier, VerifierUnavailableError
 from .openai_http import HTTPRequestError, OpenAIHTTPClient, TransportStats
 from .routing import assign_urls, prefix_blocks  # noqa: F401  (prefix_blocks: public here since the first release)
@@ -237,7 +238,7 @@ class ServerVerifier(Verifier):
         s = request.sampling
         body: dict = {
             "model": self.model,
-            "messages": request.messages,
+            "messages": openai_messages(request.messages, request.media),  # clips as image_url parts
             "n": s.n,
             "max_tokens": s.max_tokens,
             "temperature": 0.0 if s.greedy else s.temperature,

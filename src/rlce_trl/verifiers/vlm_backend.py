@@ -1,0 +1,179 @@
+"""The vision-language transformers backend: a frozen VLM and its processor answer requests that carry the clip.
+
+A request's `media` (video blocks with frames or a `source` reference, `rlce_trl.video.media`) is put before the text
+of its first user turn and rendered by the processor with the settings the policy uses (`rlce-trl evaluate`'s
+`VisionLanguageGenerator.encode`: no re-sampling, the clip's own timestamps). Requests without media are plain text
+prompts of the same model. Batching and structured output follow the text backend (`transformers_backend`): groups of
+equal decoding settings, micro-batches of `batch_size`, guided choice and enum-only JSON through
+`prefix_allowed_tokens_fn`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+
+import torch
+
+from ..video.media import with_media
+from .base import Reply, Request, Verifier
+from .transformers_backend import _TemplateAutomaton, _without_zero3_init, template_of
+
+logger = logging.getLogger(__name__)
+
+
+class VisionLanguageVerifier(Verifier):
+    """Frozen verifier on a transformers vision-language model (`AutoModelForImageTextToText`) and its processor.
+
+    Args:
+        model: the frozen model; put in eval mode, never receives gradients (unless `context` is given, see below).
+        processor: its processor (the policy's, so that frames are rendered as the policy sees them).
+        batch_size: prompts per `model.generate` call (each expanded `n` times for sampled requests).
+        context: optional factory of a context manager entered around generation (a PEFT model's `disable_adapter`).
+    """
+
+    name = "transformers-vlm"
+    supports_structured_output = True
+
+    def __init__(
+        self,
+        model,
+        processor,
+        batch_size: int = 16,
+        context: Callable[[], contextlib.AbstractContextManager] | None = None,
+    ):
+        super().__init__()
+        from ..evaluation.generation import VisionLanguageGenerator
+
+        self.model, self.processor, self.batch_size = model, processor, batch_size
+        self.context = context or contextlib.nullcontext
+        if context is None:
+            model.eval()
+            model.requires_grad_(False)
+        self.tokenizer = processor.tokenizer
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        eos = model.generation_config.eos_token_id
+        self.eos_ids = sorted(
+            {*([eos] if isinstance(eos, int) else (eos or [])), self.tokenizer.eos_token_id} - {None}
+        )
+        self._encoder = VisionLanguageGenerator(None, processor)
+        self._automata: dict[str, _TemplateAutomaton] = {}
+        # a sampled pad token would have no pixels behind it
+        pads = [getattr(processor, name, None) for name in ("video_token_id", "image_token_id")]
+        self._suppress = [t for t in pads if isinstance(t, int)]
+
+    def _generate(self, requests: list[Request]) -> list[Reply]:
+        settings = [
+            repr((r.sampling, r.choices or (), json.dumps(r.json_schema, sort_keys=True) if r.json_schema else ""))
+            for r in requests
+        ]
+        order = sorted(range(len(requests)), key=settings.__getitem__)  # stable: groups keep their order
+        replies: list[Reply | None] = [None] * len(requests)
+        was_training = self.model.training
+        with self.context(), torch.inference_mode():
+            self.model.eval()
+            try:
+                start = 0
+                while start < len(order):
+                    same = [k for k in order[start:] if settings[k] == settings[order[start]]]
+                    for begin in range(0, len(same), self.batch_size):
+                        chunk = same[begin : begin + self.batch_size]
+                        for k, reply in zip(chunk, self._generate_chunk([requests[k] for k in chunk])):
+                            replies[k] = reply
+                    start += len(same)
+            finally:
+                self.model.train(was_training)
+        return replies  # type: ignore[return-value]
+
+    def _generate_chunk(self, requests: list[Request]) -> list[Reply]:
+        request, sampling, tok = requests[0], requests[0].sampling, self.tokenizer
+        side, tok.padding_side = tok.padding_side, "left"
+        try:
+            batch = self._encoder.encode([with_media(r.messages, r.media) for r in requests])
+        finally:
+            tok.padding_side = side
+        batch = batch.to(self.model.device)
+        prompt_len = batch["input_ids"].shape[1]
+        kwargs = {
+            "max_new_tokens": sampling.max_tokens,
+            "num_return_sequences": sampling.n,
+            "pad_token_id": tok.pad_token_id,
+            "eos_token_id": self.eos_ids,
+        }
+        if self._suppress:
+            kwargs["suppress_tokens"] = self._suppress
+        if sampling.greedy:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        else:
+            kwargs.update(
+                do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k or None
+            )
+        template = template_of(request.choices, request.json_schema)
+        if template is not None:
+            key = json.dumps(template)
+            if key not in self._automata:
+                self._automata[key] = _TemplateAutomaton(tok, template, self.eos_ids[0])
+            automaton = self._automata[key]
+            kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
+        output = self.model.generate(**batch, **kwargs)[:, prompt_len:]
+        replies = []
+        for i in range(len(requests)):
+            texts, finishes, num_tokens = [], [], 0
+            for row in output[i * sampling.n : (i + 1) * sampling.n].tolist():
+                ends = [p for p, t in enumerate(row) if t in self.eos_ids]
+                stop = ends[0] if ends else len(row)
+                num_tokens += stop + (1 if ends else 0)
+                texts.append(tok.decode(row[:stop], skip_special_tokens=True))
+                finishes.append("stop" if ends or stop < sampling.max_tokens else "length")
+            replies.append(Reply(texts=texts, finish_reasons=finishes, num_tokens=num_tokens))
+        return replies
+
+
+def load_frozen_vlm(name_or_path: str, device=None, dtype: torch.dtype | str | None = None):
+    """A vision-language model and its processor as a frozen verifier (eval mode, no gradients, never ZeRO-3
+    sharded: each rank scores its own groups)."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    with _without_zero3_init():
+        model = AutoModelForImageTextToText.from_pretrained(name_or_path, dtype=dtype or "auto")
+    processor = AutoProcessor.from_pretrained(name_or_path)
+    if device is not None:
+        model.to(device)
+    model.eval()
+    model.requires_grad_(False)
+    return model, processor
+
+
+def build_vlm_verifier(trainer, model_arg) -> VisionLanguageVerifier:
+    """The verifier of a trainer whose policy is a vision-language model: as `RLCEGRPOTrainer._build_verifier`
+    chooses for text (the named verifier model, the PEFT base, the reference model, an in-memory copy, else a frozen
+    copy of the initial checkpoint), with the policy's processor."""
+    args, processor = trainer.args, trainer.processing_class
+    size = args.verifier_batch_size
+    sharded = trainer.is_fsdp_enabled or (
+        trainer.is_deepspeed_enabled and trainer.accelerator.state.deepspeed_plugin.zero_stage == 3
+    )
+    if args.verifier_model_name_or_path is None:
+        policy = trainer.accelerator.unwrap_model(trainer.model)
+        if hasattr(policy, "disable_adapter") and hasattr(policy, "peft_config") and not sharded:
+            logger.info("RLCE verifier: the PEFT base vision-language model with the adapter disabled.")
+            return VisionLanguageVerifier(policy, processor, size, policy.disable_adapter)
+        if trainer.ref_model is not None and not sharded:
+            logger.info("RLCE verifier: the trainer's frozen reference vision-language model.")
+            return VisionLanguageVerifier(trainer.accelerator.unwrap_model(trainer.ref_model), processor, size,
+                                          torch.no_grad)
+        if trainer._initial_model is not None:
+            logger.info("RLCE verifier: a frozen in-memory copy of the initial vision-language model.")
+            return VisionLanguageVerifier(trainer._initial_model.to(trainer.accelerator.device), processor, size)
+        source = model_arg if isinstance(model_arg, str) else policy.config._name_or_path
+        model, _ = load_frozen_vlm(source, trainer.accelerator.device, (args.model_init_kwargs or {}).get("dtype"))
+        logger.info("RLCE verifier: frozen copy of %s (vision-language).", source)
+        return VisionLanguageVerifier(model, processor, size)
+    source = args.verifier_model_name_or_path
+    model, own_processor = load_frozen_vlm(source, trainer.accelerator.device,
+                                           (args.model_init_kwargs or {}).get("dtype"))
+    logger.info("RLCE verifier: frozen vision-language model %s.", source)
+    return VisionLanguageVerifier(model, own_processor, size)
