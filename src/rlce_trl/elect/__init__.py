@@ -19,6 +19,7 @@ from .election import (
     should_stop,
     trimmed_members,
 )
+from .rewards import PAPER_WEIGHTS, ElectRewardConfig, make_elect_reward_funcs
 from .parsing import (
     ELECT_SYSTEM_PROMPT,
     ElectParse,
@@ -35,6 +36,9 @@ __all__ = [
     "ElectConfig",
     "ElectOutcome",
     "ElectParse",
+    "ElectRewardConfig",
+    "PAPER_WEIGHTS",
+    "make_elect_reward_funcs",
     "Election",
     "apply_referee",
     "cluster_score",
