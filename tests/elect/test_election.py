@@ -33,8 +33,8 @@ def cand(answer, frames, score, conf=0.5):
 
 
 # -- the per-output scores (spec 1.2 test vectors) --------------------------------------------------------------------
-@pytest.mark.parametrize("valid,invalid,expected", [(1, 0, 0.5), (2, 0, 2 / 3), (3, 1, 0.5), (2, 3, 0.0), (8, 0, 8 / 9),
-                                                    (0, 0, 0.0)])
+@pytest.mark.parametrize("valid,invalid,expected",
+                         [(1, 0, 0.5), (2, 0, 2 / 3), (3, 1, 0.5), (2, 3, 0.0), (8, 0, 8 / 9), (0, 0, 0.0)])
 def test_frame_sensitive_vectors(valid, invalid, expected):
     assert frame_sensitive_score(valid, invalid) == pytest.approx(expected)
 
@@ -61,14 +61,15 @@ def test_tail_confidence_last_quarter():
 
 
 def test_evidence_score_eq16():
-    text = "<think>" + " ".join(f"w{i}" for i in range(544)) + "</think><keyframes>2, 4</keyframes><answer>B</answer>"
+    think = " ".join(f"w{i}" for i in range(544))
+    text = f"<think>{think}</think><keyframes>2, 4</keyframes><answer>B</answer>"
     parse = parse_elect_output(text, num_frames=8, labels=["A", "B"])
     # s_fs = 2/3, tau = 1, 1 - rho = 1, c = 0.4
     assert evidence_score(parse, 0.4) == pytest.approx((2 / 3 + 1 + 1 + 0.4) / 4)
     assert evidence_score(parse, 0.4, ElectConfig(use_frames=False)) == pytest.approx((1 + 1 + 0.4) / 3)
 
 
-# -- Eq. 17-18 and trimming --------------------------------------------------------------------------------------------
+# -- Eq. 17-18 and trimming ---------------------------------------------------------------------------------------
 A = [cand("A", {3, 5}, 0.6), cand("A", {3, 5, 7}, 0.7), cand("A", {3, 5}, 0.8)]
 B = [cand("B", {2, 9}, 0.6), cand("B", {2, 9}, 0.6)]
 
@@ -140,7 +141,7 @@ def test_empty_citations_score_zero_and_fall_back_to_majority():
     assert elect([Candidate(None), Candidate(None)]).fallback == "no_answer"
 
 
-# -- stop rule and referee ---------------------------------------------------------------------------------------------
+# -- stop rule and referee ----------------------------------------------------------------------------------------
 def election(margin, conf):
     return Election("A", "B", {"A": 1.0, "B": 1.0 - margin}, {}, margin, conf)
 

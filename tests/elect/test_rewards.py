@@ -119,7 +119,7 @@ def test_rlce_trainer_gate_is_one_for_winners_zero_for_losers_none_for_ties(tiny
 
     verifier = evidence_verifier({"positive>negative": "yes", "negative>positive": "no"})
     trainer = RLCEGRPOTrainer(model=tiny_model_dir, reward_funcs=[recorder], verifier=verifier,
-                              args=tiny_grpo_args(tmp_path, max_steps=2, reward_weights=[0.1], rlce_redact_answers=False),
+                              args=tiny_grpo_args(tmp_path, reward_weights=[0.1], rlce_redact_answers=False),
                               train_dataset=Dataset.from_list(preference_rows(16)))
     trainer.train()
     assert len(seen) == 32

@@ -110,7 +110,8 @@ def _better(value: float, frames: tuple[int, ...], best_value: float, best: tupl
     return abs(value - best_value) <= _EPS and (len(frames), frames) < (len(best), best)
 
 
-def consensus_keyframes(sets: Sequence[frozenset[int]], weights: Sequence[float], max_exact: int = 16) -> frozenset[int]:
+def consensus_keyframes(sets: Sequence[frozenset[int]], weights: Sequence[float],
+                        max_exact: int = 16) -> frozenset[int]:
     """Eq. 17: the frame set maximizing sum_i w_i J(K, K_i). The optimum lies inside the union of the K_i (an uncited
     frame only grows unions), so subsets of the union are enumerated exactly when it has <= `max_exact` frames;
     above that, a greedy add/remove search. Ties: smallest set, then lexicographic."""

@@ -97,7 +97,8 @@ class _ElectTerm:
         if cfg.gate == "gold":
             refs = _column(kwargs, cfg.solution_column, n)
             labels = _column(kwargs, cfg.labels_column, n)
-            refs = [None if r is None else (extract_answer(str(r), lab or None) or str(r)) for r, lab in zip(refs, labels)]
+            refs = [None if r is None else (extract_answer(str(r), lab or None) or str(r))
+                    for r, lab in zip(refs, labels)]
         else:
             if "rlce_verified_answer" not in kwargs:
                 raise ValueError(
@@ -106,7 +107,8 @@ class _ElectTerm:
                 )
             refs = list(kwargs["rlce_verified_answer"])
         return [
-            None if ref is None else float(p.answer is not None and normalize_answer(p.answer) == normalize_answer(ref))
+            None if ref is None
+            else float(p.answer is not None and normalize_answer(p.answer) == normalize_answer(ref))
             for p, ref in zip(parses, refs)
         ]
 
@@ -126,7 +128,8 @@ def _format(term, parses, frames, kwargs):
 def _frame_sensitive(term, parses, frames, kwargs):
     gates = term.gates(parses, kwargs)
     return [
-        None if g is None or t is None else g * float(p.format_ok) * frame_sensitive_score(len(p.keyframes), p.invalid)
+        None if g is None or t is None
+        else g * float(p.format_ok) * frame_sensitive_score(len(p.keyframes), p.invalid)
         for p, t, g in zip(parses, frames, gates)
     ]
 
