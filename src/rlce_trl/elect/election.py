@@ -245,15 +245,28 @@ def run_election(draw: Callable[[int], Candidate | None], cfg: ElectConfig = Ele
             break
         result = elect(pool, cfg)
         stopped = should_stop(result, cfg.delta, cfg.gamma)
-    if referee is None or result.winner is None or result.fallback:
-        return ElectOutcome(result.winner, result, len(pool), False, stopped)
-    final = apply_referee(result, referee(result))
+    outcome = ElectOutcome(result.winner, result, len(pool), False, stopped)
+    if referee is None or not needs_referee(outcome):
+        return outcome
+    return referee_step(outcome, referee(result), lambda: grow(len(pool) + 1) or len(pool), pool, cap, cfg)
+
+
+def needs_referee(outcome: ElectOutcome) -> bool:
+    """The referee runs on real elections with a runner-up (a fallback vote or a lone answer has nothing to check)."""
+    e = outcome.election
+    return e.winner is not None and e.runner_up is not None and not e.fallback
+
+
+def referee_step(outcome: ElectOutcome, delta_adjust: float, grow: Callable[[], int], pool: list[Candidate],
+                 cap: int, cfg: ElectConfig = ElectConfig()) -> ElectOutcome:
+    """Eq. 19 and its consequence: if the runner-up wins, draw one extra sample (`grow()` returns the new pool
+    size) and output the recomputed election's winner; at the cap, Eq. 19's argmax is the output."""
+    result = outcome.election
+    final = apply_referee(result, delta_adjust)
     if final == result.winner:
-        return ElectOutcome(final, result, len(pool), False, stopped)
+        return outcome
     before = len(pool)
-    if len(pool) < cap:
-        grow(len(pool) + 1)
-    if len(pool) == before:  # at the cap (or the pool ran out): Eq. 19's argmax is the output
-        return ElectOutcome(final, result, len(pool), True, stopped)
-    again = elect(pool, cfg)
-    return ElectOutcome(again.winner, again, len(pool), True, stopped)
+    if before < cap and grow() > before:
+        again = elect(pool, cfg)
+        return ElectOutcome(again.winner, again, len(pool), True, outcome.stopped_early)
+    return ElectOutcome(final, result, len(pool), True, outcome.stopped_early)
