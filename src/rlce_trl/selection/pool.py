@@ -106,7 +106,8 @@ def read_pool(path: str | os.PathLike, tail_fraction: float = 0.25) -> tuple[lis
 # -- sampling ---------------------------------------------------------------------------------------------------------
 def candidate_record(sampled, spec, labels, num_frames, tail_fraction: float = 0.25) -> dict:
     parse = parse_elect_output(sampled.text, num_frames, labels)
-    return {"text": sampled.text, "answer": parse.answer, "token_logprobs": [round(x, 5) for x in sampled.token_logprobs],
+    logprobs = [round(x, 5) for x in sampled.token_logprobs]
+    return {"text": sampled.text, "answer": parse.answer, "token_logprobs": logprobs,
             "tail_conf": tail_confidence(sampled.token_logprobs, tail_fraction), "temperature": spec.temperature,
             "top_p": spec.top_p, "top_k": spec.top_k, "seed": spec.seed}
 

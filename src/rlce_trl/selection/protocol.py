@@ -115,7 +115,8 @@ def paired_bootstrap(diffs: Sequence[float], resamples: int = 2000, seed: int = 
 def summarize(records: Sequence[dict], reference: str = "majority", resamples: int = 2000) -> dict:
     """Per selector and budget: accuracy and its paired CI against `reference`, reversal, harm, fallback, samples,
     costs, plus the counts of bad input."""
-    summary: dict = {"rows": len(records), "unparsed_candidates": sum(r.get("unparsed_candidates", 0) for r in records),
+    unparsed = sum(r.get("unparsed_candidates", 0) for r in records)
+    summary: dict = {"rows": len(records), "unparsed_candidates": unparsed,
                      "candidates": sum(r.get("n", 0) for r in records), "selectors": {}}
     names = list(dict.fromkeys(s for r in records for s in r["results"]))
     for name in names:

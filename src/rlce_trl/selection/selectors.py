@@ -5,8 +5,8 @@
 | `greedy`         | the greedy (temperature 0) answer; ignores the subset                  | none           |
 | `single`         | the subset's first candidate (a random one: the reference "random@b") | none           |
 | `majority`       | the most frequent answer, first-seen on ties                           | none           |
-| `usc`, `policy_judge`, `rlce` (any `REWARD_METHODS` name) | the scorer's `verified_answer` for the group of the subset | one batched call per stage for all items |
-| `elect`          | Elect's adaptive election (paper §4.2), greedy run first, K <= budget  | referee: one batched call |
+| `rlce`, `usc`, `policy_judge`, ... | the scorer's `verified_answer` for the subset's group  | one per stage, all items |
+| `elect`          | Elect's adaptive election (paper §4.2), greedy run first, K <= budget  | referee: one batched |
 | `elect_noframes` | the same with S_i = 1/3 (tau + 1 - rho + c) and no frame Jaccard       | as `elect`     |
 | `oracle`         | the gold answer when any candidate has it (an upper bound)             | none           |
 
