@@ -5,7 +5,7 @@
 | `greedy`         | the greedy (temperature 0) answer; ignores the subset                  | none           |
 | `single`         | the subset's first candidate (a random one: the reference "random@b") | none           |
 | `majority`       | the most frequent answer, first-seen on ties                           | none           |
-| `rlce`, `usc`, `policy_judge`, ... | the scorer's `verified_answer` for the subset's group  | one per stage, all items |
+| `rlce`, `usc`, ... | any REWARD_METHODS scorer: its `verified_answer` for the subset     | one per stage  |
 | `elect`          | Elect's adaptive election (paper §4.2), greedy run first, K <= budget  | referee: one batched |
 | `elect_noframes` | the same with S_i = 1/3 (tau + 1 - rho + c) and no frame Jaccard       | as `elect`     |
 | `oracle`         | the gold answer when any candidate has it (an upper bound)             | none           |
