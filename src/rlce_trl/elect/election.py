@@ -14,7 +14,6 @@ referee flip is drawn only below K_max (at the cap Eq. 19's argmax is the output
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -41,9 +40,15 @@ class ElectConfig:
     ngram: int = 3
     tail_fraction: float = 0.25
     max_exact_frames: int = 16
+    #: Terms averaged into S_i (Eq. 16): "fs", "tt", "ar", "conf". None: all four, or the last three without frames.
+    #: Table 3's "w/o tran. & red." ablation is `terms=("fs",)`.
+    terms: tuple[str, ...] | None = None
 
     def __post_init__(self):
         problems = []
+        unknown = set(self.terms or ()) - {"fs", "tt", "ar", "conf"}
+        if unknown or self.terms == ():
+            problems.append(f"terms={self.terms}: use a non-empty subset of ('fs', 'tt', 'ar', 'conf')")
         if self.trim not in TRIM_MODES:
             problems.append(f"trim={self.trim!r}: use one of {TRIM_MODES}")
         if self.trim_consensus not in TRIM_CONSENSUS:
@@ -91,41 +96,49 @@ def jaccard(a: frozenset[int] | set[int], b: frozenset[int] | set[int]) -> float
 def evidence_score(parse: ElectParse, confidence: float | None, cfg: ElectConfig = ElectConfig(),
                    tokenizer=None) -> float:
     """S_i of Eq. 16 (or the noframes variant). An unknown confidence is left out of the average [ours]."""
-    terms = [transparency_score(think_length(parse.think, tokenizer), cfg.think_range),
-             1.0 - repetition_ratio(parse.think, cfg.ngram)]
-    if cfg.use_frames:
-        terms.append(frame_sensitive_score(len(parse.keyframes), parse.invalid))
-    if confidence is not None:
-        terms.append(confidence)
-    return sum(terms) / len(terms)
+    names = cfg.terms or (("fs", "tt", "ar", "conf") if cfg.use_frames else ("tt", "ar", "conf"))
+    values = []
+    if "fs" in names:
+        values.append(frame_sensitive_score(len(parse.keyframes), parse.invalid))
+    if "tt" in names:
+        values.append(transparency_score(think_length(parse.think, tokenizer), cfg.think_range))
+    if "ar" in names:
+        values.append(1.0 - repetition_ratio(parse.think, cfg.ngram))
+    if "conf" in names and confidence is not None:
+        values.append(confidence)
+    return sum(values) / len(values) if values else 0.0
 
 
 def _objective(frames: frozenset[int], sets: Sequence[frozenset[int]], weights: Sequence[float]) -> float:
     return sum(w * jaccard(frames, k) for k, w in zip(sets, weights))
 
 
-def _better(value: float, frames: tuple[int, ...], best_value: float, best: tuple[int, ...]) -> bool:
-    if value > best_value + _EPS:
-        return True
-    return abs(value - best_value) <= _EPS and (len(frames), frames) < (len(best), best)
-
-
 def consensus_keyframes(sets: Sequence[frozenset[int]], weights: Sequence[float],
                         max_exact: int = 16) -> frozenset[int]:
     """Eq. 17: the frame set maximizing sum_i w_i J(K, K_i). The optimum lies inside the union of the K_i (an uncited
-    frame only grows unions), so subsets of the union are enumerated exactly when it has <= `max_exact` frames;
-    above that, a greedy add/remove search. Ties: smallest set, then lexicographic."""
+    frame only grows unions), so subsets of the union are enumerated exactly (as bitmasks) when it has <= `max_exact`
+    frames; above that, a greedy add/remove search. Ties: smallest set, then lexicographic."""
     universe = sorted(set().union(*sets)) if sets else []
     if not universe:
         return frozenset()
-    best, best_value = (), 0.0
     if len(universe) <= max_exact:
-        for size in range(1, len(universe) + 1):
-            for subset in itertools.combinations(universe, size):
-                value = _objective(frozenset(subset), sets, weights)
-                if _better(value, subset, best_value, best):
-                    best, best_value = subset, value
-        return frozenset(best)
+        bit = {f: 1 << i for i, f in enumerate(universe)}
+        masks = [sum(bit[f] for f in k) for k in sets]
+        pairs = [(m, w) for m, w in zip(masks, weights) if m and w]
+        best_key, best_mask = None, 0
+        for mask in range(1, 1 << len(universe)):
+            value = 0.0
+            for m, w in pairs:
+                value += w * (mask & m).bit_count() / (mask | m).bit_count()
+            size = mask.bit_count()
+            if best_key is None or value > best_key[0] + _EPS:
+                best_key, best_mask = (value, size, None), mask
+            elif abs(value - best_key[0]) <= _EPS and size <= best_key[1]:
+                members = tuple(f for f in universe if mask & bit[f])
+                best_members = tuple(f for f in universe if best_mask & bit[f])
+                if (size, members) < (best_key[1], best_members):
+                    best_key, best_mask = (best_key[0], size, None), mask
+        return frozenset(f for f in universe if best_mask & bit[f])
     current: set[int] = set()
     value = 0.0
     while True:
