@@ -188,7 +188,11 @@ def test_referee_flip_draws_one_extra_sample():
     seq = [cand("A", {1}, 0.9, 0.1), cand("B", {1}, 0.6, 0.1), cand("C", {1}, 0.1, 0.1), cand("B", {1}, 0.6, 0.1)]
     draw, calls = scripted(seq)
     out = run_election(draw, ElectConfig(k_max=3), referee=lambda e: -e.answer_scores[e.winner])
-    assert out.referee_flip and out.answer == "B" and out.num_samples == 3  # at the cap: Eq. 19's argmax
+    # at K_max the extra sample is still drawn (K = K_max + 1): B (0.6) joins B, which wins the recomputed election
+    assert out.referee_flip and out.answer == "B" and out.num_samples == 4 and out.election.winner == "B"
+    draw, calls = scripted(seq[:3])  # a fixed pool with nothing left: Eq. 19's argmax is the output
+    out = run_election(draw, ElectConfig(k_max=3), referee=lambda e: -e.answer_scores[e.winner])
+    assert out.referee_flip and out.answer == "B" and out.num_samples == 3 and out.election.winner == "A"
     draw, calls = scripted(seq)
     out = run_election(draw, ElectConfig(k_max=8, delta=10), referee=lambda e: -e.answer_scores[e.winner])
     # no early stop (delta=10): all 4 drawn, B leads (1.2 vs 0.9); the referee zeroes it, the pool is spent -> Eq. 19

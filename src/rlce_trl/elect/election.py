@@ -9,7 +9,8 @@ the win to the runner-up, in which case one extra sample is drawn and the electi
 Where the paper is silent (CHANGELOG "Decisions"): trimming applies to clusters of >= 3 members and the consensus of
 Eq. 17 is taken over the whole cluster (`trim="paper"`, `trim_consensus="before_18"`, the literal reading); J of two
 empty sets is 0; ties go to the first-seen answer; with one cluster the margin is S(a*); the extra sample after a
-referee flip is drawn only below K_max (at the cap Eq. 19's argmax is the output).
+referee flip is drawn even at K_max (so K <= K_max + 1); on a fixed pool with no sample left, Eq. 19's argmax is the
+output.
 """
 
 from __future__ import annotations
@@ -237,7 +238,8 @@ def run_election(draw: Callable[[int], Candidate | None], cfg: ElectConfig = Ele
                  referee: Callable[[Election], float] | None = None, available: int | None = None) -> ElectOutcome:
     """The adaptive loop: draw k_init candidates, elect, stop when `should_stop`, else add k_step up to K_max; then
     one referee check (Eq. 19). `draw(i)` returns candidate i (candidate 0 is the conservative run) or `None` when
-    no more exist; `available` caps the budget for a fixed pool."""
+    no more exist; `available` caps the adaptive budget (the referee's extra sample is drawn whenever `draw` has
+    one)."""
     cap = cfg.k_max if available is None else min(cfg.k_max, available)
     pool: list[Candidate] = []
 
@@ -261,7 +263,7 @@ def run_election(draw: Callable[[int], Candidate | None], cfg: ElectConfig = Ele
     outcome = ElectOutcome(result.winner, result, len(pool), False, stopped)
     if referee is None or not needs_referee(outcome):
         return outcome
-    return referee_step(outcome, referee(result), lambda: grow(len(pool) + 1) or len(pool), pool, cap, cfg)
+    return referee_step(outcome, referee(result), lambda: grow(len(pool) + 1) or len(pool), pool, cfg)
 
 
 def needs_referee(outcome: ElectOutcome) -> bool:
@@ -271,15 +273,16 @@ def needs_referee(outcome: ElectOutcome) -> bool:
 
 
 def referee_step(outcome: ElectOutcome, delta_adjust: float, grow: Callable[[], int], pool: list[Candidate],
-                 cap: int, cfg: ElectConfig = ElectConfig()) -> ElectOutcome:
+                 cfg: ElectConfig = ElectConfig()) -> ElectOutcome:
     """Eq. 19 and its consequence: if the runner-up wins, draw one extra sample (`grow()` returns the new pool
-    size) and output the recomputed election's winner; at the cap, Eq. 19's argmax is the output."""
+    size; it may exceed K_max by one) and output the recomputed election's winner; when no sample is left (a fixed
+    pool), Eq. 19's argmax is the output."""
     result = outcome.election
     final = apply_referee(result, delta_adjust)
     if final == result.winner:
         return outcome
     before = len(pool)
-    if before < cap and grow() > before:
+    if grow() > before:  # one extra sample even at K_max (the paper draws it unconditionally); none left: Eq. 19
         again = elect(pool, cfg)
         return ElectOutcome(again.winner, again, len(pool), True, outcome.stopped_early)
     return ElectOutcome(final, result, len(pool), True, outcome.stopped_early)

@@ -188,14 +188,13 @@ class ElectSelector:
                 word = (reply.texts[0] if reply.texts else "").strip().lower()
                 factor = next((v for w, v in REFEREE_DELTA.items() if word.startswith(w)), 0.0)
                 delta = factor * outcome.election.answer_scores[outcome.election.winner]
-                cap = min(self.cfg.k_max, len(order))
 
                 def grow(pool=pool, order=order):
                     if len(pool) < len(order):
                         pool.append(order[len(pool)])
                     return len(pool)
 
-                runs[k] = (row, order, pool, referee_step(outcome, delta, grow, pool, cap, self.cfg))
+                runs[k] = (row, order, pool, referee_step(outcome, delta, grow, pool, self.cfg))
         out = []
         for _row, _order, _pool, outcome in runs:
             status = outcome.election.fallback or ("referee_flip" if outcome.referee_flip else "selected")
