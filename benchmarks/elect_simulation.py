@@ -98,7 +98,7 @@ def main(argv=None) -> int:
           f"({time.perf_counter() - start:.0f} s)\n")
     print("| setting | accuracy | avg K | paper MVBench |\n|---|---|---|---|")
     for name, (acc, k) in results.items():
-        print(f"| {name} | {acc:.1f} | {k:.2f} | {PAPER.get(name, '–')} |")
+        print(f"| {name} | {acc:.2f} | {k:.2f} | {PAPER.get(name, '–')} |")
     acc = {n: r[0] for n, r in results.items()}
     checks = {
         "single < majority < Elect adaptive <= Elect K=8": acc["single sample (K=1)"] < acc["majority vote (adaptive)"]
