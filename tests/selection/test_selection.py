@@ -146,3 +146,17 @@ def test_summary_reversal_and_harm_by_hand():
     assert s["reversal_rate"] == pytest.approx(0.5) and s["reversal_rows"] == 2  # rows 1, 2 (row 4 has no hit)
     assert s["harm_rate"] == 1.0 and s["accuracy"] == 0.25 and s["delta_vs_majority"] == 0.0
     assert s["ci95"][0] <= 0.0 <= s["ci95"][1]
+
+
+def test_mcnemar_and_pool_stats():
+    from rlce_trl.selection.protocol import mcnemar_exact, pool_stats
+
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(5, 0) == pytest.approx(2 / 32)  # two-sided exact binomial
+    assert mcnemar_exact(3, 3) == 1.0
+    rec = record("s", ["positive", None], frames="1, 9")
+    rec["evidence"] = [1]
+    stats = pool_stats([row_from_record(rec)])
+    assert stats["candidates"] == 2 and stats["answer_rate"] == 0.5 and stats["schema_rate"] == 0.5
+    assert stats["EGS"] == pytest.approx((0.5 * (1 / 2 + 1)) / 2)  # {1} valid, 9 out of range; the other cites none
+    assert stats["cited_fraction"] == pytest.approx((1 / 4) / 2)

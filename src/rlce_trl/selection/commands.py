@@ -104,6 +104,7 @@ def main_select(args: argparse.Namespace, verifier=None) -> int:
     from ..elect.election import ElectConfig
     from ..evidence.pipeline import EvidenceSettings
     from . import format_table, make_selector, read_pool, select_rows, summarize
+    from .protocol import pool_stats
 
     try:
         rows, problems = read_pool(args.pool)
@@ -152,6 +153,7 @@ def main_select(args: argparse.Namespace, verifier=None) -> int:
     summary = summarize(records)
     summary["unreadable_pool_lines"] = problems
     summary["pool_sizes"] = sizes
+    summary["pool_stats"] = pool_stats(rows, cfg.think_range, cfg.ngram)
     out = Path(args.output_dir)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     table = format_table(summary)
@@ -159,4 +161,6 @@ def main_select(args: argparse.Namespace, verifier=None) -> int:
     print(table)
     print(f"rows {summary['rows']}, candidates {summary['candidates']}, without an answer "
           f"{summary['unparsed_candidates']}, unreadable pool lines {len(problems)}, pool sizes {sizes}")
+    print("pool: " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
+                               for k, v in summary["pool_stats"].items()))
     return 0

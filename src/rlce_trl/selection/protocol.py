@@ -112,6 +112,41 @@ def paired_bootstrap(diffs: Sequence[float], resamples: int = 2000, seed: int = 
     return means[int(0.025 * resamples)], means[min(resamples - 1, int(0.975 * resamples))]
 
 
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts (selector right / reference wrong, and reverse)."""
+    from math import comb
+
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, k) for k in range(min(b, c) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def pool_stats(rows: Sequence[PoolRow], think_range=(64, 1024), ngram: int = 3) -> dict:
+    """Diagnostics of the candidates themselves (Elect paper Table 5 style): schema rate, mean cited fraction,
+    EGS against the gold evidence where rows have it, TI (mean tau), RR (mean rho), mean tail confidence."""
+    from ..data.synthetic import evidence_grounding_score
+    from ..elect.parsing import repetition_ratio, think_length, transparency_score
+
+    cands = [(r, c) for r in rows for c in r.candidates]
+    if not cands:
+        return {}
+    egs = [evidence_grounding_score(c.parse.keyframes, c.parse.invalid, r.evidence) for r, c in cands if r.evidence]
+    confs = [c.confidence for _, c in cands if c.confidence is not None]
+    frac = [len(c.parse.keyframes) / r.num_frames for r, c in cands if r.num_frames]
+    return {
+        "candidates": len(cands),
+        "schema_rate": _mean([float(c.parse.format_ok) for _, c in cands]),
+        "answer_rate": _mean([float(c.answer is not None) for _, c in cands]),
+        "cited_fraction": _mean(frac) if frac else None,
+        "EGS": _mean(egs) if egs else None,
+        "TI": _mean([transparency_score(think_length(c.parse.think), think_range) for _, c in cands]),
+        "RR": _mean([repetition_ratio(c.parse.think, ngram) for _, c in cands]),
+        "tail_conf": _mean(confs) if confs else None,
+    }
+
+
 def summarize(records: Sequence[dict], reference: str = "majority", resamples: int = 2000) -> dict:
     """Per selector and budget: accuracy and its paired CI against `reference`, reversal, harm, fallback, samples,
     costs, plus the counts of bad input."""
@@ -124,6 +159,7 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
         budgets = sorted({int(b) for r in records for b in r["results"].get(name, {})})
         for b in budgets:
             acc, diffs, rev, harm, fallback, samples, errors, short = [], [], [], [], [], [], 0, 0
+            flips, discordant, single = 0, [0, 0], True
             for r in records:
                 cells = r["results"].get(name, {}).get(str(b))
                 refs = r["results"].get(reference, {}).get(str(b))
@@ -137,7 +173,11 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
                 samples.append(_mean([c["samples"] for c in cells]))
                 fallback.append(_mean([float(c["status"] not in ("selected", "referee_flip")) for c in cells]))
                 errors += sum(c["status"] == "error" for c in cells)
+                flips += sum(c["status"] == "referee_flip" for c in cells)
+                single = single and len(cells) == 1
                 if refs and len(refs) == len(cells):
+                    discordant[0] += sum(bool(c["correct"]) and not m["correct"] for c, m in zip(cells, refs))
+                    discordant[1] += sum(not c["correct"] and bool(m["correct"]) for c, m in zip(cells, refs))
                     diffs.append(row_acc - _mean([float(c["correct"]) for c in refs]))
                     for c, m in zip(cells, refs):
                         if not m["correct"]:
@@ -150,7 +190,9 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
                 "rows": len(acc), "accuracy": _mean(acc), "delta_vs_" + reference: _mean(diffs) if diffs else None,
                 "ci95": [lo, hi], "reversal_rate": _mean(rev) if rev else None, "reversal_rows": len(rev),
                 "harm_rate": _mean(harm) if harm else None, "fallback_rate": _mean(fallback), "errors": errors,
-                "rows_short": short, "mean_samples": _mean(samples),
+                "rows_short": short, "mean_samples": _mean(samples), "referee_flips": flips,
+                # exact McNemar against the reference, when each row has one subset (b = n): paired 0/1 outcomes
+                "mcnemar_p": mcnemar_exact(*discordant) if single and diffs and name != reference else None,
             }
         costs = [r["cost"][name] for r in records if name in r.get("cost", {})]
         summary["selectors"][name] = {
@@ -163,8 +205,8 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
 
 def format_table(summary: dict, reference: str = "majority") -> str:
     """A markdown table: one line per selector and budget."""
-    lines = [f"| selector | b | acc | Δ vs {reference} [95% CI] | reversal | harm | fallback | K | calls/row | "
-             "tokens/row | s/row |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"| selector | b | acc | Δ vs {reference} [95% CI] | McNemar p | reversal | harm | fallback | K | "
+             "calls/row | tokens/row | s/row |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def pct(x):
         return "–" if x is None or x != x else f"{100 * x:.1f}"
@@ -176,7 +218,9 @@ def format_table(summary: dict, reference: str = "majority") -> str:
             ci = "–" if delta is None or name == reference else (
                 f"{100 * delta:+.1f} [{100 * m['ci95'][0]:+.1f}, {100 * m['ci95'][1]:+.1f}]")
             lines.append(
-                f"| {name} | {b} | {pct(m['accuracy'])} | {ci} | {pct(m['reversal_rate'])} | {pct(m['harm_rate'])} | "
+                f"| {name} | {b} | {pct(m['accuracy'])} | {ci} | "
+                f"{'–' if m.get('mcnemar_p') is None else format(m['mcnemar_p'], '.3f')} | "
+                f"{pct(m['reversal_rate'])} | {pct(m['harm_rate'])} | "
                 f"{pct(m['fallback_rate'])} | {m['mean_samples']:.2f} | {cost.get('calls', 0):.2f} | "
                 f"{cost.get('tokens', 0):.1f} | {cost.get('seconds', 0):.3f} |")
     return "\n".join(lines)
