@@ -126,3 +126,13 @@ def test_rlce_trainer_gate_is_one_for_winners_zero_for_losers_none_for_ties(tiny
     for answer, verified, value in seen:
         assert value == (None if verified is None else float(answer == verified))
     assert {v for *_, v in seen} == {1.0, 0.0, None}
+
+
+def test_frame_count_from_the_prompt_video_block():
+    funcs, _ = make_elect_reward_funcs()
+    fs = {f.__name__: f for f in funcs}["elect_frame_sensitive"]
+    video = [{"role": "user", "content": [{"type": "video", "video": ["f"] * 4}, {"type": "text", "text": "q?"}]}]
+    meta = [{"role": "user", "content": [{"type": "video", "metadata": {"frames_indices": [0, 5]}}]}]
+    text = [{"role": "user", "content": "q?"}]
+    got = fs(prompts=[video, meta, text], completions=[output(frames="1, 4")] * 3, solution=["B"] * 3)
+    assert got == [pytest.approx(2 / 3), pytest.approx(0.0), None]  # T=2: frame 4 is out of range -> (1-1)/2

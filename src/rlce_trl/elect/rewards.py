@@ -15,7 +15,8 @@ The gate I_acc: `gate="gold"` [paper] compares the answer with the `solution` co
 `RLCEGRPOTrainer` passes to reward functions as the `rlce_verified_answer` column (`None` for groups without a
 verified answer: ties, a single answer, verifier failure); `gate="none"` sets I_acc = 1 and drops `elect_accuracy`.
 A gated term is `None` where the gate is `None`, so TRL leaves it out. `elect_frame_sensitive` is `None` on rows
-without a frame count (`num_frames` column): text rows have no frames to cite.
+without a frame count (the `num_frames` column, else the frames of the prompt's video block): text rows have no
+frames to cite.
 """
 
 from __future__ import annotations
@@ -67,6 +68,23 @@ class ElectRewardConfig:
             raise ValueError("Invalid ElectRewardConfig:\n  - " + "\n  - ".join(problems))
 
 
+def frames_in_prompt(prompt) -> int | None:
+    """T of a video row: the frame count of the first `{"type": "video"}` block (its decoded frame list, else its
+    metadata's `frames_indices`); `None` for text prompts."""
+    if isinstance(prompt, str) or not prompt:
+        return None
+    for message in prompt:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "video":
+                if isinstance(block.get("video"), (list, tuple)) and block["video"]:
+                    return len(block["video"])
+                indices = (block.get("metadata") or {}).get("frames_indices")
+                if indices:
+                    return len(indices)
+    return None
+
+
 def _column(kwargs: dict, name: str, n: int) -> list:
     values = kwargs.get(name)
     return list(values) if values is not None else [None] * n
@@ -80,9 +98,10 @@ class _ElectTerm:
         self.cfg = cfg
         self._compute = compute
 
-    def parses(self, completions, kwargs):
+    def parses(self, prompts, completions, kwargs):
         n = len(completions)
         frames = _column(kwargs, self.cfg.num_frames_column, n)
+        frames = [t if t is not None else frames_in_prompt(p) for t, p in zip(frames, prompts or [None] * n)]
         labels = _column(kwargs, self.cfg.labels_column, n)
         return [
             parse_elect_output(completion_text(c), int(t) if t is not None else None, lab or None,
@@ -113,7 +132,7 @@ class _ElectTerm:
         ]
 
     def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
-        parses, frames = self.parses(completions, kwargs)
+        parses, frames = self.parses(prompts, completions, kwargs)
         return self._compute(self, parses, frames, kwargs)
 
 
