@@ -38,6 +38,8 @@ def add_sample_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backend", default="transformers", choices=("transformers", "vllm"))
     parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--vllm_kwargs", default=None,
+                        help='JSON of vllm.LLM arguments, e.g. \'{"max_model_len": 1024, "enforce_eager": true}\'')
 
 
 def main_sample(args: argparse.Namespace, sampler=None) -> int:
@@ -65,7 +67,10 @@ def main_sample(args: argparse.Namespace, sampler=None) -> int:
         from ..evaluation.generation import TransformersGenerator, VLLMGenerator
 
         if args.backend == "vllm":
-            sampler = VLLMGenerator(path, max_new_tokens=args.max_new_tokens).sample
+            kwargs = json.loads(args.vllm_kwargs) if args.vllm_kwargs else {}
+            if args.dtype != "auto":
+                kwargs.setdefault("dtype", args.dtype)
+            sampler = VLLMGenerator(path, max_new_tokens=args.max_new_tokens, **kwargs).sample
         else:
             sampler = TransformersGenerator.from_pretrained(path, args.max_new_tokens, dtype=args.dtype).sample
     try:
