@@ -7,7 +7,7 @@ spread over 1..T (a short supervised warm start, so the schema exists before RL)
 (gold gate) with a stock `trl.GRPOTrainer`, logging per step the mean cited fraction |K|/T and EGS. A rising |K|/T
 with falling EGS is the documented failure mode.
 
-    python benchmarks/elect_rewards.py                     # algebra + 30 GRPO steps of a tiny model (a few minutes)
+    python benchmarks/elect_rewards.py --steps 20          # algebra + 20 GRPO steps of a tiny model (minutes)
     python benchmarks/elect_rewards.py --steps 0           # algebra only
 """
 
@@ -81,7 +81,7 @@ def warm_start(model, tok, steps: int, rng: random.Random) -> None:
         opt.zero_grad()
 
 
-def probe(steps: int, warm_steps: int, seed: int) -> None:
+def probe(steps: int, warm_steps: int, seed: int, lr: float = 1e-3) -> None:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -97,6 +97,9 @@ def probe(steps: int, warm_steps: int, seed: int) -> None:
         history.append({"cited": sum(cited) / len(cited), "egs": sum(egs) / len(egs),
                         "format": sum(p.format_ok for p in parses) / len(parses),
                         "acc": sum(p.answer == GOLD for p in parses) / len(parses)})
+        h = history[-1]
+        print(f"probe step {len(history)}: cited K/T {h['cited']:.3f}, EGS {h['egs']:.3f}, format {h['format']:.2f}, "
+              f"accuracy {h['acc']:.2f}", flush=True)
         return [0.0] * len(completions)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,14 +112,14 @@ def probe(steps: int, warm_steps: int, seed: int) -> None:
         rows = [{"prompt": [{"role": "user", "content": "where is it ?"}], "solution": GOLD, "num_frames": T,
                  "options": [GOLD, "garage"]} for _ in range(64)]
         args = GRPOConfig(output_dir=str(Path(tmp) / "out"), per_device_train_batch_size=16, num_generations=8,
-                          max_completion_length=24, max_steps=steps, learning_rate=3e-3, logging_steps=1,
+                          max_completion_length=40, max_steps=steps, learning_rate=lr, logging_steps=1,
                           report_to="none", bf16=False, use_cpu=True, gradient_checkpointing=False,
                           save_strategy="no", seed=seed, reward_weights=[*weights, 0.0], temperature=1.0)
         trainer = GRPOTrainer(model=str(Path(tmp) / "m"), reward_funcs=[*funcs, elect_probe], args=args,
                               processing_class=tok, train_dataset=Dataset.from_list(rows))
         trainer.train()
     print(f"\nGRPO on the five Elect rewards (gold gate, think range (2, 12) words-as-tokens), tiny model warm-started "
-          f"{warm_steps} steps, G=8, 16 completions/step, seed {seed}\n")
+          f"{warm_steps} steps, G=8, 16 completions/step, lr {lr}, up to 40 tokens, seed {seed}\n")
     print("| step | cited K/T | EGS | format | accuracy |\n|---|---|---|---|---|")
     for i, h in enumerate(history):
         if i % max(1, len(history) // 10) == 0 or i == len(history) - 1:
@@ -127,11 +130,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--warm-steps", type=int, default=150)
+    parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     algebra()
     if args.steps:
-        probe(args.steps, args.warm_steps, args.seed)
+        probe(args.steps, args.warm_steps, args.seed, args.lr)
     return 0
 
 
