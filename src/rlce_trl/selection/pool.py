@@ -141,8 +141,9 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
                 done.add(str(json.loads(line)["id"]))
             except (ValueError, KeyError, TypeError):
                 continue  # a line cut by an interruption: that row is sampled again
-    skipped = [r for r in rows if not isinstance(r, dict) or "id" not in r or not r.get("prompt")]
-    todo = [r for r in rows if r not in skipped and str(r["id"]) not in done]
+    valid = [isinstance(r, dict) and "id" in r and bool(r.get("prompt")) for r in rows]
+    skipped = valid.count(False)
+    todo = [r for r, ok in zip(rows, valid) if ok and str(r["id"]) not in done]
     specs = ([SampleSpec(0.0, 1.0, 0, seed)] if greedy_too else []) + [
         SampleSpec(temperature, top_p, top_k, seed + 1 + k) for k in range(n)]
     with pool_path.open("a", encoding="utf-8") as f:
@@ -160,4 +161,4 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
                 f.write(json.dumps(line, ensure_ascii=False) + "\n")
                 f.flush()
             log(f"sampled {min(start + batch_size, len(todo))}/{len(todo)} rows")
-    return {"rows": len(rows), "sampled": len(todo), "resumed": len(done), "skipped_malformed": len(skipped)}
+    return {"rows": len(rows), "sampled": len(todo), "resumed": len(done), "skipped_malformed": skipped}
