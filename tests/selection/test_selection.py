@@ -160,3 +160,25 @@ def test_mcnemar_and_pool_stats():
     assert stats["candidates"] == 2 and stats["answer_rate"] == 0.5 and stats["schema_rate"] == 0.5
     assert stats["EGS"] == pytest.approx((0.5 * (1 / 2 + 1)) / 2)  # {1} valid, 9 out of range; the other cites none
     assert stats["cited_fraction"] == pytest.approx((1 / 4) / 2)
+
+
+def test_sample_pool_counts_malformed_rows_and_resumes(tmp_path):
+    from rlce_trl.evaluation.generation import Sampled
+    from rlce_trl.selection import sample_pool
+
+    calls = []
+
+    def fake_sampler(prompts, specs):  # a FAKE sampler: the real ones are tested in tests/evaluation/test_sampling.py
+        calls.append(len(prompts))
+        return [[Sampled("\\boxed{a}", [-0.1, -0.2])] * len(specs) for _ in prompts]
+
+    rows = [{"id": 1, "prompt": "x"}, {"prompt": "no id"}, "junk", {"id": 2, "prompt": ""}, {"id": 3, "prompt": "y"}]
+    counts = sample_pool(rows, fake_sampler, tmp_path, n=2, log=lambda _: None)
+    assert counts == {"rows": 5, "sampled": 2, "resumed": 0, "skipped_malformed": 3}
+    with (tmp_path / "pool.jsonl").open("a") as f:
+        f.write('{"id": "4", "cut')  # a line cut by an interruption
+    again = sample_pool(rows + [{"id": 4, "prompt": "z"}], fake_sampler, tmp_path, n=2, log=lambda _: None)
+    assert again["sampled"] == 1 and again["resumed"] == 2 and calls == [2, 1]
+    pool, problems = read_pool(tmp_path)
+    assert [r.id for r in pool] == ["1", "3", "4"] and problems == []  # the cut line was dropped before appending
+    assert pool[0].candidates[0].confidence == pytest.approx(0.8187, abs=1e-4)  # last ceil(25% of 2) = 1 token

@@ -103,6 +103,16 @@ def read_pool(path: str | os.PathLike, tail_fraction: float = 0.25) -> tuple[lis
     return rows, problems
 
 
+def drop_partial_line(path: Path) -> None:
+    """Cut a last line left unfinished by an interruption, so that appending resumes on a clean line."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        with path.open("r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+
+
 # -- sampling ---------------------------------------------------------------------------------------------------------
 def candidate_record(sampled, spec, labels, num_frames, tail_fraction: float = 0.25) -> dict:
     parse = parse_elect_output(sampled.text, num_frames, labels)
@@ -134,6 +144,7 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
                              "--output_dir, or the same settings to resume.")
     settings_path.write_text(json.dumps(settings, indent=2))
     pool_path = out / POOL_FILE
+    drop_partial_line(pool_path)
     done = set()
     if pool_path.exists():
         for line in pool_path.read_text(encoding="utf-8").splitlines():

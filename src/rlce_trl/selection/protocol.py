@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .pool import PoolRow
+from .pool import PoolRow, drop_partial_line
 from .selectors import Selection, majority_answer
 
 SELECTIONS_FILE = "selections.jsonl"
@@ -55,6 +55,7 @@ def select_rows(rows: Sequence[PoolRow], selectors: Sequence, budgets: Sequence[
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / SELECTIONS_FILE
+    drop_partial_line(path)
     done = set()
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
