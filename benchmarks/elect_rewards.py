@@ -29,7 +29,7 @@ WORDS = ["<think>", "</think>", "<keyframes>", "</keyframes>", "<answer>", "</an
 def algebra() -> None:
     print("| cited frames | K/T | s_fs (reward) | EGS (gold = {2, 5}) |\n|---|---|---|---|")
     for k in range(1, T + 1):
-        cited = set(EVIDENCE[:k]) | set(f for f in range(1, T + 1) if f not in EVIDENCE)
+        cited = set(EVIDENCE[:k]) | {f for f in range(1, T + 1) if f not in EVIDENCE}
         cited = set(sorted(cited, key=lambda f: (f not in EVIDENCE, f))[:k])
         print(f"| {sorted(cited)} | {k / T:.3f} | {frame_sensitive_score(k, 0):.3f} | "
               f"{evidence_grounding_score(cited, 0, EVIDENCE):.3f} |")
@@ -118,7 +118,7 @@ def probe(steps: int, warm_steps: int, seed: int, lr: float = 1e-3) -> None:
         trainer = GRPOTrainer(model=str(Path(tmp) / "m"), reward_funcs=[*funcs, elect_probe], args=args,
                               processing_class=tok, train_dataset=Dataset.from_list(rows))
         trainer.train()
-    print(f"\nGRPO on the five Elect rewards (gold gate, think range (2, 12) words-as-tokens), tiny model warm-started "
+    print("\nGRPO on the five Elect rewards (gold gate, think range (2, 12) words-as-tokens), tiny model warm-started "
           f"{warm_steps} steps, G=8, 16 completions/step, lr {lr}, up to 40 tokens, seed {seed}\n")
     print("| step | cited K/T | EGS | format | accuracy |\n|---|---|---|---|---|")
     for i, h in enumerate(history):

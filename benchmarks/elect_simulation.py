@@ -76,7 +76,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rows", type=int, default=5000)
     parser.add_argument("--concentration", type=float, default=1.0, help="k of the row difficulty Beta")
     parser.add_argument("--conf-gap", type=float, default=0.25,
-                        help="c ~ Beta(5+g, 5-g) for correct, Beta(5-g, 5+g) for wrong candidates (g=1: the spec; 0.25 calibrated)")
+                        help="c ~ Beta(5+g, 5-g) for correct, Beta(5-g, 5+g) for wrong candidates "
+                        "(g=1: the spec; 0.25 calibrated)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
@@ -94,7 +95,8 @@ def main(argv=None) -> int:
     }
     start = time.perf_counter()
     results = {name: run_setting(rows, cfg, **kw) for name, (cfg, kw) in settings.items()}
-    print(f"{args.rows} simulated rows, concentration {args.concentration}, conf gap {args.conf_gap}, seed {args.seed} "
+    print(f"{args.rows} simulated rows, concentration {args.concentration}, conf gap {args.conf_gap}, "
+          f"seed {args.seed} "
           f"({time.perf_counter() - start:.0f} s)\n")
     print("| setting | accuracy | avg K | paper MVBench |\n|---|---|---|---|")
     for name, (acc, k) in results.items():

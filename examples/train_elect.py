@@ -52,12 +52,14 @@ def main(argv=None):
     lo, hi = (int(x) for x in args.think_range.split(","))
     rows = numbered_evidence(args.rows, seed=args.seed, split="train", supervised=args.gate == "gold")
     cfg = ElectRewardConfig(tokenizer=tokenizer, think_range=(lo, hi), gate=args.gate)
-    common = dict(output_dir=args.output_dir, num_generations=args.num_generations,
-                  per_device_train_batch_size=args.per_device_train_batch_size, max_steps=args.max_steps,
-                  max_completion_length=args.max_completion_length, learning_rate=args.learning_rate,
-                  beta=args.beta, epsilon=0.2, weight_decay=0.1, max_grad_norm=1.0, logging_steps=1,
-                  report_to="none", bf16=False, use_cpu=True, gradient_checkpointing=False, save_strategy="no",
-                  seed=args.seed)
+    common = {
+        "output_dir": args.output_dir, "num_generations": args.num_generations,
+        "per_device_train_batch_size": args.per_device_train_batch_size, "max_steps": args.max_steps,
+        "max_completion_length": args.max_completion_length, "learning_rate": args.learning_rate,
+        "beta": args.beta, "epsilon": 0.2, "weight_decay": 0.1, "max_grad_norm": 1.0, "logging_steps": 1,
+        "report_to": "none", "bf16": False, "use_cpu": True, "gradient_checkpointing": False, "save_strategy": "no",
+        "seed": args.seed,
+    }
     peft_config = None
     if args.lora:
         from peft import LoraConfig

@@ -9,7 +9,8 @@ from rlce_trl.elect import parse_elect_output
 
 
 def sentences_of(row):
-    return dict((int(i), s) for i, s in re.findall(r"^Sentence (\d+): (.*)$", row["prompt"][-1]["content"], re.M))
+    found = re.findall(r"^Sentence (\d+): (.*)$", row["prompt"][-1]["content"], re.MULTILINE)
+    return {int(i): s for i, s in found}
 
 
 def test_seeded_and_distinct_seeds_differ():

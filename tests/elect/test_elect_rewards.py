@@ -35,8 +35,8 @@ def test_names_weights_and_range():
 
 @pytest.mark.parametrize("frames,think,format_ok", [("2,4", 544, True), ("", 544, False), ("2, 4, 4, 99", 304, True)])
 def test_correct_minus_wrong_gap_is_the_paper_algebra(frames, think, format_ok):
-    columns = dict(num_frames=[8], answer_options=[["A", "B"]], solution=["B"])
-    right, rv = total(output("B", frames, think), **columns)
+    columns = {"num_frames": [8], "answer_options": [["A", "B"]], "solution": ["B"]}
+    right, _ = total(output("B", frames, think), **columns)
     wrong, _ = total(output("A", frames, think), **columns)
     parse = parse_elect_output(output("B", frames, think), 8, ["A", "B"])
     s_fs = min(1, max(0, (len(parse.keyframes) - parse.invalid) / (1 + len(parse.keyframes))))
@@ -61,7 +61,7 @@ def test_contract_conversational_none_on_text_rows_and_missing_gold():
     funcs, _ = make_elect_reward_funcs()
     by_name = {f.__name__: f for f in funcs}
     conv = [[{"role": "assistant", "content": output()}], [{"role": "assistant", "content": output("A")}]]
-    cols = dict(solution=["B", None], answer_options=[["A", "B"]] * 2)
+    cols = {"solution": ["B", None], "answer_options": [["A", "B"]] * 2}
     fs = by_name["elect_frame_sensitive"](prompts=[None, None], completions=conv, num_frames=[8, None], **cols)
     assert fs == [pytest.approx(2 / 3), None]  # second row: no frames and no gold
     assert by_name["elect_accuracy"](prompts=[None] * 2, completions=conv, **cols) == [1.0, None]

@@ -25,7 +25,7 @@ def test_sampling_is_seeded_per_prompt_and_logprobs_are_raw(generator):
     again = generator.sample(PROMPTS[1:], SPECS)  # another batch composition: same candidates for the same prompt
     assert [s.text for s in again[0]] == [s.text for s in out[1]]
     assert again[0][1].token_logprobs == pytest.approx(out[1][1].token_logprobs)
-    assert [s.text for s in out[0]][0] == generator(PROMPTS[:1])[0]  # spec 0 is greedy
+    assert out[0][0].text == generator(PROMPTS[:1])[0]  # spec 0 is greedy
     tok, model = generator.tokenizer, generator.model
     for sampled in out[0]:
         assert all(lp <= 0 for lp in sampled.token_logprobs)

@@ -125,7 +125,7 @@ def test_resumable_run_with_bad_input_counted(tmp_path):
     assert summary["unparsed_candidates"] == 1
     o4 = summary["selectors"]["oracle"]["budgets"]["4"]
     assert o4["accuracy"] == 1.0 and o4["delta_vs_majority"] == pytest.approx(0.5)  # c: majority negative is wrong
-    for name, s in summary["selectors"].items():  # the oracle bounds every selector
+    for s in summary["selectors"].values():  # the oracle bounds every selector
         for b, m in s["budgets"].items():
             assert m["accuracy"] <= summary["selectors"]["oracle"]["budgets"][b]["accuracy"] + 1e-12
 

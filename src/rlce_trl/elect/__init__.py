@@ -19,7 +19,6 @@ from .election import (
     should_stop,
     trimmed_members,
 )
-from .rewards import PAPER_WEIGHTS, ElectRewardConfig, make_elect_reward_funcs
 from .parsing import (
     ELECT_SYSTEM_PROMPT,
     ElectParse,
@@ -29,16 +28,16 @@ from .parsing import (
     tail_confidence,
     transparency_score,
 )
+from .rewards import PAPER_WEIGHTS, ElectRewardConfig, make_elect_reward_funcs
 
 __all__ = [
     "ELECT_SYSTEM_PROMPT",
+    "PAPER_WEIGHTS",
     "Candidate",
     "ElectConfig",
     "ElectOutcome",
     "ElectParse",
     "ElectRewardConfig",
-    "PAPER_WEIGHTS",
-    "make_elect_reward_funcs",
     "Election",
     "apply_referee",
     "cluster_score",
@@ -47,6 +46,7 @@ __all__ = [
     "evidence_score",
     "frame_sensitive_score",
     "jaccard",
+    "make_elect_reward_funcs",
     "parse_elect_output",
     "repetition_ratio",
     "run_election",

@@ -12,6 +12,7 @@ majority answer, status `error`) are all counted in the summary.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import time
@@ -76,7 +77,7 @@ def select_rows(rows: Sequence[PoolRow], selectors: Sequence, budgets: Sequence[
                 for b in budgets:
                     items = [(r, s) for r in chunk if len(r.candidates) >= b
                              for s in budget_subsets(r.id, len(r.candidates), b, subsets, seed)]
-                    selections, errors = _run_selector(selector, items) if items else ([], 0)
+                    selections, _ = _run_selector(selector, items) if items else ([], 0)
                     for (row, subset), sel in zip(items, selections):
                         cell = records[row.id]["results"].setdefault(selector.name, {}).setdefault(str(b), [])
                         cell.append({"answer": sel.answer, "status": sel.status, "samples": sel.samples,
@@ -206,11 +207,11 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
 
 def format_table(summary: dict, reference: str = "majority") -> str:
     """A markdown table: one line per selector and budget."""
-    lines = [f"| selector | b | acc | Δ vs {reference} [95% CI] | McNemar p | reversal | harm | fallback | K | "
-             "calls/row | tokens/row | s/row |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [(f"| selector | b | acc | Δ vs {reference} [95% CI] | McNemar p | reversal | harm | fallback | K | "
+              "calls/row | tokens/row | s/row |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def pct(x):
-        return "–" if x is None or x != x else f"{100 * x:.1f}"
+        return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}"
 
     for name, s in summary["selectors"].items():
         cost = s["cost_per_row"]

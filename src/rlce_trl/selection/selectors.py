@@ -150,8 +150,9 @@ class ElectSelector:
     subset's candidates in order, K <= budget, stop rule and trimming per `cfg`; with a `referee` verifier, one
     batched Eq. 19 check for the items that have a runner-up."""
 
-    def __init__(self, cfg: ElectConfig = ElectConfig(), referee: Verifier | None = None, include_greedy: bool = True,
+    def __init__(self, cfg: ElectConfig | None = None, referee: Verifier | None = None, include_greedy: bool = True,
                  tokenizer=None, name: str | None = None):
+        cfg = cfg or ElectConfig()
         self.cfg, self.referee, self.include_greedy, self.tokenizer = cfg, referee, include_greedy, tokenizer
         self.name = name or ("elect" if cfg.use_frames else "elect_noframes")
 
@@ -209,6 +210,6 @@ class ElectSelector:
                        choices=tuple(REFEREE_DELTA), stage="elect_referee")
 
 
-def elect_once(candidates: Sequence[Candidate], cfg: ElectConfig = ElectConfig()):
+def elect_once(candidates: Sequence[Candidate], cfg: ElectConfig | None = None):
     """One non-adaptive election over all candidates (the fixed-K setting of Table 4)."""
-    return elect(list(candidates), cfg)
+    return elect(list(candidates), cfg or ElectConfig())
