@@ -92,7 +92,25 @@ def _add_report(subparsers) -> None:
     parser.set_defaults(func=_report)
 
 
-SUBCOMMANDS = [_add_prepare_prefeval, _add_evaluate, _add_analyze, _add_report]
+def _add_sample(subparsers) -> None:
+    from .selection.commands import add_sample_arguments, main_sample
+
+    parser = subparsers.add_parser("sample", help="Sample n candidates per row (text, answer, token log-probs) into a "
+                                   "pool that every selector of `rlce-trl select` reads; resumable.")
+    add_sample_arguments(parser)
+    parser.set_defaults(func=main_sample)
+
+
+def _add_select(subparsers) -> None:
+    from .selection.commands import add_select_arguments, main_select
+
+    parser = subparsers.add_parser("select", help="Run selectors (majority, rlce, elect, ...) over a sampled pool at "
+                                   "several budgets; accuracy, paired CIs against majority, costs; resumable.")
+    add_select_arguments(parser)
+    parser.set_defaults(func=main_select)
+
+
+SUBCOMMANDS = [_add_prepare_prefeval, _add_evaluate, _add_analyze, _add_report, _add_sample, _add_select]
 
 
 def build_parser() -> argparse.ArgumentParser:

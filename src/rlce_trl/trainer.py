@@ -255,6 +255,10 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
                 columns.setdefault(name, []).extend(values)
         for name, values in columns.items():
             self._log_completion_extra(name, values[start : start + len(prompts)])
+        # The same per-completion columns reach the reward functions as kwargs (Elect's label-free gate reads
+        # `rlce_verified_answer`); TRL passes every key of an input dict on.
+        inputs = [{**ex, **{name: values[start + i] for name, values in columns.items()}}
+                  for i, ex in enumerate(inputs)]
 
         self._log_rlce_metrics(mode, [e[2] for e in everyone], [e[3] for e in everyone])
         # State built across steps (static tests, rubric buffers) follows the prompt, whichever process scored it.

@@ -14,9 +14,28 @@ torch, transformers and vLLM are imported by the backend that is used, when it i
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 Generator = Callable[[Sequence[list[dict]]], list[str]]
 BACKENDS = ("auto", "vllm", "transformers")
+
+
+@dataclass(frozen=True)
+class SampleSpec:
+    """Decoding settings of one sampled candidate. `temperature == 0` is greedy (top-p, top-k, seed then unused)."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0  # 0 disables top-k
+    seed: int = 0
+
+
+@dataclass
+class Sampled:
+    """One sampled response and the log-probability of each generated token under the raw (untempered) model."""
+
+    text: str
+    token_logprobs: list[float]
 
 
 def _no_thinking(render: Callable, messages, **kwargs):
@@ -71,6 +90,58 @@ class TransformersGenerator:
             return tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False)
 
         return _generate_batched(self.model, tokenizer, texts, encode, self.max_new_tokens, self.batch_size)
+
+    def sample(self, prompts: Sequence[list[dict]], specs: Sequence[SampleSpec]) -> list[list[Sampled]]:
+        """`len(specs)` responses per prompt, with token log-probabilities (log-softmax of the raw logits at the
+        chosen tokens). Specs with equal decoding settings share one `generate` call per prompt
+        (`num_return_sequences`), seeded with the first spec's seed, so a prompt's candidates do not depend on which
+        other prompts are in the run (resumable sampling reproduces them)."""
+        import torch
+
+        tokenizer, model = self.tokenizer, self.model
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        device = next(model.parameters()).device
+        groups: dict[tuple, list[int]] = {}
+        for i, spec in enumerate(specs):
+            groups.setdefault((spec.temperature, spec.top_p, spec.top_k), []).append(i)
+        was_training = model.training
+        model.eval()
+        out: list[list[Sampled]] = []
+        try:
+            for prompt in prompts:
+                text = _no_thinking(tokenizer.apply_chat_template, list(prompt), tokenize=False,
+                                    add_generation_prompt=True)
+                batch = tokenizer([text], return_tensors="pt", add_special_tokens=False).to(device)
+                row: list[Sampled | None] = [None] * len(specs)
+                for (temperature, top_p, top_k), members in groups.items():
+                    greedy = temperature == 0
+                    kwargs = {"do_sample": False} if greedy else {
+                        "do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": top_k or None}
+                    torch.manual_seed(specs[members[0]].seed)
+                    with torch.no_grad():
+                        gen = model.generate(**batch, max_new_tokens=self.max_new_tokens, output_logits=True,
+                                             return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
+                                             num_return_sequences=1 if greedy else len(members), **kwargs)
+                    new = gen.sequences[:, batch["input_ids"].shape[1] :]
+                    logps = torch.stack(gen.logits, dim=1).float().log_softmax(-1)
+                    chosen = logps.gather(-1, new[:, : logps.shape[1], None]).squeeze(-1)
+                    for j, i in enumerate(members):
+                        k = 0 if greedy else j
+                        ids = new[k].tolist()
+                        stop = {tokenizer.eos_token_id, tokenizer.pad_token_id} | set(
+                            _as_list(getattr(model.generation_config, "eos_token_id", None)))
+                        length = next((t for t, tok in enumerate(ids) if tok in stop), len(ids))
+                        row[i] = Sampled(tokenizer.decode(ids[:length], skip_special_tokens=True),
+                                         chosen[k, :length].tolist())
+                out.append(row)
+        finally:
+            model.train(was_training)
+        return out
+
+
+def _as_list(value) -> list:
+    return [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 class VisionLanguageGenerator:
@@ -182,6 +253,26 @@ class VLLMGenerator:
             chat_template_kwargs={"enable_thinking": False},
         )
         return [o.outputs[0].text for o in outputs]
+
+    def sample(self, prompts: Sequence[list[dict]], specs: Sequence[SampleSpec]) -> list[list[Sampled]]:
+        """As [`TransformersGenerator.sample`]: one request per prompt and spec, `logprobs=0` returns the sampled
+        token's log-probability (vLLM's default `logprobs_mode` is the raw model output)."""
+        from vllm import SamplingParams
+
+        params = [
+            SamplingParams(temperature=s.temperature, top_p=s.top_p if s.temperature else 1.0,
+                           top_k=(s.top_k or -1) if s.temperature else -1, seed=s.seed, logprobs=0,
+                           max_tokens=self.params.max_tokens, n=1)
+            for s in specs
+        ]
+        conversations = [list(p) for p in prompts for _ in specs]
+        outputs = self.llm.chat(conversations, params * len(prompts), use_tqdm=False,
+                                chat_template_kwargs={"enable_thinking": False})
+        flat = []
+        for o in outputs:
+            c = o.outputs[0]
+            flat.append(Sampled(c.text, [lp[t].logprob for t, lp in zip(c.token_ids, c.logprobs or [])]))
+        return [flat[i * len(specs) : (i + 1) * len(specs)] for i in range(len(prompts))]
 
 
 def vllm_available() -> bool:

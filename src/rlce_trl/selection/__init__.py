@@ -1,0 +1,92 @@
+"""Inference-time selection over a shared candidate pool ("sample once, select many"): greedy, majority, USC,
+Policy-Judge, RLCE best-of-n, Elect, Elect-noframes and an oracle, with `rlce-trl sample` / `rlce-trl select` and a
+Python API for serving code:
+
+```python
+from rlce_trl.selection import select_answer
+
+choice = select_answer(["<think>...</think><keyframes>2</keyframes><answer>garden</answer>", ...], "elect",
+                       labels=["garden", "garage"], num_frames=8, token_logprobs=[[...], ...])
+choice.answer, choice.status
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..elect.election import ElectConfig
+from .pool import PoolRow, parse_candidate, read_pool, row_from_record, sample_pool
+from .protocol import budget_subsets, format_table, paired_bootstrap, select_rows, summarize
+from .selectors import (
+    ElectSelector,
+    GreedySelector,
+    MajoritySelector,
+    OracleSelector,
+    ScorerSelector,
+    Selection,
+    SingleSelector,
+    majority_answer,
+)
+
+PLAIN = {"greedy": GreedySelector, "single": SingleSelector, "majority": MajoritySelector, "oracle": OracleSelector}
+
+
+def make_selector(name: str, verifier=None, elect_config: ElectConfig | None = None, settings=None,
+                  referee: bool = False, tokenizer=None, **options):
+    """A selector by name: `greedy`, `single`, `majority`, `oracle`, `elect`, `elect_noframes`, or any reward method
+    of `rlce_trl.baselines.REWARD_METHODS` (`rlce`, `usc`, `policy_judge`, ...), which needs `verifier`."""
+    import dataclasses
+
+    if name in PLAIN:
+        return PLAIN[name]()
+    if name in ("elect", "elect_noframes"):
+        cfg = dataclasses.replace(elect_config or ElectConfig(), use_frames=name == "elect")
+        return ElectSelector(cfg, referee=verifier if referee else None, tokenizer=tokenizer, name=name)
+    from ..baselines import REWARD_METHODS
+
+    if name not in REWARD_METHODS:
+        valid = ", ".join([*PLAIN, "elect", "elect_noframes", *REWARD_METHODS])
+        raise ValueError(f"Unknown selector {name!r}; choose from {valid}.")
+    if verifier is None:
+        raise ValueError(f"Selector {name!r} needs a verifier: pass --verifier_model_name_or_path (the base model).")
+    return ScorerSelector(name, verifier, settings, **options)
+
+
+def select_answer(candidates: Sequence[str], selector: str = "majority", *, prompt=None, labels=None,
+                  token_logprobs: Sequence[Sequence[float]] | None = None, num_frames: int | None = None,
+                  greedy: str | None = None, verifier=None, **options) -> Selection:
+    """Select among `candidates` (response texts) for one prompt, with the selectors of `rlce-trl select`."""
+    record = {"id": "0", "prompt": prompt if prompt is not None else "", "answer_options": list(labels or []),
+              "num_frames": num_frames,
+              "candidates": [{"text": t, "token_logprobs": (token_logprobs or [None] * len(candidates))[i]}
+                             for i, t in enumerate(candidates)],
+              "greedy": {"text": greedy} if greedy is not None else None}
+    row = row_from_record(record)
+    chosen = make_selector(selector, verifier, **options)
+    (result,) = chosen.select([(row, list(range(len(candidates))))])
+    return result
+
+
+__all__ = [
+    "ElectSelector",
+    "GreedySelector",
+    "MajoritySelector",
+    "OracleSelector",
+    "PoolRow",
+    "ScorerSelector",
+    "Selection",
+    "SingleSelector",
+    "budget_subsets",
+    "format_table",
+    "majority_answer",
+    "make_selector",
+    "paired_bootstrap",
+    "parse_candidate",
+    "read_pool",
+    "row_from_record",
+    "sample_pool",
+    "select_answer",
+    "select_rows",
+    "summarize",
+]

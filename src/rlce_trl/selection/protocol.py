@@ -1,0 +1,228 @@
+"""The select protocol (next-capabilities §3.3): every selector on the same pool, budgets b <= n by seeded random
+b-subsets, per-row results appended to `selections.jsonl` (a rerun resumes), then a summary per selector and budget:
+accuracy, paired bootstrap CI of the difference to majority, reversal rate (majority wrong, a correct candidate
+exists: how often the selector is right), harm rate (majority right: how often the selector is wrong), fallback rate,
+mean candidates used, verifier calls / tokens / seconds per row.
+
+Bad input never stops a run: pool lines that cannot be read, candidates without an extractable answer, rows with
+fewer candidates than a budget (skipped for that budget), and a selector failing on a row (that row gets the
+majority answer, status `error`) are all counted in the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .pool import PoolRow, drop_partial_line
+from .selectors import Selection, majority_answer
+
+SELECTIONS_FILE = "selections.jsonl"
+
+
+def budget_subsets(row_id: str, n: int, budget: int, subsets: int, seed: int = 0) -> list[list[int]]:
+    """The candidate index lists of one row for one budget: all n in order when b == n, else `subsets` seeded random
+    b-subsets (in drawn order; Elect consumes them in that order)."""
+    if budget >= n:
+        return [list(range(n))]
+    rng = random.Random(f"{seed}:{row_id}:{budget}")
+    return [rng.sample(range(n), budget) for _ in range(subsets)]
+
+
+def _run_selector(selector, items) -> tuple[list[Selection], int]:
+    """Selections for all items; when the batched call fails, item by item, failures counted."""
+    try:
+        return selector.select(items), 0
+    except Exception:  # noqa: BLE001 - a selector's failure is data, reported per row
+        out, errors = [], 0
+        for row, subset in items:
+            try:
+                out.extend(selector.select([(row, subset)]))
+            except Exception:  # noqa: BLE001
+                errors += 1
+                out.append(Selection(majority_answer([row.candidates[i].answer for i in subset]), "error",
+                                     len(subset)))
+        return out, errors
+
+
+def select_rows(rows: Sequence[PoolRow], selectors: Sequence, budgets: Sequence[int], output_dir: str | os.PathLike,
+                subsets: int = 5, seed: int = 0, chunk_size: int = 16, log: Callable[[str], None] = print) -> Path:
+    """Run every selector on every row and budget; append one JSON line per row to `output_dir/selections.jsonl`."""
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / SELECTIONS_FILE
+    drop_partial_line(path)
+    done = set()
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                done.add(json.loads(line)["id"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    todo = [r for r in rows if r.id not in done]
+    with path.open("a", encoding="utf-8") as f:
+        for start in range(0, len(todo), chunk_size):
+            chunk = todo[start : start + chunk_size]
+            records = {r.id: {"id": r.id, "gold": r.gold, "n": len(r.candidates), "results": {}, "cost": {}}
+                       for r in chunk}
+            for selector in selectors:
+                verifier = getattr(selector, "verifier", None) or getattr(selector, "referee", None)
+                before = verifier.stats.snapshot() if verifier is not None else None
+                started = time.perf_counter()
+                for b in budgets:
+                    items = [(r, s) for r in chunk if len(r.candidates) >= b
+                             for s in budget_subsets(r.id, len(r.candidates), b, subsets, seed)]
+                    selections, _ = _run_selector(selector, items) if items else ([], 0)
+                    for (row, subset), sel in zip(items, selections):
+                        cell = records[row.id]["results"].setdefault(selector.name, {}).setdefault(str(b), [])
+                        cell.append({"answer": sel.answer, "status": sel.status, "samples": sel.samples,
+                                     "correct": row.is_correct(sel.answer), "subset": list(subset),
+                                     "any_correct": any(row.is_correct(row.candidates[i].answer) for i in subset)})
+                seconds = time.perf_counter() - started
+                work = verifier.stats.since(before) if verifier is not None else None
+                for r in chunk:  # the chunk's cost, shared evenly by its rows
+                    records[r.id]["cost"][selector.name] = {
+                        "calls": work.calls / len(chunk) if work else 0.0,
+                        "tokens": work.generated_tokens / len(chunk) if work else 0.0,
+                        "requests": work.requests / len(chunk) if work else 0.0,
+                        "seconds": seconds / len(chunk),
+                    }
+            for r in chunk:
+                rec = records[r.id]
+                rec["unparsed_candidates"] = sum(c.answer is None for c in r.candidates)
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            f.flush()
+            log(f"selected {min(start + chunk_size, len(todo))}/{len(todo)} rows")
+    return path
+
+
+def _mean(xs):
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def paired_bootstrap(diffs: Sequence[float], resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile interval of the mean of per-row paired differences."""
+    if not diffs:
+        return float("nan"), float("nan")
+    rng, n = random.Random(seed), len(diffs)
+    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+    return means[int(0.025 * resamples)], means[min(resamples - 1, int(0.975 * resamples))]
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts (selector right / reference wrong, and reverse)."""
+    from math import comb
+
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, k) for k in range(min(b, c) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def pool_stats(rows: Sequence[PoolRow], think_range=(64, 1024), ngram: int = 3) -> dict:
+    """Diagnostics of the candidates themselves (Elect paper Table 5 style): schema rate, mean cited fraction,
+    EGS against the gold evidence where rows have it, TI (mean tau), RR (mean rho), mean tail confidence."""
+    from ..data.synthetic import evidence_grounding_score
+    from ..elect.parsing import repetition_ratio, think_length, transparency_score
+
+    cands = [(r, c) for r in rows for c in r.candidates]
+    if not cands:
+        return {}
+    egs = [evidence_grounding_score(c.parse.keyframes, c.parse.invalid, r.evidence) for r, c in cands if r.evidence]
+    confs = [c.confidence for _, c in cands if c.confidence is not None]
+    frac = [len(c.parse.keyframes) / r.num_frames for r, c in cands if r.num_frames]
+    return {
+        "candidates": len(cands),
+        "schema_rate": _mean([float(c.parse.format_ok) for _, c in cands]),
+        "answer_rate": _mean([float(c.answer is not None) for _, c in cands]),
+        "cited_fraction": _mean(frac) if frac else None,
+        "EGS": _mean(egs) if egs else None,
+        "TI": _mean([transparency_score(think_length(c.parse.think), think_range) for _, c in cands]),
+        "RR": _mean([repetition_ratio(c.parse.think, ngram) for _, c in cands]),
+        "tail_conf": _mean(confs) if confs else None,
+    }
+
+
+def summarize(records: Sequence[dict], reference: str = "majority", resamples: int = 2000) -> dict:
+    """Per selector and budget: accuracy and its paired CI against `reference`, reversal, harm, fallback, samples,
+    costs, plus the counts of bad input."""
+    unparsed = sum(r.get("unparsed_candidates", 0) for r in records)
+    summary: dict = {"rows": len(records), "unparsed_candidates": unparsed,
+                     "candidates": sum(r.get("n", 0) for r in records), "selectors": {}}
+    names = list(dict.fromkeys(s for r in records for s in r["results"]))
+    for name in names:
+        per_budget = {}
+        budgets = sorted({int(b) for r in records for b in r["results"].get(name, {})})
+        for b in budgets:
+            acc, diffs, rev, harm, fallback, samples, errors, short = [], [], [], [], [], [], 0, 0
+            flips, discordant, single = 0, [0, 0], True
+            for r in records:
+                cells = r["results"].get(name, {}).get(str(b))
+                refs = r["results"].get(reference, {}).get(str(b))
+                if not cells:
+                    short += 1
+                    continue
+                if cells[0]["correct"] is None:
+                    continue
+                row_acc = _mean([float(c["correct"]) for c in cells])
+                acc.append(row_acc)
+                samples.append(_mean([c["samples"] for c in cells]))
+                fallback.append(_mean([float(c["status"] not in ("selected", "referee_flip")) for c in cells]))
+                errors += sum(c["status"] == "error" for c in cells)
+                flips += sum(c["status"] == "referee_flip" for c in cells)
+                single = single and len(cells) == 1
+                if refs and len(refs) == len(cells):
+                    discordant[0] += sum(bool(c["correct"]) and not m["correct"] for c, m in zip(cells, refs))
+                    discordant[1] += sum(not c["correct"] and bool(m["correct"]) for c, m in zip(cells, refs))
+                    diffs.append(row_acc - _mean([float(c["correct"]) for c in refs]))
+                    for c, m in zip(cells, refs):
+                        if not m["correct"]:
+                            if c.get("any_correct"):
+                                rev.append(float(c["correct"]))
+                        else:
+                            harm.append(float(not c["correct"]))
+            lo, hi = paired_bootstrap(diffs, resamples) if name != reference else (0.0, 0.0)
+            per_budget[str(b)] = {
+                "rows": len(acc), "accuracy": _mean(acc), "delta_vs_" + reference: _mean(diffs) if diffs else None,
+                "ci95": [lo, hi], "reversal_rate": _mean(rev) if rev else None, "reversal_rows": len(rev),
+                "harm_rate": _mean(harm) if harm else None, "fallback_rate": _mean(fallback), "errors": errors,
+                "rows_short": short, "mean_samples": _mean(samples), "referee_flips": flips,
+                # exact McNemar against the reference, when each row has one subset (b = n): paired 0/1 outcomes
+                "mcnemar_p": mcnemar_exact(*discordant) if single and diffs and name != reference else None,
+            }
+        costs = [r["cost"][name] for r in records if name in r.get("cost", {})]
+        summary["selectors"][name] = {
+            "budgets": per_budget,
+            "cost_per_row": {k: _mean([c[k] for c in costs]) for k in ("calls", "requests", "tokens", "seconds")}
+            if costs else {},
+        }
+    return summary
+
+
+def format_table(summary: dict, reference: str = "majority") -> str:
+    """A markdown table: one line per selector and budget."""
+    lines = [(f"| selector | b | acc | Δ vs {reference} [95% CI] | McNemar p | reversal | harm | fallback | K | "
+              "calls/row | tokens/row | s/row |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def pct(x):
+        return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}"
+
+    for name, s in summary["selectors"].items():
+        cost = s["cost_per_row"]
+        for b, m in s["budgets"].items():
+            delta = m.get("delta_vs_" + reference)
+            ci = "–" if delta is None or name == reference else (
+                f"{100 * delta:+.1f} [{100 * m['ci95'][0]:+.1f}, {100 * m['ci95'][1]:+.1f}]")
+            lines.append(
+                f"| {name} | {b} | {pct(m['accuracy'])} | {ci} | "
+                f"{'–' if m.get('mcnemar_p') is None else format(m['mcnemar_p'], '.3f')} | "
+                f"{pct(m['reversal_rate'])} | {pct(m['harm_rate'])} | "
+                f"{pct(m['fallback_rate'])} | {m['mean_samples']:.2f} | {cost.get('calls', 0):.2f} | "
+                f"{cost.get('tokens', 0):.1f} | {cost.get('seconds', 0):.3f} |")
+    return "\n".join(lines)
