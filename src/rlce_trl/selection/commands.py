@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..data.jsonl import read_jsonl
+
 DEFAULT_SELECTORS = "greedy,single,majority,elect,elect_noframes,oracle"
 
 
@@ -154,7 +156,7 @@ def main_select(args: argparse.Namespace, verifier=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     path = select_rows(rows, selectors, budgets, args.output_dir, args.subsets, args.seed, args.chunk_size)
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = read_jsonl(path, "selections file")
     summary = summarize(records)
     summary["unreadable_pool_lines"] = problems
     summary["pool_sizes"] = sizes

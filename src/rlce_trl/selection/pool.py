@@ -15,7 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data.jsonl import read_jsonl_lenient, repair_jsonl_tail
 from ..elect.parsing import ElectParse, parse_elect_output, tail_confidence
+from ..errors import MissingInputError
 from ..evidence.answers import match_label, normalize_answer
 
 POOL_FILE = "pool.jsonl"
@@ -90,7 +92,7 @@ def read_pool(path: str | os.PathLike, tail_fraction: float = 0.25) -> tuple[lis
     if path.is_dir():
         path = path / POOL_FILE
     if not path.exists():
-        raise FileNotFoundError(f"No pool at {path}: write one with `rlce-trl sample --output_dir DIR`.")
+        raise MissingInputError(f"No pool at {path}: write one with `rlce-trl sample --output_dir DIR`.")
     rows, problems = [], []
     with path.open(encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
@@ -101,16 +103,6 @@ def read_pool(path: str | os.PathLike, tail_fraction: float = 0.25) -> tuple[lis
             except (ValueError, TypeError, AttributeError) as error:
                 problems.append(f"{path.name}:{number}: {error}")
     return rows, problems
-
-
-def drop_partial_line(path: Path) -> None:
-    """Cut a last line left unfinished by an interruption, so that appending resumes on a clean line."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    data = path.read_bytes()
-    if not data.endswith(b"\n"):
-        with path.open("r+b") as f:
-            f.truncate(data.rfind(b"\n") + 1)
 
 
 # -- sampling ---------------------------------------------------------------------------------------------------------
@@ -144,14 +136,8 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
                              "--output_dir, or the same settings to resume.")
     settings_path.write_text(json.dumps(settings, indent=2))
     pool_path = out / POOL_FILE
-    drop_partial_line(pool_path)
-    done = set()
-    if pool_path.exists():
-        for line in pool_path.read_text(encoding="utf-8").splitlines():
-            try:
-                done.add(str(json.loads(line)["id"]))
-            except (ValueError, KeyError, TypeError):
-                continue  # a line cut by an interruption: that row is sampled again
+    repair_jsonl_tail(pool_path)  # a line cut by an interruption: that row is sampled again
+    done = {str(r["id"]) for r in read_jsonl_lenient(pool_path)[0] if "id" in r} if pool_path.exists() else set()
     valid = [isinstance(r, dict) and "id" in r and bool(r.get("prompt")) for r in rows]
     skipped = valid.count(False)
     todo = [r for r, ok in zip(rows, valid) if ok and str(r["id"]) not in done]

@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .pool import PoolRow, drop_partial_line
+from ..data.jsonl import read_jsonl_lenient, repair_jsonl_tail
+from .pool import PoolRow
 from .selectors import Selection, majority_answer
 
 SELECTIONS_FILE = "selections.jsonl"
@@ -56,14 +57,8 @@ def select_rows(rows: Sequence[PoolRow], selectors: Sequence, budgets: Sequence[
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / SELECTIONS_FILE
-    drop_partial_line(path)
-    done = set()
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                done.add(json.loads(line)["id"])
-            except (ValueError, KeyError, TypeError):
-                continue
+    repair_jsonl_tail(path)
+    done = {r["id"] for r in read_jsonl_lenient(path)[0] if "id" in r} if path.exists() else set()
     todo = [r for r in rows if r.id not in done]
     with path.open("a", encoding="utf-8") as f:
         for start in range(0, len(todo), chunk_size):
