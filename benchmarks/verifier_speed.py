@@ -191,6 +191,8 @@ def main(argv=None) -> dict:
             requests, stage = call["requests"], call["stage"]
             old_replies, old_s = timed(old, requests)
             new_replies, new_s = timed(new, requests)
+            print(f"  G={size} {stage:<13} {len(requests):4d} requests: previous {old_s:7.2f} s, new {new_s:7.2f} s",
+                  flush=True)
             work = new.last_work
             row = stages.setdefault(stage, {"requests": 0, "old_s": 0.0, "new_s": 0.0, "old_tokens": 0,
                                             "new_tokens": 0, "forward_s": 0.0, "shared_s": 0.0, "prompt_tokens": 0,
