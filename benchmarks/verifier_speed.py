@@ -79,7 +79,11 @@ def record_stages(verifier, groups, settings) -> list[dict]:
 
         def _generate(self, requests):
             calls.append({"stage": ",".join(sorted({r.stage for r in requests})), "requests": requests})
-            return verifier.generate(requests)
+            start = time.perf_counter()
+            replies = verifier.generate(requests)
+            print(f"  recorded {calls[-1]['stage']:<13} {len(requests):4d} requests in "
+                  f"{time.perf_counter() - start:7.2f} s", flush=True)
+            return replies
 
     EvidencePipeline(Recording(), settings).score(groups)
     return calls
