@@ -111,10 +111,11 @@ class Rows:
         self.cache = DynamicCache()
         if longest:
             layers = []
-            for layer in range(len(prefixes[0][0])):
+            model_kv = next(kv for kv, length in prefixes if length)
+            for layer in range(len(model_kv)):
                 keys, values = [], []
                 for kv, length in prefixes:
-                    k, v = kv[layer]
+                    k, v = kv[layer] if length else (model_kv[layer][0][:, :, :0], model_kv[layer][1][:, :, :0])
                     pad = longest - length
                     keys.append(torch.nn.functional.pad(k, (0, 0, pad, 0)) if pad else k)
                     values.append(torch.nn.functional.pad(v, (0, 0, pad, 0)) if pad else v)
@@ -147,7 +148,7 @@ class Rows:
         self.work.forward_calls += 1
         self.work.by_kind[kind] = self.work.by_kind.get(kind, 0) + real
         self.work.seconds_by_kind[kind] = self.work.seconds_by_kind.get(kind, 0.0) + time.perf_counter() - start
-        if width == 1:
+        if kind == "decode":
             self.work.decode_steps += 1
         return out.logits[:, -1].float()
 

@@ -1,10 +1,19 @@
 """The transformers backend: a frozen Hugging Face model generating in-process (CPU, tests, small models).
 
-One `generate` call of the pipeline becomes a few `model.generate` calls: requests are grouped by decoding settings
-(greedy or sampled, `n`, output constraint), sorted by prompt length so padding stays small, and cut into
-micro-batches of `batch_size` prompts. Structured output is enforced with `prefix_allowed_tokens_fn`: guided choice
-(verdicts come back as exactly "yes", "no" or "unknown") and JSON objects whose fields are string enums (the
-equivalence reply); any other schema is left to the tolerant parser.
+One `generate` call of the pipeline is answered without `model.generate` (see `kv_decoding.py`):
+
+- requests are grouped by decoding settings, then by shared token prefix (a group's sample context: the verifier
+  prompts put it first); each shared prefix is read ONCE and every request continues from its key/value cache, in
+  rows of up to `batch_size` prompts (each sampled `n` times from the same cache);
+- closed replies (guided choice: the verdicts; a JSON object of string enums: the equivalence reply) are decided
+  from the logits at their decision slots: the forced text between slots is fed in one forward with each decision,
+  never decoded token by token; the log-probabilities of the choices come back as `Reply.choice_logprobs`;
+- free text (construction) is decoded one cached step per token, finished rows dropped from the batch.
+
+Every decision is the arg-max over the allowed tokens, as a constrained greedy `generate` takes it, so verdicts and
+equivalence decisions are those of the previous backend (which `shared_prefixes = False` still runs). Sampled
+replies under a constraint, and models whose generation config adds logits processors, go through `model.generate`
+with `prefix_allowed_tokens_fn`, as before.
 """
 
 from __future__ import annotations
