@@ -102,12 +102,15 @@ def test_choice_logprobs_are_the_logits_at_the_decision_slot(verifier):
         assert first[reply.texts[0]] == decided
 
 
-def test_greedy_free_text_and_n_equal_generate(verifier):
-    requests = [Request(messages=validation_messages(c, t), sampling=Sampling(max_tokens=12, n=2))
+def test_greedy_free_text_equals_generate(verifier):
+    requests = [Request(messages=validation_messages(c, t), sampling=Sampling(max_tokens=12))
                 for c in CONTEXTS for t in CLAIMS[:3]]
     new, old, _ = both(verifier, requests)
     same_replies(new, old)
     assert all(r.choice_logprobs is None for r in new)
+    # greedy with n > 1 (which `generate` refuses): n copies of the one greedy reply
+    (twice,) = verifier.generate([Request(messages=requests[0].messages, sampling=Sampling(max_tokens=12, n=2))])
+    assert twice.texts == new[0].texts * 2 and twice.num_tokens == 2 * new[0].num_tokens
 
 
 def test_sampling_with_top_k_1_is_greedy_and_counts_tokens(verifier):
@@ -116,9 +119,9 @@ def test_sampling_with_top_k_1_is_greedy_and_counts_tokens(verifier):
                        stage="construction") for r in greedy]
     before = verifier.stats.snapshot()
     replies = verifier.generate(sampled)
-    assert [r.texts for r in replies] == [r.texts * 3 for r in verifier.generate(greedy)]
     work = verifier.stats.since(before)
     assert work.generated_tokens == sum(r.num_tokens for r in replies) > 0
+    assert [r.texts for r in replies] == [r.texts * 3 for r in verifier.generate(greedy)]
 
 
 def test_sampled_rows_differ_and_decode_without_padding(verifier):
