@@ -125,7 +125,7 @@ def compare_whole_replies(url: str, calls: list[dict]) -> dict:
                 replies = client.generate(requests)
                 row[f"{name}_s"] = row.get(f"{name}_s", 0.0) + time.perf_counter() - start
                 row[f"{name}_tokens"] = row.get(f"{name}_tokens", 0) + sum(r.num_tokens for r in replies)
-                row[name] = [parse_equivalence(r.texts[0], len(r.json_schema["required"]))[0]
+                row[name] = [parse_equivalence(r.texts[0], len(q.json_schema["required"]))[0]
                              if q.json_schema else r.texts[0] for q, r in zip(requests, replies)]
         row["requests"] += len(requests)
         row["differ"] += sum(a != b for a, b in zip(row.pop("whole"), row.pop("one_token")))
