@@ -22,7 +22,6 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable
-from itertools import groupby
 
 import torch
 
@@ -254,9 +253,8 @@ class TransformersVerifier(Verifier):
             else:
                 rows.repeat(repeat)
                 logits = logits.repeat_interleave(repeat, dim=0)
-                top_k = sampling.top_k or None
                 pick = (lambda x: torch.argmax(x, dim=-1)) if sampling.greedy else (
-                    lambda x: sample_tokens(x, sampling.temperature, top_k, sampling.top_p))
+                    lambda x, s=sampling: sample_tokens(x, s.temperature, s.top_k or None, s.top_p))
                 results = decode(rows, logits, sampling.max_tokens, self.eos_ids, pick)
             for i, (_, k) in enumerate(chunk):
                 mine = results[i * repeat : (i + 1) * repeat] * (sampling.n if repeat == 1 else 1)
