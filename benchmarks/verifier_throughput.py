@@ -64,7 +64,7 @@ def build_groups(n: int, source: str):
 class Recorder:
     """Wraps a verifier: forwards every batch, records (requests, stage, seconds, generated tokens)."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, url: str | None = None):
         from rlce_trl.verifiers.base import Verifier
 
         class _Recording(Verifier):
@@ -72,16 +72,21 @@ class Recorder:
             supports_structured_output = inner.supports_structured_output
 
             def _generate(this, requests):
+                before = prefix_counters(url) if url else (0.0, 0.0)
                 start = time.perf_counter()
                 replies = inner.generate(requests)
+                seconds = time.perf_counter() - start
+                after = prefix_counters(url) if url else (0.0, 0.0)
                 print(f"  vllm         {','.join(sorted({r.stage for r in requests})):<14} {len(requests):4d} requests "
                       f"{sum(r.num_tokens for r in replies):6d} tokens {time.perf_counter() - start:7.2f} s", flush=True)
                 self.calls.append({
                     "requests": requests,
                     "stage": ",".join(sorted({r.stage for r in requests})),
-                    "seconds": time.perf_counter() - start,
+                    "seconds": seconds,
                     "tokens": sum(r.num_tokens for r in replies),
                     "failed": sum(r.error is not None for r in replies),
+                    "prefix_queries": after[0] - before[0],
+                    "prefix_hits": after[1] - before[1],
                 })
                 return replies
 
@@ -102,6 +107,35 @@ def prefix_counters(url: str) -> tuple[float, float]:
     return queries, hits
 
 
+def compare_whole_replies(url: str, calls: list[dict]) -> dict:
+    """The greedy stages again, as whole constrained replies (the previous client) and as one-token decisions:
+    seconds, generated tokens, and whether every decision is the same."""
+    from rlce_trl.evidence.canonicalization import parse_equivalence
+    from rlce_trl.verifiers.server import ServerVerifier
+
+    out: dict[str, dict] = {}
+    for call in calls:
+        requests = call["requests"]
+        if not all(r.sampling.greedy and (r.choices or r.json_schema) for r in requests):
+            continue
+        row = out.setdefault(call["stage"], {"requests": 0, "differ": 0})
+        for name, flag in (("whole", False), ("one_token", True)):
+            with ServerVerifier(url, timeout_s=600, one_token_decisions=flag) as client:
+                start = time.perf_counter()
+                replies = client.generate(requests)
+                row[f"{name}_s"] = row.get(f"{name}_s", 0.0) + time.perf_counter() - start
+                row[f"{name}_tokens"] = row.get(f"{name}_tokens", 0) + sum(r.num_tokens for r in replies)
+                row[name] = [parse_equivalence(r.texts[0], len(q.json_schema["required"]))[0]
+                             if q.json_schema else r.texts[0] for q, r in zip(requests, replies)]
+        row["requests"] += len(requests)
+        row["differ"] += sum(a != b for a, b in zip(row.pop("whole"), row.pop("one_token")))
+    for stage, row in out.items():
+        print(f"vLLM {stage}: whole replies {row['whole_s']:.2f} s / {row['whole_tokens']} tokens, one-token "
+              f"decisions {row['one_token_s']:.2f} s / {row['one_token_tokens']} tokens; "
+              f"{row['requests'] - row['differ']}/{row['requests']} decisions the same", flush=True)
+    return out
+
+
 def summarize(calls: list[dict]) -> dict:
     by_stage: dict[str, dict] = defaultdict(lambda: {"calls": 0, "requests": 0, "tokens": 0, "seconds": 0.0,
                                                       "failed": 0})
@@ -113,9 +147,12 @@ def summarize(calls: list[dict]) -> dict:
             s["tokens"] += call["tokens"]
             s["seconds"] += call["seconds"]
             s["failed"] += call["failed"]
+            s["prefix_queries"] = s.get("prefix_queries", 0.0) + call.get("prefix_queries", 0.0)
+            s["prefix_hits"] = s.get("prefix_hits", 0.0) + call.get("prefix_hits", 0.0)
     for s in by_stage.values():
         s["requests_per_s"] = s["requests"] / s["seconds"] if s["seconds"] else 0.0
         s["tokens_per_s"] = s["tokens"] / s["seconds"] if s["seconds"] else 0.0
+        s["prefix_hit_rate"] = s["prefix_hits"] / s["prefix_queries"] if s.get("prefix_queries") else None
     return dict(by_stage)
 
 
@@ -170,13 +207,14 @@ def main(argv=None) -> dict:
         url = process.base_url
     try:
         client = ServerVerifier(url, timeout_s=600)
-        recorder = Recorder(client)
+        recorder = Recorder(client, url)
         q0, h0 = prefix_counters(url)
         t0 = time.perf_counter()
         results, _ = EvidencePipeline(recorder.verifier, settings).score(groups)
         vllm_wall = time.perf_counter() - t0
         q1, h1 = prefix_counters(url)
         client.close()
+        whole = compare_whole_replies(url, recorder.calls)
     finally:
         if process is not None:
             process.stop()
@@ -207,17 +245,19 @@ def main(argv=None) -> dict:
         "model": str(model_dir), "source": source, "groups": len(groups), "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(), "vllm_server_startup_s": startup_s, "vllm_pipeline_wall_s": vllm_wall,
         "group_statuses": [r.status for r in results],
-        "vllm": vllm, "transformers": hf, "vllm_prefix_cache": prefix,
+        "vllm": vllm, "transformers": hf, "vllm_prefix_cache": prefix, "vllm_whole_vs_one_token": whole,
     }
     print(f"\nmodel {model_dir}, {len(groups)} groups from {source}, {os.cpu_count()} CPUs")
-    print(f"{'stage':<14}{'backend':<14}{'requests':>9}{'tokens':>8}{'seconds':>9}{'req/s':>8}{'tok/s':>8}")
+    print(f"{'stage':<14}{'backend':<14}{'requests':>9}{'tokens':>8}{'seconds':>9}{'req/s':>8}{'tok/s':>8}"
+          f"{'prefix hits':>12}")
     for stage in vllm:
         for name, table in (("vllm", vllm), ("transformers", hf)):
             if table is None or stage not in table:
                 continue
             s = table[stage]
+            hits = f"{s['prefix_hit_rate']:.1%}" if name == "vllm" and s.get("prefix_hit_rate") is not None else ""
             print(f"{stage:<14}{name:<14}{s['requests']:>9}{s['tokens']:>8}{s['seconds']:>9.2f}"
-                  f"{s['requests_per_s']:>8.2f}{s['tokens_per_s']:>8.1f}")
+                  f"{s['requests_per_s']:>8.2f}{s['tokens_per_s']:>8.1f}{hits:>12}")
     if prefix["hit_rate"] is not None:
         print(f"vLLM prefix cache: {prefix['hit_tokens']:.0f} of {prefix['queried_tokens']:.0f} prompt tokens hit "
               f"({100 * prefix['hit_rate']:.1f}%)")

@@ -213,6 +213,7 @@ def one_configuration(args) -> dict:
         "trainer_process_peak_gib": sampler.peak.get(me, 0) / GIB,
         "gpu_used_peak_gib": sampler.peak_used / GIB,
         "seconds": {"verifier_start": verifier_start_s, "trainer_init": trainer_init_s, "train_step": train_s},
+        "verifier_seconds": sum(e.get("rlce/verifier_seconds", 0.0) for e in logs),
         "verifier_calls": sum(e.get("rlce/verifier_calls", 0) for e in logs),
         "verifier_failed_requests": sum(e.get("rlce/verifier_failed_requests", 0) for e in logs),
         "steps_logged": len(logs),
@@ -220,6 +221,19 @@ def one_configuration(args) -> dict:
     result["ok"] = result["steps_logged"] == 1 and result["verifier_calls"] >= 1 and \
         result["verifier_failed_requests"] == 0
     return result
+
+
+def step_report(result: dict) -> str:
+    """One co-located step in a line: step time, the verifier's seconds and share of it, and peak GPU memory per
+    part (the verifier server's process tree, TRL's policy engine, training in PyTorch's allocator)."""
+    step = result["seconds"]["train_step"]
+    verifier = result.get("verifier_seconds", 0.0)
+    return (
+        f"TRL sleep {result['trl_sleep_mode']}: step {step:.1f} s, verifier {verifier:.1f} s "
+        f"({verifier / step if step else 0.0:.0%} of the step); peak memory: verifier "
+        f"{result['verifier_peak_gib']:.2f} GiB, policy engine {result['policy_engine_gib']:.2f} GiB, training "
+        f"{result['training_torch_peak_gib']:.2f} GiB (GPU used at peak {result['gpu_used_peak_gib']:.2f} GiB)"
+    )
 
 
 def main() -> int:
@@ -269,6 +283,7 @@ def main() -> int:
               f"      {r['policy_engine_gib']:7.2f} / {r['policy_engine_budget_gib']:6.2f} GiB"
               f"      {r['training_torch_peak_gib']:7.2f} GiB        {r['trainer_process_peak_gib']:6.2f} GiB"
               f"  {r['gpu_used_peak_gib']:6.2f}  {r['seconds']['train_step']:6.1f}  {r['ok']}")
+    print("\n".join(step_report(r) for r in results if "verifier_peak_gib" in r))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0 if results and all(r.get("ok") for r in results) else 1

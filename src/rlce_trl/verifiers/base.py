@@ -62,16 +62,42 @@ class Request:
 
 @dataclass
 class Reply:
-    """The backend's answer to one [`Request`]: `sampling.n` texts, or an error that the stage counts as abstention."""
+    """The backend's answer to one [`Request`]: `sampling.n` texts, or an error that the stage counts as abstention.
+
+    `choice_logprobs` keeps the model's confidence in each closed decision of a greedy constrained request (`None`
+    otherwise, and on backends that cannot report it). Values are natural-log probabilities under the model's full
+    softmax at the slot where the decision is taken (before the constraint masks other tokens; not renormalised over
+    the choices, so `logsumexp` of a slot's values is the mass the model put on the allowed choices), of the token
+    that starts each choice: exactly the choice's log-probability when the choice is one token, as the verdicts and
+    `same` / `different` are for SmolLM2 and most BPE vocabularies. Keys:
+
+    - guided choice (`Request.choices`): the choice itself, e.g. `{"yes": -0.1, "no": -2.5, "unknown": -3.9}`;
+    - a JSON object of string enums (`Request.json_schema`, the equivalence reply): `"<field>=<option>"`, e.g.
+      `{"P1=same": -0.3, "P1=different": -1.4, "P2=same": ...}`, each slot scored given the reply written so far
+      (the earlier decisions). [`slot_logprobs`] splits them per field.
+
+    A choice the backend could not score (a server's top-`k` logprobs did not include it) is left out of the dict.
+    """
 
     texts: list[str]
     finish_reasons: list[str]  # "stop", "length" (hit max_tokens) or "error", one per text
     num_tokens: int = 0  # generated tokens over all texts
     error: str | None = None
+    choice_logprobs: dict[str, float] | None = None
 
     @classmethod
     def failed(cls, n: int, error: str) -> Reply:
         return cls(texts=[""] * n, finish_reasons=["error"] * n, num_tokens=0, error=error)
+
+
+def slot_logprobs(choice_logprobs: dict[str, float] | None) -> dict[str | None, dict[str, float]]:
+    """`Reply.choice_logprobs` per decision slot: `{field: {option: logprob}}` for a JSON reply, `{None: {choice:
+    logprob}}` for guided choice (keys without `=`)."""
+    slots: dict[str | None, dict[str, float]] = {}
+    for key, value in (choice_logprobs or {}).items():
+        field_name, sep, option = key.partition("=")
+        slots.setdefault(field_name if sep else None, {})[option if sep else key] = value
+    return slots
 
 
 @dataclass

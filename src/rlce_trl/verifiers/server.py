@@ -44,6 +44,7 @@ from ..video.media import openai_messages
 from .base import Reply, Request, Verifier, VerifierUnavailableError
 from .openai_http import HTTPRequestError, OpenAIHTTPClient, TransportStats
 from .routing import assign_urls, prefix_blocks  # noqa: F401  (prefix_blocks: public here since the first release)
+from .decisions import decide
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,8 @@ class ServerVerifier(Verifier):
             are still starting.
         extra_body: extra JSON fields sent with every request (e.g. `{"seed": 0}`, `{"chat_template_kwargs":
             {"enable_thinking": False}}`).
+        one_token_decisions: greedy guided-choice and JSON-of-enums requests are decided one generated token per
+            decision, with the choices' logprobs (`verifiers/decisions.py`); `False` sends them whole.
     """
 
     name = "vllm-server"
@@ -124,6 +127,7 @@ class ServerVerifier(Verifier):
         health_check: bool = True,
         health_wait_s: float = 0.0,
         extra_body: dict | None = None,
+        one_token_decisions: bool = True,
     ) -> None:
         super().__init__()
         import httpx  # noqa: F401  (fail here, with pip's name, rather than mid-training)
@@ -148,6 +152,7 @@ class ServerVerifier(Verifier):
         self.structured_output = structured_output
         self.vllm_sampling_extras = vllm_sampling_extras
         self.extra_body = dict(extra_body or {})
+        self.one_token_decisions = one_token_decisions
         self.supports_structured_output = structured_output != "none"
         self.server_stats = ServerStats()
         self.consecutive_failed_calls = 0
@@ -248,6 +253,7 @@ class ServerVerifier(Verifier):
             if s.top_k and self.vllm_sampling_extras:
                 body["top_k"] = s.top_k
         body.update(self.extra_body)
+        body.update(getattr(request, "payload_extra", None) or {})  # one-token decisions (decisions.py)
         if structured and (request.choices or request.json_schema is not None):
             if self.structured_output == "guided":
                 if request.choices:
@@ -275,13 +281,20 @@ class ServerVerifier(Verifier):
             reasons.append("length" if reason == "length" else "error" if reason in ("abort", "error") else "stop")
         usage = data.get("usage") or {}
         num_tokens = int(usage.get("completion_tokens") or 0)
+        # the first generated token's top logprobs, by token text (decisions.py maps them onto the choices)
+        first = ((choices[0].get("logprobs") or {}).get("content") or [None])[0] if choices else None
+        logprobs = None
+        if isinstance(first, dict):
+            logprobs = {e["token"]: float(e["logprob"]) for e in first.get("top_logprobs") or [] if "token" in e}
+            if "token" in first and "logprob" in first:
+                logprobs[first["token"]] = float(first["logprob"])
         if len(texts) < n:
             missing = n - len(texts)
             return Reply(
                 texts + [""] * missing, reasons + ["error"] * missing, num_tokens,
                 error=f"server returned {len(texts)} of {n} choices",
             )
-        return Reply(texts, reasons, num_tokens)
+        return Reply(texts, reasons, num_tokens, choice_logprobs=logprobs)
 
     # ------------------------------------------------------------------ one request
 
@@ -383,6 +396,11 @@ class ServerVerifier(Verifier):
                 logger.warning("Verifier server %s is back.", self._shown(url))
 
     def _generate(self, requests: list[Request]) -> list[Reply]:
+        if self.one_token_decisions and self.structured_output != "none":
+            return decide(requests, self._send)  # closed greedy requests: one generated token per decision
+        return self._send(requests)
+
+    def _send(self, requests: list[Request]) -> list[Reply]:
         if self._closed:
             raise RuntimeError("ServerVerifier.generate called after close().")
         self._before_call()

@@ -1,10 +1,19 @@
 """The transformers backend: a frozen Hugging Face model generating in-process (CPU, tests, small models).
 
-One `generate` call of the pipeline becomes a few `model.generate` calls: requests are grouped by decoding settings
-(greedy or sampled, `n`, output constraint), sorted by prompt length so padding stays small, and cut into
-micro-batches of `batch_size` prompts. Structured output is enforced with `prefix_allowed_tokens_fn`: guided choice
-(verdicts come back as exactly "yes", "no" or "unknown") and JSON objects whose fields are string enums (the
-equivalence reply); any other schema is left to the tolerant parser.
+One `generate` call of the pipeline is answered without `model.generate` (see `kv_decoding.py`):
+
+- requests are grouped by decoding settings, then by shared token prefix (a group's sample context: the verifier
+  prompts put it first); each shared prefix is read ONCE and every request continues from its key/value cache, in
+  rows of up to `batch_size` prompts (each sampled `n` times from the same cache);
+- closed replies (guided choice: the verdicts; a JSON object of string enums: the equivalence reply) are decided
+  from the logits at their decision slots: the forced text between slots is fed in one forward with each decision,
+  never decoded token by token; the log-probabilities of the choices come back as `Reply.choice_logprobs`;
+- free text (construction) is decoded one cached step per token, finished rows dropped from the batch.
+
+Every decision is the arg-max over the allowed tokens, as a constrained greedy `generate` takes it, so verdicts and
+equivalence decisions are those of the previous backend (which `shared_prefixes = False` still runs). Sampled
+replies under a constraint, and models whose generation config adds logits processors, go through `model.generate`
+with `prefix_allowed_tokens_fn`, as before.
 """
 
 from __future__ import annotations
@@ -13,13 +22,22 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable
-from itertools import groupby
 
 import torch
 
 from .base import Reply, Request, Verifier
+from .kv_decoding import Rows, Work, decode, greedy_walk, plan_prefixes, prefill_prefix, sample_tokens
 
 logger = logging.getLogger(__name__)
+
+#: Generation-config fields that make `generate` add logits processors; a model that sets any of them is answered
+#: through `generate` itself, so that its decisions stay exactly `generate`'s.
+_PROCESSOR_FIELDS = (
+    "no_repeat_ngram_size", "bad_words_ids", "min_length", "min_new_tokens", "suppress_tokens",
+    "begin_suppress_tokens", "forced_bos_token_id", "forced_eos_token_id", "sequence_bias", "min_p", "typical_p",
+    "epsilon_cutoff", "eta_cutoff", "encoder_repetition_penalty", "exponential_decay_length_penalty",
+    "renormalize_logits", "watermarking_config", "guidance_scale", "top_h",
+)
 
 
 def template_of(choices: tuple[str, ...] | None, schema: dict | None) -> list[str | tuple[str, ...]] | None:
@@ -41,41 +59,77 @@ def template_of(choices: tuple[str, ...] | None, schema: dict | None) -> list[st
     return template
 
 
+def slot_names(choices: tuple[str, ...] | None, schema: dict | None) -> list[str | None]:
+    """The name of each choice slot of `template_of(choices, schema)`: `None` for guided choice, the JSON field
+    names for an object of enums (the keys of `Reply.choice_logprobs` are built from them)."""
+    return [None] if choices else list((schema or {}).get("required", []))
+
+
 class _TemplateAutomaton:
     """Token-level constraint for a template: literal pieces are forced token by token, a choice slot allows the
     tokens of any of its options (a trie), and end-of-sequence comes after the last piece. The token sequence may
     differ from how the tokenizer would split the whole text, but it decodes to exactly a valid reply."""
 
-    def __init__(self, tokenizer, template: list[str | tuple[str, ...]], eos_id: int):
+    def __init__(self, tokenizer, template: list[str | tuple[str, ...]], eos_id: int,
+                 names: list[str | None] | None = None):
         self.eos_id = eos_id
         self.pieces: list[dict] = []  # each piece is a trie: token -> subtrie; {} marks the end of an option
-        for piece in template:
+        self.first_tokens: dict[int, dict[int, list[str]]] = {}  # choice piece -> first token -> its options
+        self.labels: dict[int, str | None] = {}  # choice piece -> slot name (None: guided choice)
+        slot_iter = iter(names or [])
+        for index, piece in enumerate(template):
             options = [piece] if isinstance(piece, str) else list(piece)
             trie: dict = {}
             for option in options:
                 node = trie
-                for token in tokenizer(option, add_special_tokens=False)["input_ids"]:
+                tokens = tokenizer(option, add_special_tokens=False)["input_ids"]
+                for token in tokens:
                     node = node.setdefault(token, {})
                 node[None] = {}
+                if not isinstance(piece, str) and tokens:
+                    self.first_tokens.setdefault(index, {}).setdefault(tokens[0], []).append(option)
+            if not isinstance(piece, str):
+                self.labels[index] = next(slot_iter, None)
             self.pieces.append(trie)
 
-    def allowed(self, generated: list[int]) -> list[int]:
-        piece, node = 0, self.pieces[0] if self.pieces else {}
+    def _walk(self, generated: list[int]) -> tuple[int, dict, int] | None:
+        """(piece, trie node, tokens taken inside the piece) after `generated`; `None` past the end or off the
+        template."""
+        piece, node, depth = 0, self.pieces[0] if self.pieces else {}, 0
         for token in generated:
             while None in node and token not in node:  # an option ended: move on to the next piece
                 piece += 1
                 if piece == len(self.pieces):
-                    return [self.eos_id]
-                node = self.pieces[piece]
+                    return None
+                node, depth = self.pieces[piece], 0
             if token not in node:
-                return [self.eos_id]
-            node = node[token]
+                return None
+            node, depth = node[token], depth + 1
+        return piece, node, depth
+
+    def allowed(self, generated: list[int]) -> list[int]:
+        state = self._walk(generated)
+        if state is None:
+            return [self.eos_id]
+        piece, node, _ = state
         allowed = [t for t in node if t is not None]
         if None in node:  # the current option may end here: the next piece may start, or the reply may end
             allowed += [t for t in self.pieces[piece + 1] if t is not None] if piece + 1 < len(self.pieces) else [
                 self.eos_id
             ]
         return allowed or [self.eos_id]
+
+    def slot_entered(self, generated: list[int], token: int) -> int | None:
+        """The choice piece that `token` opens after `generated` (its first token), else `None`."""
+        state = self._walk([*generated, token])
+        if state is None:
+            return None
+        piece, _, depth = state
+        return piece if piece in self.first_tokens and depth == 1 else None
+
+    def slot_key(self, piece: int, option: str) -> str:
+        label = self.labels.get(piece)
+        return option if label is None else f"{label}={option}"
 
 
 class TransformersVerifier(Verifier):
@@ -113,32 +167,103 @@ class TransformersVerifier(Verifier):
         eos = model.generation_config.eos_token_id
         self.eos_ids = sorted({*([eos] if isinstance(eos, int) else (eos or [])), tokenizer.eos_token_id} - {None})
         self._automata: dict[str, _TemplateAutomaton] = {}
+        #: Read shared prompt prefixes once and closed decisions at their slots (False: every request through
+        #: `model.generate`, the previous behaviour, kept for comparisons).
+        self.shared_prefixes = True
+        #: Token accounting of the last `generate` call (prefill, padding, decode steps), for benchmarks.
+        self.last_work = Work()
 
     def _prompt(self, request: Request) -> str:
         return self.tokenizer.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
 
     def _generate(self, requests: list[Request]) -> list[Reply]:
-        # Each prompt is tokenized once: its length orders the batches, its ids are padded into them.
+        # Each prompt is tokenized once; requests with the same decoding settings are answered together.
         ids = [self.tokenizer(self._prompt(r), add_special_tokens=False)["input_ids"] for r in requests]
         settings = [
             repr((r.sampling, r.choices or (), json.dumps(r.json_schema, sort_keys=True) if r.json_schema else ""))
             for r in requests
         ]
-        order = sorted(range(len(requests)), key=lambda k: (settings[k], len(ids[k])))
         replies: list[Reply | None] = [None] * len(requests)
+        self.last_work = Work()
         was_training = self.model.training
         with self.context(), torch.inference_mode():
             self.model.eval()
             try:
-                for _, same in groupby(order, key=settings.__getitem__):
-                    same = list(same)
+                for key in dict.fromkeys(settings):
+                    same = [k for k in range(len(requests)) if settings[k] == key]
+                    request = requests[same[0]]
+                    if self._fast_path(request):
+                        self._generate_shared(ids, same, request, replies)
+                        continue
+                    same.sort(key=lambda k: len(ids[k]))  # the generate path: short prompts together, less padding
                     for start in range(0, len(same), self.batch_size):
                         chunk = same[start : start + self.batch_size]
-                        for k, reply in zip(chunk, self._generate_chunk([ids[k] for k in chunk], requests[chunk[0]])):
+                        for k, reply in zip(chunk, self._generate_chunk([ids[k] for k in chunk], request)):
                             replies[k] = reply
             finally:
                 self.model.train(was_training)
         return replies  # type: ignore[return-value]
+
+    def _automaton(self, request: Request) -> _TemplateAutomaton | None:
+        template = template_of(request.choices, request.json_schema)
+        if template is None:
+            return None
+        key = json.dumps([template, slot_names(request.choices, request.json_schema)])
+        if key not in self._automata:
+            self._automata[key] = _TemplateAutomaton(
+                self.tokenizer, template, self.eos_ids[0], slot_names(request.choices, request.json_schema)
+            )
+        return self._automata[key]
+
+    def _fast_path(self, request: Request) -> bool:
+        """Whether the request is answered over shared KV caches (everything but sampled constrained replies, and
+        models whose generation config adds logits processors that `generate` would apply)."""
+        if not self.shared_prefixes:
+            return False
+        config = self.model.generation_config
+        plain = (getattr(config, "repetition_penalty", None) in (None, 1.0)) and not any(
+            getattr(config, name, None) for name in _PROCESSOR_FIELDS
+        )
+        return plain and (request.sampling.greedy or template_of(request.choices, request.json_schema) is None)
+
+    def _generate_shared(self, ids: list[list[int]], members: list[int], request: Request, replies: list) -> None:
+        """Answer `members` (same settings): each shared prefix is read once, rows of up to `batch_size` prompts
+        continue from it; closed replies read logits only at their decision slots."""
+        sampling, work = request.sampling, self.last_work
+        automaton = self._automaton(request)
+        clusters = plan_prefixes(ids, members)
+        plan = [(c, k) for c, (_, ms) in enumerate(clusters) for k in sorted(ms, key=lambda k: len(ids[k]))]
+        last_use = {c: i for i, (c, _) in enumerate(plan)}
+        kv: dict[int, list] = {}
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
+        for start in range(0, len(plan), self.batch_size):
+            chunk = plan[start : start + self.batch_size]
+            for c, _ in chunk:
+                if c not in kv:
+                    length, first = clusters[c][0], clusters[c][1][0]
+                    kv[c] = prefill_prefix(self.model, ids[first][:length], work)
+            rows = Rows(self.model, [(kv[c], clusters[c][0]) for c, _ in chunk], pad_id, work)
+            logits = rows.feed([ids[k][clusters[c][0]:] for c, k in chunk], kind="prompt")
+            for c in {c for c, _ in chunk}:
+                if last_use[c] < start + len(chunk):
+                    del kv[c]  # every member of this cluster has its rows: free the prefix
+            repeat = 1 if sampling.greedy else sampling.n
+            if automaton is not None:
+                results = greedy_walk(rows, logits, [automaton] * len(chunk), sampling.max_tokens, self.eos_ids)
+            else:
+                rows.repeat(repeat)
+                logits = logits.repeat_interleave(repeat, dim=0)
+                pick = (lambda x: torch.argmax(x, dim=-1)) if sampling.greedy else (
+                    lambda x, s=sampling: sample_tokens(x, s.temperature, s.top_k or None, s.top_p))
+                results = decode(rows, logits, sampling.max_tokens, self.eos_ids, pick)
+            for i, (_, k) in enumerate(chunk):
+                mine = results[i * repeat : (i + 1) * repeat] * (sampling.n if repeat == 1 else 1)
+                replies[k] = Reply(
+                    texts=[self.tokenizer.decode(d.tokens, skip_special_tokens=True) for d in mine],
+                    finish_reasons=[d.finish for d in mine],
+                    num_tokens=sum(len(d.tokens) + d.ended_with_eos for d in mine),
+                    choice_logprobs=mine[0].logprobs if automaton is not None else None,
+                )
 
     def _generate_chunk(self, prompts: list[list[int]], request: Request) -> list[Reply]:
         sampling = request.sampling
@@ -156,12 +281,8 @@ class TransformersVerifier(Verifier):
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         else:
             kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k or None)
-        template = template_of(request.choices, request.json_schema)
-        if template is not None:
-            key = json.dumps(template)
-            if key not in self._automata:
-                self._automata[key] = _TemplateAutomaton(tok, template, self.eos_ids[0])
-            automaton = self._automata[key]
+        automaton = self._automaton(request)
+        if automaton is not None:
             kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
         output = self.model.generate(**batch, **kwargs)[:, prompt_len:]
         replies = []

@@ -1,0 +1,129 @@
+"""Closed decisions over an OpenAI-compatible server in as few generated tokens as the API allows.
+
+A greedy guided-choice request (a verdict) needs one generated token: the server's constrained arg-max picks the
+token that starts one choice, and the rest of the choice is forced. It is sent with `max_tokens=1` and the top
+log-probabilities of that token, and the choice that this token starts is the reply.
+
+A greedy JSON object of string enums (the equivalence reply) is decided one field at a time: round `k` continues the
+assistant message with the compact JSON written so far (`{"P1":"same","P2":"`, vLLM's
+`continue_final_message`), as guided choice over the field's enum with `max_tokens=1`; all groups' round-`k`
+requests go out together. One generated token per pair instead of the whole JSON document. The layout is the one
+vLLM's constrained decoder writes without free whitespace (the co-located server's `disable_any_whitespace`).
+
+Any reply that cannot be read this way (a first token shared by two choices, a server that ignores the constraint)
+is answered by sending the original request unchanged, so the decision never gets worse than the full reply's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from .base import Reply, Request, Sampling
+
+#: top log-probabilities asked for at the decision token (vLLM's default cap, `--max-logprobs`, is 20)
+TOP_LOGPROBS = 20
+
+
+def enum_fields(request: Request) -> list[tuple[str, list[str]]] | None:
+    """`[(field, options)]` of a JSON-object-of-enums schema (every required field an enum of strings), else None."""
+    schema = request.json_schema
+    if request.choices or not schema or schema.get("type") != "object":
+        return None
+    props, keys = schema.get("properties", {}), schema.get("required", [])
+    if not keys or any(not all(isinstance(o, str) for o in props.get(k, {}).get("enum", [None])) for k in keys):
+        return None
+    return [(key, list(props[key]["enum"])) for key in keys]
+
+
+def _decision_request(messages: list[dict], options: list[str], stage: str, continuation: str | None) -> Request:
+    request = Request(messages=list(messages), sampling=Sampling(max_tokens=1), choices=tuple(options), stage=stage)
+    extra: dict = {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
+    if continuation is not None:
+        request.messages.append({"role": "assistant", "content": continuation})
+        extra.update(continue_final_message=True, add_generation_prompt=False)
+    request.payload_extra = extra  # type: ignore[attr-defined]  (read by ServerVerifier._payload)
+    return request
+
+
+def _read(reply: Reply, options: list[str]) -> tuple[str | None, dict[str, float]]:
+    """The option the one generated token starts (None if it starts none or several), and the options' logprobs
+    (the longest top-logprob token that starts each option; options not among the top tokens are left out)."""
+    logprobs: dict[str, float] = {}
+    for option in options:
+        starts = [t for t in (reply.choice_logprobs or {}) if t and option.startswith(t)]
+        if starts:
+            logprobs[option] = (reply.choice_logprobs or {})[max(starts, key=len)]
+    if reply.error is not None or not reply.texts:
+        return None, logprobs
+    token = reply.texts[0]
+    matching = [o for o in options if token and o.startswith(token)]
+    return (matching[0] if len(matching) == 1 else None), logprobs
+
+
+def decide(requests: list[Request], send: Callable[[list[Request]], list[Reply]]) -> list[Reply]:
+    """Answer `requests` through `send` (one batched round trip per call), closed greedy ones one token per
+    decision; the others, and closed ones that cannot be read that way, go out as they are."""
+    replies: list[Reply | None] = [None] * len(requests)
+    choice = [k for k, r in enumerate(requests) if r.sampling.greedy and r.choices and r.json_schema is None]
+    fields = {k: f for k, r in enumerate(requests) if r.sampling.greedy and (f := enum_fields(r))}
+    plain = [k for k in range(len(requests)) if k not in fields and k not in set(choice)]
+    fallback: list[int] = []
+
+    # round 0: verdicts, the first field of every JSON reply, and every other request as it is
+    decided: dict[int, dict[str, str]] = {k: {} for k in fields}
+    logprobs: dict[int, dict[str, float]] = {k: {} for k in [*choice, *fields]}
+    tokens: dict[int, int] = {k: 0 for k in fields}
+    round_ = 0
+    pending = list(fields)
+    first = True
+    while first or pending:
+        batch: list[Request] = []
+        owners: list[tuple[int, str]] = []  # (request index, kind)
+        if first:
+            for k in plain:
+                batch.append(requests[k])
+                owners.append((k, "plain"))
+            for k in choice:
+                r = requests[k]
+                batch.append(_decision_request(r.messages, list(r.choices or ()), r.stage, None))
+                owners.append((k, "choice"))
+        for k in pending:
+            key, options = fields[k][round_]
+            prefix = ",".join(f"{json.dumps(f)}:{json.dumps(v)}" for f, v in decided[k].items())
+            text = "{" + prefix + ("," if prefix else "") + json.dumps(key) + ':"'
+            batch.append(_decision_request(requests[k].messages, options, requests[k].stage, text))
+            owners.append((k, "field"))
+        answers = send(batch) if batch else []
+        still = []
+        for (k, kind), reply in zip(owners, answers):
+            if kind == "plain":
+                replies[k] = reply
+                continue
+            options = list(requests[k].choices or ()) if kind == "choice" else fields[k][round_][1]
+            option, scores = _read(reply, options)
+            if reply.error is not None:  # the server failed: no second try here (the transport retried already)
+                replies[k] = Reply.failed(requests[k].sampling.n, reply.error)
+                continue
+            if option is None:
+                fallback.append(k)
+                continue
+            if kind == "choice":
+                n = requests[k].sampling.n
+                replies[k] = Reply([option] * n, ["stop"] * n, reply.num_tokens * n, choice_logprobs=scores)
+                continue
+            key = fields[k][round_][0]
+            decided[k][key] = option
+            logprobs[k].update({f"{key}={o}": v for o, v in scores.items()})
+            tokens[k] += reply.num_tokens
+            if len(decided[k]) < len(fields[k]):
+                still.append(k)
+            else:
+                text = json.dumps(decided[k], separators=(",", ":"))
+                n = requests[k].sampling.n
+                replies[k] = Reply([text] * n, ["stop"] * n, tokens[k] * n, choice_logprobs=logprobs[k])
+        pending, first, round_ = still, False, round_ + 1
+    if fallback:
+        for k, reply in zip(fallback, send([requests[k] for k in fallback])):
+            replies[k] = reply
+    return replies  # type: ignore[return-value]

@@ -1,0 +1,265 @@
+"""Decoding pieces of the transformers backend: shared prompt prefixes read once, ragged batches over one KV cache,
+closed decisions read from the logits at their slot, and a plain decode loop.
+
+```
+ prompts (token ids) ─► plan_prefixes: sort, cut into clusters sharing a long prefix (a group's sample context)
+                     ─► prefill each cluster's prefix ONCE (batch 1, no padding)            [prefix_kv]
+ batch of rows       ─► Rows: each row's prefix KV left-padded to the longest, masked;
+                        row tokens fed with masked pads in the middle; positions continue each row's own prefix
+                     ─► greedy_walk (closed replies: only decision slots read logits, forced text fed in one go)
+                        or decode (free text, greedy or sampled: one cached step per token, finished rows dropped)
+```
+
+Nothing here changes what is decided: a decision is the arg-max over the allowed tokens of the logits at its slot,
+exactly as a constrained `generate` takes it; only the work around it (recomputing the shared context, decoding
+forced text token by token, padding, finished rows) is gone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def plan_prefixes(ids: list[list[int]], indices: list[int], min_shared: float = 0.5) -> list[tuple[int, list[int]]]:
+    """Cut `indices` into clusters of prompts sharing a long token prefix: `[(prefix_len, members)]`.
+
+    Prompts are sorted by their ids, so prompts with the same sample context sit together; a new cluster starts
+    when a prompt shares less than `min_shared` of the shorter prompt with its neighbour. The prefix of a cluster is
+    the common prefix of all its members, cut so that every member keeps at least one token of its own (the token
+    whose logits start the reply)."""
+    order = sorted(indices, key=lambda k: ids[k])
+    clusters: list[tuple[int, list[int]]] = []
+    for k in order:
+        if clusters:
+            prefix, members = clusters[-1]
+            shared = common_prefix(ids[members[-1]], ids[k])
+            if shared >= max(1, min_shared * min(len(ids[members[-1]]), len(ids[k]))):
+                members.append(k)
+                clusters[-1] = (min(prefix, shared, len(ids[k]) - 1), members)
+                continue
+        clusters.append((len(ids[k]) - 1, [k]))
+    return clusters
+
+
+@dataclass
+class Work:
+    """Token accounting of a call: tokens run through the model, the masked pads among them, and decode steps."""
+
+    prefill_tokens: int = 0
+    pad_tokens: int = 0
+    decode_steps: int = 0
+    forward_calls: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)  # real tokens fed: prompt tails, decisions, decode
+    seconds_by_kind: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def padding_share(self) -> float:
+        return self.pad_tokens / self.prefill_tokens if self.prefill_tokens else 0.0
+
+
+def _cache_kwarg(model) -> str:
+    """`cache` (transformers >= 5.24) or `past_key_values` (before), as the model's forward names it."""
+    import inspect
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # a PEFT model passes it through
+    return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
+
+
+def prefill_prefix(model, ids: list[int], work: Work) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Run a prefix once (batch 1, no padding); return its keys and values per layer."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    if ids:
+        model(input_ids=torch.tensor([ids], device=model.device), **{_cache_kwarg(model): cache}, use_cache=True,
+              logits_to_keep=1)
+        work.prefill_tokens += len(ids)
+        work.forward_calls += 1
+    return [(layer.keys, layer.values) for layer in cache.layers] if ids else []
+
+
+class Rows:
+    """A batch of rows continuing their own cached prefixes in one KV cache.
+
+    Row `b` holds `[pad ... pad][prefix_b][tokens fed so far, with masked pads in between]`. Pads are never
+    attended to, and every real token gets the position it would have in the row's unpadded prompt, so each row's
+    logits are those of its own prompt alone."""
+
+    def __init__(self, model, prefixes: list[tuple[list[tuple[torch.Tensor, torch.Tensor]], int]], pad_id: int,
+                 work: Work):
+        from transformers import DynamicCache
+
+        self.model, self.pad_id, self.work = model, pad_id, work
+        self.cache_kwarg = _cache_kwarg(model)
+        device = model.device
+        longest = max(length for _, length in prefixes)
+        self.mask = torch.zeros(len(prefixes), longest, dtype=torch.long, device=device)
+        for b, (_, length) in enumerate(prefixes):
+            self.mask[b, longest - length:] = 1
+        self.next_pos = torch.tensor([length for _, length in prefixes], dtype=torch.long, device=device)
+        self.cache = DynamicCache()
+        if longest:
+            layers = []
+            model_kv = next(kv for kv, length in prefixes if length)
+            for layer in range(len(model_kv)):
+                keys, values = [], []
+                for kv, length in prefixes:
+                    k, v = kv[layer] if length else (model_kv[layer][0][:, :, :0], model_kv[layer][1][:, :, :0])
+                    pad = longest - length
+                    keys.append(torch.nn.functional.pad(k, (0, 0, pad, 0)) if pad else k)
+                    values.append(torch.nn.functional.pad(v, (0, 0, pad, 0)) if pad else v)
+                layers.append((torch.cat(keys), torch.cat(values)))
+            self.cache = DynamicCache(ddp_cache_data=layers)
+
+    def __len__(self) -> int:
+        return self.mask.shape[0]
+
+    def feed(self, tokens: list[list[int]], kind: str = "decode") -> torch.Tensor:
+        """Append `tokens[b]` (at least one) to row `b`; return the logits after each row's last token, (B, V)."""
+        width = max(len(t) for t in tokens)
+        device = self.mask.device
+        ids = torch.full((len(tokens), width), self.pad_id, dtype=torch.long, device=device)
+        new_mask = torch.zeros(len(tokens), width, dtype=torch.long, device=device)
+        lengths = torch.tensor([len(t) for t in tokens], dtype=torch.long, device=device)
+        for b, row in enumerate(tokens):
+            ids[b, width - len(row):] = torch.tensor(row, dtype=torch.long, device=device)
+            new_mask[b, width - len(row):] = 1
+        offsets = torch.arange(width, device=device)[None, :] - (width - lengths)[:, None]
+        positions = (self.next_pos[:, None] + offsets).clamp(min=0)
+        self.mask = torch.cat([self.mask, new_mask], dim=1)
+        start = time.perf_counter()
+        out = self.model(input_ids=ids, attention_mask=self.mask, position_ids=positions, use_cache=True,
+                         logits_to_keep=1, **{self.cache_kwarg: self.cache})
+        self.next_pos = self.next_pos + lengths
+        real = int(lengths.sum())
+        self.work.prefill_tokens += ids.numel()
+        self.work.pad_tokens += ids.numel() - real
+        self.work.forward_calls += 1
+        self.work.by_kind[kind] = self.work.by_kind.get(kind, 0) + real
+        self.work.seconds_by_kind[kind] = self.work.seconds_by_kind.get(kind, 0.0) + time.perf_counter() - start
+        if kind == "decode":
+            self.work.decode_steps += 1
+        return out.logits[:, -1].float()
+
+    def keep(self, rows: list[int]) -> None:
+        """Drop every row not in `rows` (finished ones), so that later steps compute nothing for them."""
+        if len(rows) == len(self):
+            return
+        index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
+        self.cache.batch_select_indices(index)
+        self.mask, self.next_pos = self.mask[index], self.next_pos[index]
+
+    def repeat(self, n: int) -> None:
+        """Each row becomes `n` consecutive rows (independent samples of one prompt)."""
+        if n > 1:
+            self.cache.batch_repeat_interleave(n)
+            self.mask = self.mask.repeat_interleave(n, dim=0)
+            self.next_pos = self.next_pos.repeat_interleave(n, dim=0)
+
+
+@dataclass
+class Decoded:
+    tokens: list[int] = field(default_factory=list)
+    finish: str = "length"
+    ended_with_eos: bool = False
+    logprobs: dict[str, float] | None = None
+
+
+def greedy_walk(rows: Rows, logits: torch.Tensor, automata: list, max_tokens: int, eos_ids: list[int]) -> list[Decoded]:
+    """Greedy constrained decoding of closed replies, reading logits only where the reply has a choice.
+
+    At each decision the token is the arg-max of the logits over the allowed tokens (lowest id on a tie, as
+    `argmax` over a masked vocabulary gives); the forced text that follows (a JSON key, the closing quote) is
+    appended without asking the model and fed together with the decision in one forward. The log-probabilities of
+    each option's first token are kept at every slot where an option is chosen."""
+    out = [Decoded(logprobs={}) for _ in automata]
+    active = list(range(len(automata)))
+    while active:
+        feeds, still = [], []
+        for b, row in enumerate(active):
+            automaton, result = automata[row], out[row]
+            allowed = sorted(automaton.allowed(result.tokens))
+            if len(allowed) > 1:
+                scores = logits[b, allowed]
+                token = allowed[int(torch.argmax(scores))]
+                slot = automaton.slot_entered(result.tokens, token)
+                if slot is not None:
+                    logp = torch.log_softmax(logits[b], dim=-1)
+                    for first, options in automaton.first_tokens[slot].items():
+                        for option in options:
+                            result.logprobs[automaton.slot_key(slot, option)] = float(logp[first])
+            else:
+                token = allowed[0]
+            fed: list[int] = []
+            while True:
+                if token in eos_ids:
+                    result.finish, result.ended_with_eos = "stop", True
+                    break
+                result.tokens.append(token)
+                fed.append(token)
+                if len(result.tokens) >= max_tokens:
+                    result.finish = "length"
+                    break
+                allowed = automaton.allowed(result.tokens)
+                if len(allowed) > 1:
+                    break
+                token = allowed[0]
+            if not result.ended_with_eos and len(result.tokens) < max_tokens:
+                feeds.append(fed)
+                still.append(row)
+        if not still:
+            break
+        rows.keep([active.index(row) for row in still])
+        active = still
+        logits = rows.feed(feeds, kind="decision")
+    return out
+
+
+def sample_tokens(logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float) -> torch.Tensor:
+    """One token per row, as `generate(do_sample=True)` draws it: temperature, then top-k, then top-p."""
+    from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+    scores = logits
+    if temperature != 1.0:
+        scores = TemperatureLogitsWarper(temperature)(None, scores)
+    if top_k:
+        scores = TopKLogitsWarper(top_k)(None, scores)
+    if top_p < 1.0:
+        scores = TopPLogitsWarper(top_p)(None, scores)
+    return torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
+
+
+def decode(rows: Rows, logits: torch.Tensor, max_tokens: int, eos_ids: list[int], pick) -> list[Decoded]:
+    """Free-text decoding, one cached forward step per token for the rows still running; `pick(logits)` returns
+    one token per row (arg-max, or a sample)."""
+    out = [Decoded() for _ in range(len(rows))]
+    active = list(range(len(rows)))
+    eos = set(eos_ids)
+    while active:
+        tokens = pick(logits).tolist()
+        still = []
+        for b, row in enumerate(active):
+            token = tokens[b]
+            if token in eos:
+                out[row].finish, out[row].ended_with_eos = "stop", True
+                continue
+            out[row].tokens.append(token)
+            if len(out[row].tokens) < max_tokens:
+                still.append((b, row))
+        if not still:
+            break
+        rows.keep([b for b, _ in still])
+        active = [row for _, row in still]
+        logits = rows.feed([[out[row].tokens[-1]] for row in active], kind="decode")
+    return out

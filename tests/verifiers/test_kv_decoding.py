@@ -1,0 +1,145 @@
+"""Shared-prefix reading and slot decisions of the transformers backend give exactly `generate`'s replies.
+
+The model is the tiny byte-level chat model with its weights scaled up, so that its logits are sharp enough for the
+decisions to vary (a random tiny model otherwise answers the same everywhere and a comparison could not fail), and
+its tokenizer spells `unknown`, `same` and `different` in several tokens, so the walk through multi-token choices is
+exercised too. `shared_prefixes=False` is the previous behaviour: every request through `model.generate`.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rlce_trl.evidence.prompts import VERDICTS, equivalence_messages, equivalence_schema, validation_messages
+from rlce_trl.verifiers import Request, Sampling, TransformersVerifier, load_frozen_model
+from rlce_trl.verifiers.base import slot_logprobs
+from rlce_trl.verifiers.kv_decoding import plan_prefixes
+
+CONTEXTS = [" ".join([c] * 6) for c in (
+    "The user said they are vegetarian.", "Write one evidence test about the input.", "same different yes")]
+CLAIMS = ["The user is vegetarian.", "asked a question", "yes no unknown", "same", "Answer A", "recipe"]
+ANSWERS = [["A", "B b", "C same", "different"], ["vegetarian", "the user", "yes", "recipe"], ["no", "no", "x", "y"]]
+
+
+@pytest.fixture(scope="module")
+def verifier(tiny_chat_model):
+    model, tokenizer = load_frozen_model(str(tiny_chat_model))
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "norm" not in name:
+                parameter.mul_(6)
+    return TransformersVerifier(model, tokenizer, batch_size=4)
+
+
+def both(verifier, requests):
+    new = verifier.generate(requests)
+    work = verifier.last_work
+    verifier.shared_prefixes = False
+    try:
+        old = verifier.generate(requests)
+    finally:
+        verifier.shared_prefixes = True
+    return new, old, work
+
+
+def same_replies(new, old):
+    for a, b in zip(new, old, strict=True):
+        assert (a.texts, a.finish_reasons, a.num_tokens) == (b.texts, b.finish_reasons, b.num_tokens)
+
+
+def validation_requests(max_tokens=16):
+    return [Request(messages=validation_messages(c, t), sampling=Sampling(max_tokens=max_tokens), choices=VERDICTS,
+                    stage="validation") for c in CONTEXTS for t in CLAIMS]
+
+
+def test_verdicts_equal_generate_and_the_shared_context_is_read_once(verifier):
+    requests = validation_requests()
+    new, old, work = both(verifier, requests)
+    same_replies(new, old)
+    assert len({r.texts[0] for r in new}) >= 2  # the decisions vary: the comparison can fail
+    ids = [verifier.tokenizer(verifier._prompt(r), add_special_tokens=False)["input_ids"] for r in requests]
+    clusters = plan_prefixes(ids, list(range(len(ids))))
+    assert len(clusters) == len(CONTEXTS)  # one shared prefix per sample context
+    read = sum(length for length, _ in clusters) + sum(len(ids[k]) - length for length, ms in clusters for k in ms)
+    decisions = work.by_kind.get("decision", 0)  # the rest of multi-token verdicts, fed after the first token
+    assert work.prefill_tokens - work.pad_tokens == read + decisions < sum(map(len, ids))
+
+
+def test_a_verdict_cut_by_max_tokens_equals_generate(verifier):
+    new, old, _ = both(verifier, validation_requests(max_tokens=2))  # `unknown` takes 3 tokens here
+    same_replies(new, old)
+    assert "length" in {r.finish_reasons[0] for r in new}
+
+
+def test_equivalence_json_equals_generate(verifier):
+    requests = [
+        Request(messages=equivalence_messages(c, answers, [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]),
+                sampling=Sampling(max_tokens=256), json_schema=equivalence_schema(6), stage="equivalence")
+        for c in CONTEXTS for answers in ANSWERS
+    ]
+    new, old, work = both(verifier, requests)
+    same_replies(new, old)
+    assert all(r.finish_reasons == ["stop"] for r in new)
+    assert work.decode_steps == 0  # no token-by-token decoding: forced text is fed with each decision
+    slots = slot_logprobs(new[0].choice_logprobs)
+    assert set(slots) == {f"P{m}" for m in range(1, 7)} and all(set(s) == {"same", "different"} for s in slots.values())
+
+
+def test_choice_logprobs_are_the_logits_at_the_decision_slot(verifier):
+    requests = validation_requests()[:4]
+    replies = verifier.generate(requests)
+    tok, model = verifier.tokenizer, verifier.model
+    for request, reply in zip(requests, replies):
+        ids = tok(verifier._prompt(request), add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([ids])).logits[0, -1].float(), dim=-1)
+        expected = {c: float(logp[tok(c, add_special_tokens=False)["input_ids"][0]]) for c in VERDICTS}
+        assert reply.choice_logprobs == pytest.approx(expected, abs=1e-4)
+        first = {c: tok(c, add_special_tokens=False)["input_ids"][0] for c in VERDICTS}
+        allowed = sorted(set(first.values()))
+        decided = allowed[int(torch.argmax(logp[allowed]))]
+        assert first[reply.texts[0]] == decided
+
+
+def test_greedy_free_text_equals_generate(verifier):
+    requests = [Request(messages=validation_messages(c, t), sampling=Sampling(max_tokens=12))
+                for c in CONTEXTS for t in CLAIMS[:3]]
+    new, old, _ = both(verifier, requests)
+    same_replies(new, old)
+    assert all(r.choice_logprobs is None for r in new)
+    # greedy with n > 1 (which `generate` refuses): n copies of the one greedy reply
+    (twice,) = verifier.generate([Request(messages=requests[0].messages, sampling=Sampling(max_tokens=12, n=2))])
+    assert twice.texts == new[0].texts * 2 and twice.num_tokens == 2 * new[0].num_tokens
+
+
+def test_sampling_with_top_k_1_is_greedy_and_counts_tokens(verifier):
+    greedy = [Request(messages=validation_messages(c, "x"), sampling=Sampling(max_tokens=10)) for c in CONTEXTS]
+    sampled = [Request(messages=r.messages, sampling=Sampling(temperature=0.7, top_k=1, max_tokens=10, n=3),
+                       stage="construction") for r in greedy]
+    before = verifier.stats.snapshot()
+    replies = verifier.generate(sampled)
+    work = verifier.stats.since(before)
+    assert work.generated_tokens == sum(r.num_tokens for r in replies) > 0
+    assert [r.texts for r in replies] == [r.texts * 3 for r in verifier.generate(greedy)]
+
+
+def test_sampled_rows_differ_and_decode_without_padding(verifier):
+    request = Request(messages=validation_messages(CONTEXTS[0], "x"),
+                      sampling=Sampling(temperature=1.0, max_tokens=8, n=4), stage="construction")
+    torch.manual_seed(0)
+    (reply,) = verifier.generate([request])
+    assert len(reply.texts) == 4 and len(set(reply.texts)) > 1
+    assert verifier.last_work.pad_tokens == 0
+
+
+def test_plan_prefixes_groups_by_shared_prefix():
+    ids = [[1, 2, 3, 4, 9], [7, 8], [1, 2, 3, 4, 5, 6], [1, 2, 3, 5], [7, 8, 9, 9]]
+    assert plan_prefixes(ids, [0, 1, 2, 3, 4]) == [(3, [2, 0, 3]), (1, [1, 4])]
+    assert plan_prefixes(ids, [1]) == [(1, [1])]
+
+
+def test_slot_logprobs_splits_fields():
+    assert slot_logprobs({"P1=same": -0.1, "P1=different": -2.0}) == {"P1": {"same": -0.1, "different": -2.0}}
+    assert slot_logprobs({"yes": -0.2}) == {None: {"yes": -0.2}}
+    assert slot_logprobs(None) == {}
