@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .evidence.pipeline import EvidencePipeline, EvidenceSettings, GroupResult, StepStats
+from .evidence.pipeline import EvidencePipeline, EvidenceSettings
 from .evidence.prompts import render_context
 from .evidence.reward import format_reward
-from .evidence.state import Group
+from .scoring import Group, GroupResult, StepStats
 from .verifiers.base import Verifier
 
 

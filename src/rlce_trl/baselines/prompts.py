@@ -20,7 +20,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from ..evidence.prompts import _messages
+from ..evidence.prompts import _drop_options_lines, _messages, context_without_options
 
 #: Answers of the judges with guided choice.
 YES_NO = ("Yes", "No")
@@ -49,25 +49,6 @@ def question_of(context: str) -> str:
     users = [b for b in blocks if b.startswith("User: ")]
     last = users[-1][len("User: ") :] if users else (blocks[-1] if blocks else context)
     return _drop_options_lines(last).strip()
-
-
-def _drop_options_lines(text: str, labels: Sequence[str] | None = None) -> str:
-    """Remove `Options: a, b, c.` lines (the line `rlce_trl.data.hba.options_line` appends); with `labels`, only a
-    line that names every label, so that an ordinary sentence starting with "Options:" survives."""
-    kept = []
-    for line in text.split("\n"):
-        if line.strip().startswith("Options:"):
-            listed = line.casefold()
-            if labels is None or all(label.casefold() in listed for label in labels):
-                continue
-        kept.append(line)
-    return "\n".join(kept)
-
-
-def context_without_options(context: str, labels: Sequence[str] | None) -> str:
-    """The sample context with the closed-label options line removed: the D.2 judge "is not shown the remaining
-    answer options"."""
-    return _drop_options_lines(context, labels) if labels else context
 
 
 # -- Universal Self-Consistency (D.1, figure 15) -----------------------------------------------------------------------

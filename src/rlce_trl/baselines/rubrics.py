@@ -35,8 +35,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..evidence.pipeline import EvidenceSettings, GroupResult, StepStats
-from ..evidence.state import Group, GroupState
+from ..evidence.pipeline import EvidenceSettings
+from ..evidence.state import GroupState
+from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from .common import QuestionFn, distinct_answers, group_question, make_result, no_reward
 from .prompts import (
@@ -83,7 +84,7 @@ def _empty_buffer() -> dict:
     return {"persistent": [], "active": [], "archived": []}
 
 
-class RubricScorer:
+class RubricScorer(ScorerBase):
     """Rubric rewards with a per-prompt buffer; `evolving=False` is static Rubrics as Rewards, `True` is RLER.
 
     Args:
@@ -113,6 +114,7 @@ class RubricScorer:
         self.verifier = verifier
         self.settings = settings or EvidenceSettings()
         self.evolving = evolving
+        self.name = "rler" if evolving else "rar"
         self.question_fn = question_fn
         self.seed_rubrics = tuple(seed_rubrics)
         self.max_new_rubrics = max_new_rubrics
@@ -151,7 +153,7 @@ class RubricScorer:
         for s in states:
             key = s.group.prompt_key
             if self.buffers.get(key, {}).get("persistent"):
-                stats.static_cache_hits += 1  # the persistent rubrics of an earlier visit are reused
+                stats.extra["static_cache_hits"] += 1  # the persistent rubrics of an earlier visit are reused
             else:
                 todo.setdefault(key, s)  # one seed request per prompt, even if it appears twice in the step
         low, high = self.seed_rubrics
