@@ -51,10 +51,12 @@ _INSTRUCTION = re.compile(
 )
 # Chat-template and special tokens (read on the raw reply, before markdown is dropped).
 _SPECIAL = re.compile(r"<\|[^|>]*\|>|</?s>|\[/?inst\]|<\|?(?:im_start|im_end|endoftext|eot_id)", re.IGNORECASE)
-_LEADING = re.compile(r"^" + _VERDICT + r"(?:$|\s*[.!,;:]|\s*[-–—]\s|\s+[^\w\s])")
+_LEADING = re.compile(r"^" + _VERDICT + r"(?:$|\s*[.!,;:\n]|\s*[-–—]\s|\s+[^\w\s])")
 _STATED = re.compile(r"\b(?:final\s+)?(?:answer|verdict)\s*(?:is|:|=|-)\s*" + _VERDICT + r"\b")
 # Markdown and quoting around a reply: emphasis, code, headings, block quotes, quotation marks.
 _DECORATION = re.compile(r"[*_`~#>\"“”‘]+")
+# Markdown around a JSON reply: code fences, emphasis, quote and heading marks, list markers.
+_FENCE = re.compile(r"^(?:[\s*_`>#]|-\s)+|[\s*_`]+$")
 _LIST_MARK = re.compile(r"^\s*(?:[-+•]|\d+[.)])\s+")
 
 
@@ -103,9 +105,9 @@ def parse_verdict(text: str, finish_reason: str) -> tuple[str | None, str | None
         return None, "error"
     if len(text) > MAX_VERDICT_CHARS:
         return None, "runaway"
-    raw = unicodedata.normalize("NFKC", text).strip().strip("`").strip()
+    raw = _FENCE.sub("", unicodedata.normalize("NFKC", text).strip())
     if raw.casefold().startswith("json"):
-        raw = raw[4:].strip()
+        raw = _FENCE.sub("", raw[4:])
     if raw.startswith("{") or raw.startswith("["):
         return (None, "instruction") if _SPECIAL.search(raw) else _from_json(raw)
     cleaned = _clean(text)
