@@ -30,7 +30,8 @@ def test_reward_method_kwargs_from_the_command_line(tmp_path):
         ["--output_dir", str(tmp_path), "--bf16", "False", "--use_cpu", "True", "--per_device_train_batch_size", "8",
          "--reward_method", "rler", "--reward_method_kwargs", '{"max_active": 3}'])
     assert args.reward_method_kwargs == {"max_active": 3}
-    assert build_scorer(args.reward_method, None, args.evidence_settings(), **args.reward_method_kwargs).max_active == 3
+    scorer = build_scorer(args.reward_method, None, args.evidence_settings(), **args.reward_method_kwargs)
+    assert scorer.max_active == 3
 
 
 @pytest.mark.parametrize(
@@ -102,5 +103,6 @@ def test_group_scorer_argument_with_a_batch_hook(tiny_model_dir, tmp_path):
     assert not hasattr(trainer.verifier, "model")  # no frozen model is loaded for a scorer that needs none
     trainer.train()
     assert scorer.batches == [4, 4]  # once per step, over every group of the step (16 completions / G=4)
-    means = [e["rewards/centeredonbatch/mean"] for e in trainer.state.log_history if "rewards/centeredonbatch/mean" in e]
+    key = "rewards/centeredonbatch/mean"
+    means = [entry[key] for entry in trainer.state.log_history if key in entry]
     assert len(means) == 2 and all(abs(m) < 1e-6 for m in means)  # centred on the whole batch

@@ -229,7 +229,8 @@ class RLCEGRPOConfig(GRPOConfig):
             and self.verifier_gpu_memory_utilization + self.vllm_gpu_memory_utilization >= 0.95
         ):
             problems.append(
-                f"verifier_gpu_memory_utilization ({self.verifier_gpu_memory_utilization}) + vllm_gpu_memory_utilization "
+                f"verifier_gpu_memory_utilization ({self.verifier_gpu_memory_utilization}) + "
+                "vllm_gpu_memory_utilization "
                 f"({self.vllm_gpu_memory_utilization}) leave no GPU memory for training: keep their sum below 0.95."
             )
         for name in ("verifier_max_concurrency", "verifier_tensor_parallel_size"):
@@ -284,7 +285,8 @@ class RLCEGRPOConfig(GRPOConfig):
                 self.reward_method, self.rlce_mode = method, mode
         if isinstance(self.reward_method_kwargs, str):
             try:
-                self.reward_method_kwargs = json.loads(self.reward_method_kwargs) if self.reward_method_kwargs else None
+                text = self.reward_method_kwargs
+                self.reward_method_kwargs = json.loads(text) if text.strip() else None
             except json.JSONDecodeError as error:
                 problems.append(f"reward_method_kwargs is not valid JSON ({error}): pass an object like "
                                 "'{\"max_active\": 3}'.")

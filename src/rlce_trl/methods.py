@@ -1,13 +1,12 @@
 """The one registry of reward methods: every group scorer is built as `cls(verifier, settings, **kwargs)`.
 
-| name           | method                                              | verifier calls per step                  |
-|----------------|-----------------------------------------------------|------------------------------------------|
-| `rlce`         | RLCE; `settings.mode` picks evolving (default), static or pointwise tests | equivalence*, construction, validation (+ extra round) |
-| `usc`          | Universal Self-Consistency (D.1)                    | none (closed labels); one selection per group (free text) |
-| `policy_judge` | Policy LLM-Judge, pointwise Yes/No (D.2)            | one judgment per distinct answer         |
-| `ttrl`         | TTRL majority-vote pseudo-label                     | none                                     |
-| `rar`          | Rubrics as Rewards, static seed rubrics (D.3)       | seed (first visit), judge                |
-| `rler`         | Evolving Rubrics of DR Tulu (D.3)                   | seed (first visit), generation, judge    |
+- `rlce`: RLCE; `settings.mode` picks evolving (default), static or pointwise tests. Calls: equivalence*,
+  construction, validation (+ one extra round when there is no clear winner).
+- `usc`: Universal Self-Consistency (D.1). No call (closed labels); one selection per group (free text).
+- `policy_judge`: Policy LLM-Judge, pointwise Yes/No (D.2). One judgment per distinct answer.
+- `ttrl`: TTRL majority-vote pseudo-label. No call.
+- `rar`: Rubrics as Rewards, static seed rubrics (D.3). Seed (first visit), judge.
+- `rler`: Evolving Rubrics of DR Tulu (D.3). Seed (first visit), generation, judge.
 
 (* free text only.) `rlce_static` and `rlce_pointwise` are aliases of `rlce` with that mode (`RLCEGRPOConfig` turns
 them into `rlce_mode`, its one knob for the ablation). A name of the form `package.module:Class` builds your own
@@ -47,7 +46,10 @@ REWARD_METHODS: dict[str, Callable[..., GroupScorer]] = {
     "rler": functools.partial(RubricScorer, evolving=True),
 }
 #: Documented aliases: `name -> (method, RLCE mode)`.
-METHOD_ALIASES: dict[str, tuple[str, str]] = {"rlce_static": ("rlce", "static"), "rlce_pointwise": ("rlce", "pointwise")}
+METHOD_ALIASES: dict[str, tuple[str, str]] = {
+    "rlce_static": ("rlce", "static"),
+    "rlce_pointwise": ("rlce", "pointwise"),
+}
 
 _DOTTED = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -73,7 +75,9 @@ def _import(path: str) -> Callable[..., object]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ValueError(f"reward_method={path!r}: cannot import {module_name!r} ({error}); is it on PYTHONPATH?") from None
+        raise ValueError(
+            f"reward_method={path!r}: cannot import {module_name!r} ({error}); is it on PYTHONPATH?"
+        ) from None
     if not hasattr(module, attr):
         raise ValueError(f"reward_method={path!r}: module {module_name!r} has no attribute {attr!r}.")
     return getattr(module, attr)

@@ -57,7 +57,8 @@ def group_log_columns(result: GroupResult) -> dict[str, list]:
     """Completions-table columns for the rollouts of one group: each rollout's canonical answer, the verified answer
     and the verification scores (Eq. 3) of all distinct answers."""
     scores = "; ".join(
-        f"{answer[:60]}: {'n/a' if s is None else f'{s:+.2f}'}" for answer, s in zip(result.answers, result.scores)
+        f"{answer[:60]}: {'n/a' if s is None else f'{s:+.2f}'}"
+        for answer, s in zip(result.answers, result.scores, strict=False)  # no scores for a single answer
     )
     n = len(result.verified)
     return {

@@ -36,7 +36,8 @@ class _NoVerifier(Verifier):
 
 class _GroupReward:
     """TRL's view of the group reward: a reward function that hands out this process's slice of the rewards that
-    `RLCEGRPOTrainer._calculate_rewards` computed for whole groups. Its name is what TRL logs (`rewards/<name>/mean`)."""
+    `RLCEGRPOTrainer._calculate_rewards` computed for whole groups. Its name is what TRL logs
+    (`rewards/<name>/mean`)."""
 
     def __init__(self, trainer: RLCEGRPOTrainer, name: str):
         self.__name__ = name
@@ -216,10 +217,10 @@ class RLCEGRPOTrainer(GRPOTrainer):
         # 1. Whole groups: every process sees the whole generation batch, in sampler order.
         local = [
             (p, completion_text(c), ex.get(labels_column), ex.get("question"))
-            for p, c, ex in zip(prompts, completions, inputs)
+            for p, c, ex in zip(prompts, completions, inputs, strict=True)
         ]
         batch = gather_object(local)
-        rows, texts, labels, questions = (list(column) for column in zip(*batch))
+        rows, texts, labels, questions = (list(column) for column in zip(*batch, strict=True))
         groups = build_groups(rows, texts, labels, num_generations, questions)
 
         # 2. Each group scored once, by process g % world.
@@ -228,10 +229,13 @@ class RLCEGRPOTrainer(GRPOTrainer):
         try:
             results, stats = self.group_scorer.score([groups[g] for g in owned])
             failure = None
+            if len(results) != len(owned):
+                raise RuntimeError(f"{self.method_name} returned {len(results)} results for {len(owned)} groups: a "
+                                   "group scorer returns one GroupResult per group, in order.")
         except VerifierUnavailableError as error:  # raised below on every rank, or the others hang in the gather
             results, stats, failure = [], StepStats(), f"process {rank}: {error}"
         work = self.verifier.stats.since(before)
-        packed = list(zip(owned, results))
+        packed = list(zip(owned, results, strict=True))
         updates = self.group_scorer.pop_state_updates()
         everyone = gather_object([(rank, packed, stats, work, updates, failure)])
         failures = [e[5] for e in everyone if e[5]]

@@ -139,7 +139,7 @@ def test_failed_seed_gives_no_reward_and_is_retried():
     scorer = RubricScorer(verifier, evolving=False)
     (r,), stats = scorer.score([Group("c1", [SMILE, FROWN], labels=LABELS)])
     assert r.verified == [None, None] and r.status == "no_rubrics"
-    assert stats.construction_failures == {"seed_empty": 1} or stats.construction_failures == {"seed_malformed_json": 1}
+    assert stats.construction_failures in ({"seed_empty": 1}, {"seed_malformed_json": 1})
     scorer.score([Group("c1", [SMILE, FROWN], labels=LABELS)])
     assert [b[0].stage for b in verifier.batches] == ["rubric_seed", "rubric_seed"]
 

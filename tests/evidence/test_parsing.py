@@ -21,7 +21,8 @@ def test_verdict_vectors(case):
         ("The user states they are vegetarian.", "stop", ("The user states they are vegetarian.", None)),
         ("Test: The user mentions a budget.\nBecause...", "stop", ("The user mentions a budget.", None)),
         ('1. **Evidence test:** "The user asks for quiet places."', "stop", ("The user asks for quiet places.", None)),
-        ("Testing shows 3 cats: the user has 2024 plans.", "stop", ("Testing shows 3 cats: the user has 2024 plans.", None)),
+        ("Testing shows 3 cats: the user has 2024 plans.", "stop",
+         ("Testing shows 3 cats: the user has 2024 plans.", None)),
         ("", "stop", (None, "empty")),
         ("The user said that the user said that the user", "length", (None, "runaway")),
         ("The user likes tea.\nand then more and more", "length", ("The user likes tea.", None)),
@@ -59,7 +60,8 @@ def test_redaction_removes_answers_but_keeps_words():
         # closed labels: every label, with its inflections, even one no rollout gave
         ("The speaker sounds positively upbeat, not neutral.", ["positive"], ("positive", "negative", "neutral"),
          "The speaker sounds X upbeat, not X."),
-        ("The clip is humorous; the humor lands.", ["humour"], ("humour", "not humour"), "The clip is X; the X lands."),
+        ("The clip is humorous; the humor lands.", ["humour"], ("humour", "not humour"),
+         "The clip is X; the X lands."),
         ("The clip is not humorous at all.", ["not humour"], ("humour", "not humour"), "The clip is X at all."),
         ("Highly Negative tone, negativity everywhere.", [], ("highly negative", "negative"), "X tone, X everywhere."),
         # a redaction is never redacted again by a shorter answer

@@ -211,7 +211,8 @@ def test_pointwise_ablation_majority_rule():
     settings = EvidenceSettings(mode="pointwise", redact_answers=False, tests_per_direction=1)
     group = Group("c", boxed("positive", "negative", "neutral"), labels=LABELS)
     (r,), _, verifier = run([group], {"positive+": "yes", "negative+": "no", "neutral+": "yes"}, settings)
-    assert all(req.stage == "construction" and "Answer B" not in req.messages[-1]["content"] for req in verifier.batches[0])
+    first = verifier.batches[0]
+    assert all(req.stage == "construction" and "Answer B" not in req.messages[-1]["content"] for req in first)
     assert r.verified == [1.0, 0.0, 1.0] and r.status == "verified"
 
 
@@ -239,7 +240,7 @@ def test_failed_verifier_requests_give_no_reward_and_are_counted():
         def _generate(self, requests):
             replies = super()._generate(requests)
             return [Reply.failed(r.sampling.n, "connection refused") if r.stage == "validation" else reply
-                    for r, reply in zip(requests, replies)]
+                    for r, reply in zip(requests, replies, strict=True)]
 
     verifier = Down(lambda request: "a claim")
     (r,), stats = EvidencePipeline(verifier, PLAIN).score([Group("c", boxed("positive", "negative"), labels=LABELS)])
@@ -248,7 +249,8 @@ def test_failed_verifier_requests_give_no_reward_and_are_counted():
 
 
 def test_a_rollout_without_boxed_answers_as_evaluation_reads_it():
-    closed = Group("c", ["It is clearly positive.", "\\boxed{negative}", "no idea", "Negative, I think"], labels=LABELS)
+    closed = Group("c", ["It is clearly positive.", "\\boxed{negative}", "no idea", "Negative, I think"],
+                   labels=LABELS)
     free = Group("q", ["A quiet cafe.", "\\boxed{a loud bar}", "   "])
     results, _, _ = run([closed, free], {})
     assert results[0].answers == ["positive", "negative"] and results[0].assignment == [0, 1, None, 1]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rlce_trl.evidence.verdicts import parse_verdict
 
-_SPEC = importlib.util.spec_from_file_location("make_verdict_corpus", Path(__file__).with_name("make_verdict_corpus.py"))
+_SPEC = importlib.util.spec_from_file_location("corpus", Path(__file__).with_name("make_verdict_corpus.py"))
 corpus = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(corpus)
 ROWS = [json.loads(line) for line in Path(corpus.OUT).read_text(encoding="ascii").split("\n") if line]

@@ -54,7 +54,8 @@ class TTRLScorer(ScorerBase):
             else:
                 status = "voted" if len(winners) == 1 else "tie_first"
                 winner = winners[0]  # answers are indexed in order of first appearance
-                result = make_result(state, rewards_for(state.assignment, [winner]), status, scores, state.answers[winner])
+                rewards = rewards_for(state.assignment, [winner])
+                result = make_result(state, rewards, status, scores, state.answers[winner])
             stats.distinct_answers.append(state.num_answers)
             stats.statuses[result.status] += 1
             stats.extra["initial_ties"] += len(winners) > 1

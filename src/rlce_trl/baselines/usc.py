@@ -78,7 +78,7 @@ class USCScorer(ScorerBase):
                 else:
                     jobs.append((k, shown, self._request(state, shown)))
         replies = self.verifier.generate([job[2] for job in jobs])
-        for (k, shown, _), reply in zip(jobs, replies):
+        for (k, shown, _), reply in zip(jobs, replies, strict=True):
             text = reply.texts[0] if reply.texts and reply.error is None else ""
             choice = parse_usc_choice(text, len(shown))
             stats.tests_validated += 1

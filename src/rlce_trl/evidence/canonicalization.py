@@ -122,7 +122,7 @@ def apply_equivalence(state: GroupState, reply: Reply, known: Sequence[str] = ()
             i = parent[i]
         return i
 
-    for (i, j), same in zip(pairs, decisions):
+    for (i, j), same in zip(pairs, decisions, strict=True):
         if same is None:
             state.equivalence_failures += 1
         elif same:

@@ -12,9 +12,8 @@ number of groups, answers and tests:
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..scoring import GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
@@ -145,7 +144,7 @@ class EvidencePipeline(ScorerBase):
         requests = [
             canonicalization.equivalence_request(s, self.settings.equivalence_max_tokens, known[id(s)]) for s in todo
         ]
-        for state, reply in zip(todo, self.verifier.generate(requests)):
+        for state, reply in zip(todo, self.verifier.generate(requests), strict=True):
             state.failed_requests += reply.error is not None
             canonicalization.apply_equivalence(state, reply, known[id(state)])
         if self._static:
@@ -177,7 +176,7 @@ class EvidencePipeline(ScorerBase):
 
     def _run_construction(self, jobs: list, stats: StepStats, tie_break: bool) -> None:
         replies = self.verifier.generate([job[3] for job in jobs])
-        for (state, favoured, against, _), reply in zip(jobs, replies):
+        for (state, favoured, against, _), reply in zip(jobs, replies, strict=True):
             state.failed_requests += reply.error is not None
             for test in construction.tests_from_reply(reply, favoured, against, tie_break):
                 state.tests.append(test)
@@ -195,11 +194,13 @@ class EvidencePipeline(ScorerBase):
                 if test.text is None or test.verdict is not None or test.failure is not None:
                     continue  # construction failed, or a cached static verdict
                 labels = s.group.labels
-                shown = validation.redact_answers(test.text, s.answers, labels) if self.settings.redact_answers else test.text
+                shown = test.text
+                if self.settings.redact_answers:
+                    shown = validation.redact_answers(test.text, s.answers, labels)
                 jobs.append((s, test))
                 requests.append(validation.validation_request(s.group.context, shown, max_tokens, labels))
         replies = self.verifier.generate(requests)
-        for (state, test), reply in zip(jobs, replies):
+        for (state, test), reply in zip(jobs, replies, strict=True):
             state.failed_requests += reply.error is not None
             text, finish = (reply.texts[0], reply.finish_reasons[0]) if reply.texts else ("", "error")
             test.verdict, test.failure = validation.parse_verdict(text, "error" if reply.error else finish)
