@@ -58,7 +58,8 @@ def main() -> None:
                   for row, reply in zip(rows, rollouts, strict=True)]
         results, stats = pipeline.score(groups)
         exact = 0
-        for group, result in zip(groups, results, strict=True):  # the old semantics: only an identical answer pair is reused
+        # the old semantics: only an identical (normalized) answer pair is reused
+        for group, result in zip(groups, results, strict=True):
             first = [group.completions[result.assignment.index(k)] for k in range(len(result.answers))]
             raw = [normalize_answer(extract_answer(text) or "") for text in first]
             for i, j in ordered_pairs(len(raw)):
