@@ -262,3 +262,18 @@ def test_without_fallback_only_boxed_answers_count():
     group = Group("c", ["It is clearly positive.", "\\boxed{negative}", "\\boxed{positive}"], labels=LABELS)
     (r,), _, _ = run([group], {}, settings)
     assert r.answers == ["negative", "positive"] and r.assignment == [None, 0, 1]
+
+
+def test_static_state_follows_the_prompt_to_another_process():
+    settings = EvidenceSettings(mode="static", redact_answers=False)
+    verdicts = {"a quiet cafe>a loud bar": "yes", "a loud bar>a quiet cafe": "no"}
+    owner = EvidencePipeline(evidence_verifier(verdicts), settings)
+    owner.score([Group("c", boxed("a quiet cafe", "a loud bar"), key="p")])
+    updates = owner.pop_state_updates()
+    assert owner.pop_state_updates() == [] and {"key": "p", "class": "a loud bar"} in updates
+    other_verifier = evidence_verifier({})
+    other = EvidencePipeline(other_verifier, settings)
+    other.apply_state_updates(updates)
+    (r,), stats = other.score([Group("c", boxed("a loud bar", "a quiet cafe"), key="p")])
+    assert other_verifier.batches == [] and r.verified == [0.0, 1.0]  # served from the shared store, no call
+    assert stats.extra["static_cache_hits"] == 2
