@@ -107,7 +107,9 @@ class RLCEGRPOConfig(GRPOConfig):
         rlce_equivalence_max_tokens (`int`, *optional*, defaults to `256`):
             Token limit of one group's equivalence judgement (free text).
         rlce_redact_answers (`bool`, *optional*, defaults to `True`):
-            Redact verbatim mentions of candidate answers from tests before validation.
+            Redact mentions of candidate answers from tests before validation (any case, at word boundaries; for
+            closed labels every label with its inflections). The options line is removed from the validator's
+            context either way.
         rlce_answer_fallback (`bool`, *optional*, defaults to `True`):
             Read answers as evaluation does (appendix A): a response without `\boxed{}` still answers with the one
             label it names (closed labels) or with its whole text (free text). `False`: only boxed answers count.
