@@ -106,3 +106,16 @@ def test_group_scorer_argument_with_a_batch_hook(tiny_model_dir, tmp_path):
     key = "rewards/centeredonbatch/mean"
     means = [entry[key] for entry in trainer.state.log_history if key in entry]
     assert len(means) == 2 and all(abs(m) < 1e-6 for m in means)  # centred on the whole batch
+
+
+def test_a_scorer_that_drops_a_group_fails_with_the_fix(tiny_model_dir, tmp_path):
+    from rlce_trl import RLCEGRPOTrainer
+
+    class DropsOne(ScorerBase):
+        def score(self, groups):
+            return CenteredOnBatch().score(groups[1:])
+
+    trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=tiny_grpo_args(tmp_path / "out", max_steps=1),
+                              train_dataset=Dataset.from_list(preference_rows(16)), group_scorer=DropsOne())
+    with pytest.raises(RuntimeError, match="returned 3 results for 4 groups; a group scorer returns one GroupResult"):
+        trainer.train()

@@ -229,16 +229,19 @@ class RLCEGRPOTrainer(GRPOTrainer):
         try:
             results, stats = self.group_scorer.score([groups[g] for g in owned])
             failure = None
-            if len(results) != len(owned):
-                raise RuntimeError(f"{self.method_name} returned {len(results)} results for {len(owned)} groups: a "
-                                   "group scorer returns one GroupResult per group, in order.")
+            if len(results) != len(owned):  # a scorer bug: raised below on every rank too
+                failure = (f"process {rank}: {self.method_name} returned {len(results)} results for {len(owned)} "
+                           "groups; a group scorer returns one GroupResult per group, in order.")
+                results, stats = [], StepStats()
         except VerifierUnavailableError as error:  # raised below on every rank, or the others hang in the gather
             results, stats, failure = [], StepStats(), f"process {rank}: {error}"
         work = self.verifier.stats.since(before)
-        packed = list(zip(owned, results, strict=True))
+        packed = list(zip(owned, results, strict=True)) if failure is None else []
         updates = self.group_scorer.pop_state_updates()
         everyone = gather_object([(rank, packed, stats, work, updates, failure)])
         failures = [e[5] for e in everyone if e[5]]
+        if any("a group scorer returns one GroupResult per group" in f for f in failures):
+            raise RuntimeError("\n".join(failures))
         if failures:
             raise VerifierUnavailableError(
                 "The verifier failed persistently, so no rewards can be computed:\n" + "\n".join(failures)
