@@ -21,6 +21,9 @@ def test_config_imports_neither_the_registry_nor_the_pipeline():
             "'rlce_trl.baselines') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+    # and the seam, the registry and every scorer stay free of torch, like the method core
+    code = "import sys, rlce_trl.methods; sys.exit('torch' in sys.modules or 'trl' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
 
 
 def test_reward_method_kwargs_from_the_command_line(tmp_path):
