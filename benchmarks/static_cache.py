@@ -6,7 +6,7 @@ frozen model is the verifier of `EvidencePipeline(mode="static")`. Per step it p
 up, those served from the store (hits: no construction, no validation), the hit rate, and what the hit rate would be
 with the old semantics, keyed on the exact (normalized) answer pair.
 
-    python benchmarks/static_cache.py                        # 4 prompts, G=4, 3 steps (a few minutes on CPU)
+    python benchmarks/static_cache.py                        # 4 prompts, G=4, 3 steps (minutes on a free CPU)
     python benchmarks/static_cache.py --prompts 8 --steps 4
 """
 
@@ -28,22 +28,23 @@ from rlce_trl.scoring import Group
 from rlce_trl.verifiers import TransformersVerifier, load_frozen_model
 from rlce_trl.verifiers.base import Request, Sampling
 
-ROLLOUT = Sampling(temperature=1.0, top_p=0.95, top_k=20, max_tokens=48)
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--generations", type=int, default=4)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--rollout-tokens", type=int, default=32, help="max new tokens of a rollout")
+    parser.add_argument("--test-tokens", type=int, default=48, help="max new tokens of a constructed test")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    rollout = Sampling(temperature=1.0, top_p=0.95, top_k=20, max_tokens=args.rollout_tokens, n=args.generations)
 
     torch.manual_seed(args.seed)
     model, tokenizer = load_frozen_model(smollm2_instruct(), dtype=torch.float32)
     verifier = TransformersVerifier(model, tokenizer, batch_size=16)
-    settings = EvidenceSettings(mode="static", construction_sampling=Sampling(1.0, 0.95, 20, 64),
-                                equivalence_max_tokens=192)
+    settings = EvidenceSettings(mode="static", construction_sampling=Sampling(1.0, 0.95, 20, args.test_tokens),
+                                equivalence_max_tokens=160)
     pipeline = EvidencePipeline(verifier, settings)
     rows = load_preference_sample("train")[: args.prompts]
     seen_exact: set[tuple[str, str, str]] = set()
@@ -51,8 +52,7 @@ def main() -> None:
     print("step  lookups  hits  hit_rate  exact_key_hit_rate  distinct_answers  seconds")
     for step in range(args.steps):
         start = time.perf_counter()
-        requests = [Request(messages=row["prompt"], sampling=Sampling(**{**vars(ROLLOUT), "n": args.generations}),
-                            stage="rollout") for row in rows]
+        requests = [Request(messages=row["prompt"], sampling=rollout, stage="rollout") for row in rows]
         rollouts = verifier.generate(requests)
         groups = [Group(render_context(row["prompt"]), [completion_text(t) for t in reply.texts], key=row["id"])
                   for row, reply in zip(rows, rollouts, strict=True)]
