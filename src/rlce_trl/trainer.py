@@ -120,7 +120,10 @@ class RLCEGRPOTrainer(GRPOTrainer):
                 f"RLCEGRPOTrainer needs an RLCEGRPOConfig, got {type(args).__name__}: build the same arguments with "
                 "`RLCEGRPOConfig(...)` (it accepts every GRPOConfig field)."
             )
-        user_funcs = [] if reward_funcs is None else list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
+        if reward_funcs is None:
+            user_funcs = []
+        else:
+            user_funcs = list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
         user_weights = args.reward_weights
         if user_weights is not None and len(user_weights) != len(user_funcs):
             raise ValueError(
@@ -139,7 +142,8 @@ class RLCEGRPOTrainer(GRPOTrainer):
             group_scorer = as_group_scorer(group_scorer)
             verifier = verifier if verifier is not None else _NoVerifier()
         if verifier is None and args.verifier_mode != "transformers":
-            source = args.verifier_model_name_or_path or (model if isinstance(model, str) else model.config._name_or_path)
+            initial = model if isinstance(model, str) else model.config._name_or_path
+            source = args.verifier_model_name_or_path or initial
             verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")))
 
         # A model given in memory without a checkpoint on disk or the Hub: keep an untouched copy as verifier.
