@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.rlce-installed
 
 VLM_BIN := .venv-vlm/bin
 
-.PHONY: setup quickstart test test-fast test-slow test-vllm test-vlm vllm-env vlm-env bench gpu-check clean
+.PHONY: setup quickstart test test-fast test-slow test-vllm test-vlm vllm-env vlm-env bench gpu-check quality clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ vlm-env:  # legacy: a separate torch + torchvision venv; `make setup` now builds
 bench: setup vllm-env
 	$(BIN)/python benchmarks/stage_batching.py
 	$(BIN)/python benchmarks/verifier_throughput.py --groups 4 --source sample --transformers-calls 3
+
+RUFF ?= $(BIN)/ruff
+
+quality:  # lint (rules in pyproject.toml); `pip install ruff` or `make setup` with the dev extra
+	$(RUFF) check src tests
 
 gpu-check:  # on a machine with CUDA, vLLM, trl and this package installed
 	python scripts/gpu_check_colocate.py

@@ -13,6 +13,9 @@ _EXPORTS = {
     "rlce_format": "rewards",
     "EvidencePipeline": "evidence.pipeline",
     "EvidenceSettings": "evidence.pipeline",
+    "GroupScorer": "scoring",
+    "ScorerBase": "scoring",
+    "build_scorer": "methods",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from trl import GRPOConfig
 
-from .baselines import REWARD_METHODS
-from .evidence.pipeline import MODES, EvidenceSettings
+from .evidence.state import MODES as RLCE_MODES
 from .verifiers.base import Sampling
 from .video.config import VideoArguments
+
+if TYPE_CHECKING:  # the registry and the evidence pipeline are imported when used, never with the config
+    from .evidence.pipeline import EvidenceSettings
 
 VERIFIER_MODES = ("transformers", "server", "colocate")
 
@@ -73,13 +77,19 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
 
     Parameters:
         reward_method (`str`, *optional*, defaults to `"rlce"`):
-            The group reward: `"rlce"`, or a label-free baseline run on the same verifier for comparison:
-            `"rlce_static"`, `"rlce_pointwise"`, `"usc"`, `"policy_judge"`, `"ttrl"`, `"rar"`, `"rler"`
-            (see `rlce_trl.baselines`).
+            The group reward: `"rlce"`, or a label-free baseline run on the same verifier for comparison: `"usc"`,
+            `"policy_judge"`, `"ttrl"`, `"rar"`, `"rler"` (see `rlce_trl.methods`), or your own scorer as
+            `"package.module:Class"` (built as `Class(verifier, settings, **reward_method_kwargs)`). The aliases
+            `"rlce_static"` / `"rlce_pointwise"` are turned into `reward_method="rlce"` and that `rlce_mode`.
+        reward_method_kwargs (`dict`, *optional*):
+            Keyword arguments of the scorer (e.g. `{"max_active": 3}` for `rler`, `{"tie": "none"}` for `ttrl`); a
+            JSON object on the command line.
         rlce_mode (`str`, *optional*, defaults to `"evolving"`):
-            `"evolving"`: tests regenerated every step for the current answers (RLCE). `"static"`: tests built once
-            per prompt and answer pair, then reused with their verdicts (ablation; saved with checkpoints).
-            `"pointwise"`: tests built per answer alone, reward when a majority is satisfied (ablation).
+            The one knob of the RLCE ablations. `"evolving"`: tests regenerated every step for the current answers
+            (RLCE). `"static"`: tests fixed per prompt: built once per ordered pair of answer classes, then reused
+            with their verdicts; on free text a new answer is matched to the prompt's earlier answer classes in the
+            equivalence call, so a paraphrase reuses its class's tests (saved with checkpoints). `"pointwise"`:
+            tests built per answer alone, reward when a majority is satisfied.
         rlce_tests_per_direction (`int`, *optional*, defaults to `1`):
             Evidence tests sampled per direction of each answer pair (pointwise: per answer).
         rlce_tie_break_tests_per_direction (`int`, *optional*, defaults to `1`):
@@ -104,7 +114,9 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
         rlce_equivalence_max_tokens (`int`, *optional*, defaults to `256`):
             Token limit of one group's equivalence judgement (free text).
         rlce_redact_answers (`bool`, *optional*, defaults to `True`):
-            Redact verbatim mentions of candidate answers from tests before validation.
+            Redact mentions of candidate answers from tests before validation (any case, at word boundaries; for
+            closed labels every label with its inflections). The options line is removed from the validator's
+            context either way.
         rlce_answer_fallback (`bool`, *optional*, defaults to `True`):
             Read answers as evaluation does (appendix A): a response without `\boxed{}` still answers with the one
             label it names (closed labels) or with its whole text (free text). `False`: only boxed answers count.
@@ -130,10 +142,13 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
     reward_method: str = field(
         default="rlce",
         metadata={
-            "help": "Group reward: 'rlce', or a baseline on the same verifier (rlce_static, rlce_pointwise, usc, "
-            "policy_judge, ttrl, rar, rler).",
-            "choices": list(REWARD_METHODS),
+            "help": "Group reward: 'rlce', a baseline on the same verifier (usc, policy_judge, ttrl, rar, rler), or "
+            "your own scorer as 'package.module:Class'.",
         },
+    )
+    reward_method_kwargs: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={"help": "Keyword arguments of the scorer, as a JSON object (e.g. '{\"max_active\": 3}')."},
     )
     verifier_server_base_url: str | None = field(
         default=None,
@@ -176,9 +191,9 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
     rlce_mode: str = field(
         default="evolving",
         metadata={
-            "help": "'evolving' (tests regenerated every step), 'static' (built once per prompt and answer pair, "
-            "reused) or 'pointwise' (tests per answer alone, majority rule).",
-            "choices": list(MODES),
+            "help": "'evolving' (tests regenerated every step), 'static' (built once per prompt and pair of answer "
+            "classes, reused) or 'pointwise' (tests per answer alone, majority rule).",
+            "choices": list(RLCE_MODES),
         },
     )
     rlce_tests_per_direction: int = field(
@@ -227,8 +242,7 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
             )
         if self.verifier_mode not in VERIFIER_MODES:
             problems.append(f"verifier_mode={self.verifier_mode!r}: use one of {', '.join(VERIFIER_MODES)}.")
-        if self.reward_method not in REWARD_METHODS:
-            problems.append(f"reward_method={self.reward_method!r}: use one of {', '.join(REWARD_METHODS)}.")
+        problems += self._reward_method_problems()
         if self.verifier_mode == "server" and not self.verifier_server_base_url:
             problems.append(
                 "verifier_mode='server' needs verifier_server_base_url: start a server with `vllm serve <initial "
@@ -243,7 +257,8 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
             and self.verifier_gpu_memory_utilization + self.vllm_gpu_memory_utilization >= 0.95
         ):
             problems.append(
-                f"verifier_gpu_memory_utilization ({self.verifier_gpu_memory_utilization}) + vllm_gpu_memory_utilization "
+                f"verifier_gpu_memory_utilization ({self.verifier_gpu_memory_utilization}) + "
+                "vllm_gpu_memory_utilization "
                 f"({self.vllm_gpu_memory_utilization}) leave no GPU memory for training: keep their sum below 0.95."
             )
         for name in ("verifier_max_concurrency", "verifier_tensor_parallel_size"):
@@ -258,8 +273,8 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
             problems.append("verifier_request_deadline must be > 0 seconds.")
         if self.verifier_max_reply_bytes < 1024:
             problems.append("verifier_max_reply_bytes must be >= 1024.")
-        if self.rlce_mode not in MODES:
-            problems.append(f"rlce_mode={self.rlce_mode!r}: use one of {', '.join(MODES)}.")
+        if self.rlce_mode not in RLCE_MODES:
+            problems.append(f"rlce_mode={self.rlce_mode!r}: use one of {', '.join(RLCE_MODES)}.")
         for name in ("rlce_verified_weight", "rlce_format_weight"):
             if getattr(self, name) < 0:
                 problems.append(f"{name}={getattr(self, name)}: reward weights must be >= 0.")
@@ -284,6 +299,35 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
         if problems:
             raise ValueError("Invalid RLCEGRPOConfig:\n- " + "\n- ".join(problems))
         super().__post_init__()
+
+    def _reward_method_problems(self) -> list[str]:
+        """Check `reward_method` (through the registry, imported here, not with the module), turn an ablation alias
+        into `rlce_mode`, and read `reward_method_kwargs` from JSON."""
+        from .methods import method_name_problem, resolve_alias
+
+        problems = []
+        problem = method_name_problem(self.reward_method)
+        if problem:
+            problems.append(problem)
+        method, mode = resolve_alias(self.reward_method)
+        if mode is not None:
+            if self.rlce_mode not in ("evolving", mode):
+                problems.append(
+                    f"reward_method={self.reward_method!r} and rlce_mode={self.rlce_mode!r} contradict: the ablation "
+                    f"has one knob, rlce_mode; set reward_method='rlce' and rlce_mode={mode!r}."
+                )
+            else:
+                self.reward_method, self.rlce_mode = method, mode
+        if isinstance(self.reward_method_kwargs, str):
+            try:
+                text = self.reward_method_kwargs
+                self.reward_method_kwargs = json.loads(text) if text.strip() else None
+            except json.JSONDecodeError as error:
+                problems.append(f"reward_method_kwargs is not valid JSON ({error}): pass an object like "
+                                "'{\"max_active\": 3}'.")
+        if self.reward_method_kwargs is not None and not isinstance(self.reward_method_kwargs, dict):
+            problems.append(f"reward_method_kwargs must be a JSON object (a dict), got {self.reward_method_kwargs!r}.")
+        return problems
 
     def __getstate__(self):
         """What pickling keeps (the `training_args.bin` of every checkpoint): no credentials. The Hub token is
@@ -313,6 +357,8 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
 
     def evidence_settings(self) -> EvidenceSettings:
         """The pipeline settings these fields describe."""
+        from .evidence.pipeline import EvidenceSettings
+
         return EvidenceSettings(
             mode=self.rlce_mode,
             tests_per_direction=self.rlce_tests_per_direction,

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from .evidence.pipeline import EvidencePipeline, EvidenceSettings, GroupResult, StepStats
+from .evidence.pipeline import EvidencePipeline, EvidenceSettings
 from .evidence.prompts import render_context
 from .evidence.reward import format_reward
-from .evidence.state import Group
+from .scoring import Group, GroupResult, StepStats
 from .verifiers.base import Verifier
 from .video.media import has_raw_frames, media_items, media_key
 
@@ -62,7 +62,8 @@ def group_log_columns(result: GroupResult) -> dict[str, list]:
     """Completions-table columns for the rollouts of one group: each rollout's canonical answer, the verified answer
     and the verification scores (Eq. 3) of all distinct answers."""
     scores = "; ".join(
-        f"{answer[:60]}: {'n/a' if s is None else f'{s:+.2f}'}" for answer, s in zip(result.answers, result.scores)
+        f"{answer[:60]}: {'n/a' if s is None else f'{s:+.2f}'}"
+        for answer, s in zip(result.answers, result.scores, strict=False)  # no scores for a single answer
     )
     n = len(result.verified)
     return {

@@ -15,10 +15,10 @@ from trl import GRPOTrainer
 from .audit import EVIDENCE_FILE, EvidenceRecorder
 from .config import RLCEGRPOConfig
 from .data.checks import check_datasets
-from .baselines import build_scorer
-from .evidence.pipeline import StepStats
+from .methods import build_scorer, scorer_name
 from .rewards import build_groups, completion_text, group_log_columns, rlce_format
-from .verifiers.base import Verifier, VerifierUnavailableError
+from .scoring import GroupScorer, StepStats, as_group_scorer
+from .verifiers.base import Reply, Verifier, VerifierUnavailableError
 from .verifiers.from_config import remote_verifier
 from .verifiers.transformers_backend import TransformersVerifier, load_frozen_model
 from .video.trainer import VideoGRPOMixin
@@ -28,9 +28,19 @@ logger = logging.getLogger(__name__)
 SCORER_STATE_FILE = "rlce_scorer_state.json"
 
 
+class _NoVerifier(Verifier):
+    """Stands in when a `group_scorer` is passed without a `verifier`: the trainer loads no model for it."""
+
+    name = "none"
+
+    def _generate(self, requests) -> list[Reply]:
+        raise RuntimeError("This trainer has no verifier: pass `verifier=` with your `group_scorer`.")
+
+
 class _GroupReward:
     """TRL's view of the group reward: a reward function that hands out this process's slice of the rewards that
-    `RLCEGRPOTrainer._calculate_rewards` computed for whole groups. Its name is what TRL logs (`rewards/<name>/mean`)."""
+    `RLCEGRPOTrainer._calculate_rewards` computed for whole groups. Its name is what TRL logs
+    (`rewards/<name>/mean`)."""
 
     def __init__(self, trainer: RLCEGRPOTrainer, name: str):
         self.__name__ = name
@@ -56,12 +66,15 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
     1. **Rewards.** Two reward functions come first: `rlce_verified` (Eq. 5: 1 for rollouts whose answer is the
        verified answer, 0 otherwise, `None` for the whole group when there is no verified answer) and `rlce_format`
        (1 when the response ends in `\\boxed{}`), weighted by `args.rlce_verified_weight` / `args.rlce_format_weight`.
-       With `args.reward_method` set to a baseline (`usc`, `rler`, ...) its group reward replaces `rlce_verified`.
+       With `args.reward_method` set to a baseline (`usc`, `rler`, ...) or to your own scorer
+       (`"package.module:Class"`), or with `group_scorer=` (any [`~rlce_trl.scoring.GroupScorer`]), its group reward
+       replaces `rlce_verified`; `args.reward_method_kwargs` reach the scorer's constructor.
        `reward_funcs` you pass are optional and come after them; `args.reward_weights`, if set, weights those only.
        TRL's weighting, None handling and `rewards/<name>/mean` logging apply unchanged.
     2. **Whole groups.** `_calculate_rewards` gathers prompts and completions from all processes, cuts them into
        groups of G in sampler order, scores group g on process `g % num_processes` (each group exactly once, with all
-       its members), gathers the results and gives each process its own slice.
+       its members), gathers the results, runs the scorer's `finalize_batch` on the whole batch on every process and
+       gives each process its own slice.
     3. **Frozen verifier.** `verifier`, or one built from `args`: the model `args.verifier_model_name_or_path`, else
        the initial checkpoint: the PEFT base model with the adapter disabled, the reference model (`beta > 0`), or a
        separate frozen copy loaded once per process. Never the policy's generation engine, which receives the
@@ -101,6 +114,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         optimizers=(None, None),
         peft_config=None,
         verifier: Verifier | None = None,
+        group_scorer: GroupScorer | None = None,
         **kwargs,
     ):
         if args is None:
@@ -112,7 +126,10 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
                 "`RLCEGRPOConfig(...)` (it accepts every GRPOConfig field)."
             )
         check_datasets(train_dataset, eval_dataset, args.rlce_labels_column)  # bad rows fail here, naming row and fix
-        user_funcs = [] if reward_funcs is None else list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
+        if reward_funcs is None:
+            user_funcs = []
+        else:
+            user_funcs = list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
         user_weights = args.reward_weights
         if user_weights is not None and len(user_weights) != len(user_funcs):
             raise ValueError(
@@ -128,8 +145,12 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         self.check_video_dataset(train_dataset, args)  # video rows the settings cannot train: fail before loading
         # Server and co-located verifiers come first: a server that is down fails the run before any model loads,
         # and a co-located vLLM server profiles GPU memory before TRL's own engine takes its share.
+        if group_scorer is not None:  # your scorer: no verifier is built for it (pass `verifier=` when it uses one)
+            group_scorer = as_group_scorer(group_scorer)
+            verifier = verifier if verifier is not None else _NoVerifier()
         if verifier is None and args.verifier_mode != "transformers":
-            source = args.verifier_model_name_or_path or (model if isinstance(model, str) else model.config._name_or_path)
+            initial = model if isinstance(model, str) else model.config._name_or_path
+            source = args.verifier_model_name_or_path or initial
             verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")))
 
         # A model given in memory without a checkpoint on disk or the Hub: keep an untouched copy as verifier.
@@ -141,7 +162,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         self._group_rewards: list[float | None] | None = None
         #: Prefix of the per-step metrics and name of the group reward: `rlce` for RLCE and its ablations, else the
         #: baseline's name.
-        self.method_name = "rlce" if args.reward_method.startswith("rlce") else args.reward_method
+        self.method_name = group_scorer.name if group_scorer is not None else scorer_name(args.reward_method)
         group_reward = _GroupReward(self, "rlce_verified" if self.method_name == "rlce" else self.method_name)
         args.reward_weights = None  # TRL checks the length against all reward functions; set below
         try:
@@ -166,8 +187,10 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
 
         self.verifier = verifier if verifier is not None else self._build_verifier(model)
         self._initial_model = None
-        #: Scores whole rollout groups: `score(groups) -> (results, stats)`. The RLCE evidence pipeline by default.
-        self.group_scorer = build_scorer(args.reward_method, self.verifier, args.evidence_settings())
+        #: Scores whole rollout groups (a [`~rlce_trl.scoring.GroupScorer`]). The RLCE evidence pipeline by default.
+        self.group_scorer: GroupScorer = group_scorer or build_scorer(
+            args.reward_method, self.verifier, args.evidence_settings(), **(args.reward_method_kwargs or {})
+        )
         #: The evidence audit trail (`<output_dir>/rlce_evidence.jsonl`, see `rlce_trl.audit`).
         self.evidence = EvidenceRecorder(os.path.join(args.output_dir, EVIDENCE_FILE), self.method_name,
                                          args.rlce_evidence_max_mb, args.rlce_evidence,
@@ -214,10 +237,10 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         # 1. Whole groups: every process sees the whole generation batch, in sampler order.
         local = [
             (p, completion_text(c), ex.get(labels_column), ex.get("question"))
-            for p, c, ex in zip(prompts, completions, inputs)
+            for p, c, ex in zip(prompts, completions, inputs, strict=True)
         ]
         batch = gather_object(local)
-        rows, texts, labels, questions = (list(column) for column in zip(*batch))
+        rows, texts, labels, questions = (list(column) for column in zip(*batch, strict=True))
         groups = build_groups(rows, texts, labels, num_generations, questions)
 
         # 2. Each group scored once, by process g % world.
@@ -226,32 +249,36 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         try:
             results, stats = self.group_scorer.score([groups[g] for g in owned])
             failure = None
+            if len(results) != len(owned):  # a scorer bug: raised below on every rank too
+                failure = (f"process {rank}: {self.method_name} returned {len(results)} results for {len(owned)} "
+                           "groups; a group scorer returns one GroupResult per group, in order.")
+                results, stats = [], StepStats()
         except VerifierUnavailableError as error:  # raised below on every rank, or the others hang in the gather
             results, stats, failure = [], StepStats(), f"process {rank}: {error}"
         work = self.verifier.stats.since(before)
-        step = self.state.global_step + (mode == "train")  # the step these rewards are logged under
-        ids = self.evidence.next_ids(mode, step, len(groups))
-        packed = [(g, r.verified, {**group_log_columns(r), "rlce_group": [ids[g]] * len(r.verified)},
-                   self.evidence.record(groups[g], r, ids[g], step, mode, self.group_scorer))
-                  for g, r in zip(owned, results)]
-        updates = self.group_scorer.pop_state_updates() if hasattr(self.group_scorer, "pop_state_updates") else []
+        packed = list(zip(owned, results, strict=True)) if failure is None else []
+        updates = self.group_scorer.pop_state_updates()
         everyone = gather_object([(rank, packed, stats, work, updates, failure)])
         failures = [e[5] for e in everyone if e[5]]
+        if any("a group scorer returns one GroupResult per group" in f for f in failures):
+            raise RuntimeError("\n".join(failures))
         if failures:
             raise VerifierUnavailableError(
                 "The verifier failed persistently, so no rewards can be computed:\n" + "\n".join(failures)
                 + "\nCheck the verifier server (its URL, its log), or raise verifier_max_consecutive_failures."
             )
 
-        # 3. Back in group order; this process keeps its slice.
-        by_group = {item[0]: item[1:] for _, items, *_ in everyone for item in items}
-        self.evidence.write([by_group[g][2] for g in range(len(groups))], self.state.global_step)
-        verified = [r for g in range(len(groups)) for r in by_group[g][0]]
+        # 3. Back in group order; the batch hook sees every group on every process; this process keeps its slice.
+        by_group = {g: result for _, items, *_ in everyone for g, result in items}
+        results = self.group_scorer.finalize_batch(groups, [by_group[g] for g in range(len(groups))])
+        step = self.state.global_step + (mode == "train")  # the step these rewards are logged under
+        ids = self.evidence.next_ids(mode, step, len(groups))
+        verified = [r for result in results for r in result.verified]
         start = rank * len(prompts)
         self._group_rewards = verified[start : start + len(prompts)]
         columns: dict[str, list] = {}
-        for g in range(len(groups)):
-            for name, values in by_group[g][1].items():
+        for gid, result in zip(ids, results, strict=True):
+            for name, values in {**group_log_columns(result), "rlce_group": [gid] * len(result.verified)}.items():
                 columns.setdefault(name, []).extend(values)
         for name, values in columns.items():
             self._log_completion_extra(name, values[start : start + len(prompts)])
@@ -265,10 +292,15 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         for other_rank, _, _, _, other_updates, _ in everyone:
             if other_rank != rank and other_updates:
                 self.group_scorer.apply_state_updates(other_updates)
+        # Written once, by the main process, with every group's evidence (its state is now complete too).
+        if self.accelerator.is_main_process:
+            records = [self.evidence.record(group, result, gid, step, mode, self.group_scorer)
+                       for group, result, gid in zip(groups, results, ids, strict=True)]
+            self.evidence.write(records, self.state.global_step)
         return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
 
     def _log_rlce_metrics(self, mode: str, per_rank: list[StepStats], work) -> None:
-        total = StepStats.merge(per_rank)
+        total = type(per_rank[0]).merge(per_rank) if per_rank else StepStats()
         metrics, prefix = self._metrics[mode], self.method_name
         for name, value in total.metrics().items():
             metrics[f"{prefix}/{name}"].append(value)
@@ -284,8 +316,6 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             metrics[f"{prefix}/verifier_timeouts_total"].append(float(transport.timeouts))
         if hasattr(self.verifier, "restarts"):
             metrics[f"{prefix}/verifier_restarts_total"].append(float(self.verifier.restarts))
-        if total.static_cache_hits:
-            metrics[f"{prefix}/static_cache_hits"].append(float(total.static_cache_hits))
         failures = total.verdict_failures
         if failures:
             logger.info("%s: %d unreadable verdicts counted as abstentions (%s).", prefix, sum(failures.values()),
@@ -320,7 +350,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
     # -- scorer state across checkpoints ---------------------------------------------------------------------------
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
-        state = self.group_scorer.state_dict() if hasattr(self.group_scorer, "state_dict") else {}
+        state = self.group_scorer.state_dict()
         if self.args.should_save and any(state.values()):
             folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
             with open(os.path.join(folder, SCORER_STATE_FILE), "w") as f:

@@ -1,33 +1,48 @@
-"""The reward-method registry: every name builds a scorer with the EvidencePipeline interface."""
+"""The reward-method registry (`rlce_trl.methods`): every name builds a scorer the same way, with the whole
+`GroupScorer` interface."""
 
 import pytest
 from scripted import ScriptedVerifier, evidence_verifier
 
-from rlce_trl.baselines import REWARD_METHODS, build_scorer
 from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
 from rlce_trl.evidence.state import Group
+from rlce_trl.methods import METHOD_ALIASES, REWARD_METHODS, build_scorer
+from rlce_trl.scoring import GroupScorer, ScorerBase
+
+STATEFUL = {"rlce", "rlce_static", "rlce_pointwise", "rar", "rler"}
 
 
-def test_names_and_rlce_modes():
-    assert set(REWARD_METHODS) == {
-        "rlce", "rlce_static", "rlce_pointwise", "usc", "policy_judge", "ttrl", "rar", "rler"}
+def test_names_aliases_and_options():
+    assert set(REWARD_METHODS) == {"rlce", "usc", "policy_judge", "ttrl", "rar", "rler"}
+    assert set(METHOD_ALIASES) == {"rlce_static", "rlce_pointwise"}
     verifier = ScriptedVerifier(lambda request: "")
     settings = EvidenceSettings(tests_per_direction=3)
     rlce = build_scorer("rlce", verifier, settings)
-    assert isinstance(rlce, EvidencePipeline) and rlce.settings is settings
+    assert isinstance(rlce, EvidencePipeline) and rlce.settings is settings and rlce.name == "rlce"
     static = build_scorer("rlce_static", verifier, settings)
     assert static.settings.mode == "static" and static.settings.tests_per_direction == 3
     assert build_scorer("rlce_pointwise", verifier).settings.mode == "pointwise"
     assert build_scorer("rler", verifier, max_active=3).max_active == 3
-    assert build_scorer("rar", verifier).evolving is False
+    rar = build_scorer("rar", verifier)
+    assert rar.evolving is False and rar.name == "rar"
+    assert build_scorer("ttrl", verifier, settings, tie="none").tie == "none"
+    assert build_scorer("rlce", verifier, static_max_classes=4).static_max_classes == 4
 
 
-def test_unknown_name_lists_the_valid_ones():
-    with pytest.raises(ValueError, match="rlce, rlce_static, rlce_pointwise, usc, policy_judge, ttrl, rar, rler"):
-        build_scorer("grpo", ScriptedVerifier(lambda request: ""), None)
+def test_unknown_name_or_option_names_the_fix():
+    verifier = ScriptedVerifier(lambda request: "")
+    with pytest.raises(ValueError, match="use one of rlce, usc, policy_judge, ttrl, rar, rler, rlce_static, "
+                                         "rlce_pointwise, or your own scorer as 'package.module:Class'"):
+        build_scorer("grpo", verifier, None)
+    with pytest.raises(TypeError, match=r"reward_method='rler' with reward_method_kwargs=\{'max_actve': 3\}"):
+        build_scorer("rler", verifier, max_actve=3)
+    with pytest.raises(ValueError, match="cannot import 'no_such_module'"):
+        build_scorer("no_such_module:Scorer", verifier)
+    with pytest.raises(ValueError, match="has no attribute 'Nope'"):
+        build_scorer("rlce_trl.scoring:Nope", verifier)
 
 
-@pytest.mark.parametrize("name", sorted(REWARD_METHODS))
+@pytest.mark.parametrize("name", sorted([*REWARD_METHODS, *METHOD_ALIASES]))
 def test_every_scorer_keeps_the_contract(name):
     groups = [Group("User: q", ["\\boxed{positive}", "\\boxed{negative}", "\\boxed{positive}"],
                     labels=("positive", "negative"))]
@@ -42,10 +57,15 @@ def test_every_scorer_keeps_the_contract(name):
 
     verifier.reply = reply
     scorer = build_scorer(name, verifier, EvidenceSettings(redact_answers=False))
+    assert isinstance(scorer, GroupScorer) and isinstance(scorer, ScorerBase)
     results, stats = scorer.score(groups)
     (r,) = results
     assert len(r.verified) == 3 and r.assignment == [0, 1, 0] and r.answers == ["positive", "negative"]
     assert stats.groups == 1 and sum(stats.statuses.values()) == 1
     assert len({b[0].stage for b in verifier.batches}) == len(verifier.batches)  # one call per stage
-    for method in ("pop_state_updates", "apply_state_updates", "state_dict", "load_state_dict"):
-        assert hasattr(scorer, method) == (name in {"rlce", "rlce_static", "rlce_pointwise", "rar", "rler"})
+    assert scorer.finalize_batch(groups, results) is results  # the batch hook is a no-op by default
+    stateful = type(scorer).state_dict is not ScorerBase.state_dict
+    assert stateful == (name in STATEFUL)
+    if not stateful:  # the no-op state methods the trainer calls on every scorer
+        assert scorer.pop_state_updates() == [] and scorer.state_dict() == {}
+        scorer.apply_state_updates([]) or scorer.load_state_dict({})

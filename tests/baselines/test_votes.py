@@ -4,6 +4,7 @@ import pytest
 from scripted import ScriptedVerifier
 
 from rlce_trl.baselines import TTRLScorer, USCScorer
+from rlce_trl.evidence.pipeline import EvidenceSettings
 from rlce_trl.evidence.state import Group
 
 LABELS = ("positive", "negative", "neutral")
@@ -42,14 +43,14 @@ def test_ttrl_tie_rule_none_and_scores():
     group = Group("c", boxed("positive", "negative"), labels=LABELS)
     (r,), stats = TTRLScorer(tie="none").score([group])
     assert r.verified == [None, None] and r.status == "tie" and r.scores == [1.0, 1.0]
-    assert stats.initial_ties == 1
+    assert stats.extra["initial_ties"] == 1
     with pytest.raises(ValueError, match="first, none"):
         TTRLScorer(tie="random")
 
 
 def test_ttrl_free_text_votes_on_normalized_answers():
     group = Group("c", boxed("A quiet cafe.", "a quiet  cafe", "a loud bar", None))
-    (r,), stats = TTRLScorer(answer_fallback=False).score([group])
+    (r,), stats = TTRLScorer(None, EvidenceSettings(answer_fallback=False)).score([group])
     assert r.answers == ["A quiet cafe.", "a loud bar"] and r.assignment == [0, 0, 1, None]
     assert r.verified == [1.0, 1.0, 0.0, 0.0] and r.verified_answer == "A quiet cafe."
     assert stats.statuses == {"voted": 1} and stats.distinct_answers == [2]

@@ -52,7 +52,7 @@ def log_groups(
     per_group: bool = True,
     keep_test_text: bool = False,
 ) -> list[dict]:
-    """Run every method of `methods` (names of [`rlce_trl.baselines.REWARD_METHODS`]) over the same groups with one
+    """Run every method of `methods` (names of [`rlce_trl.methods.REWARD_METHODS`]) over the same groups with one
     verifier and return the logged-groups records (format in the module docstring).
 
     Args:
@@ -62,7 +62,7 @@ def log_groups(
         options: per-method keyword options for the scorer factories, e.g. `{"rler": {"max_active": 5}}`.
         keep_test_text: also log the text of every test.
     """
-    from ..baselines import build_scorer  # the registry imports the scorers; analysis stays importable without it
+    from ..methods import build_scorer  # the registry imports the scorers; analysis stays importable without it
 
     counting = CountingVerifier(verifier)
     records = []

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..evidence.canonicalization import canonicalize_deterministic
-from ..evidence.pipeline import GroupResult
-from ..evidence.state import Group, GroupState
+from ..evidence.state import GroupState
+from ..scoring import Group, GroupResult
 from .prompts import question_of
 
 QuestionFn = Callable[[Group], str]

@@ -13,20 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..evidence.pipeline import EvidenceSettings, GroupResult, StepStats
-from ..evidence.state import Group, GroupState
+from ..evidence.pipeline import EvidenceSettings
+from ..evidence.prompts import context_without_options
+from ..evidence.state import GroupState
+from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from .common import distinct_answers, make_result, no_reward, rewards_for
-from .prompts import YES_NO, context_without_options, judge_messages, parse_yes_no
+from .prompts import YES_NO, judge_messages, parse_yes_no
 
 
-class PolicyJudgeScorer:
+class PolicyJudgeScorer(ScorerBase):
     """Pointwise Yes/No judgment of every distinct answer.
 
     Args:
         verifier: the frozen judge (the same model as the RLCE validator).
         settings: [`~rlce_trl.evidence.pipeline.EvidenceSettings`]; `validation_max_tokens` caps the judgment reply.
     """
+
+    name = "policy_judge"
 
     def __init__(self, verifier: Verifier, settings: EvidenceSettings | None = None):
         self.verifier = verifier
@@ -38,7 +42,7 @@ class PolicyJudgeScorer:
         jobs: list[tuple[GroupState, int]] = [(s, i) for s in states for i in range(s.num_answers)]
         requests = [self._request(s, i) for s, i in jobs]
         verdicts: dict[int, list[str | None]] = {id(s): [None] * s.num_answers for s in states}
-        for (state, i), reply in zip(jobs, self.verifier.generate(requests)):
+        for (state, i), reply in zip(jobs, self.verifier.generate(requests), strict=True):
             text = reply.texts[0] if reply.texts and reply.error is None else ""
             verdict = parse_yes_no(text)
             verdicts[id(state)][i] = verdict

@@ -20,14 +20,14 @@ import json
 import re
 from collections.abc import Sequence
 
-from ..evidence.prompts import _messages
+from ..evidence.prompts import _drop_options_lines, _messages
 
 #: Answers of the judges with guided choice.
 YES_NO = ("Yes", "No")
 RUBRIC_SCORES = ("0", "1", "2")
 
 
-# -- what each role may see ---------------------------------------------------------------------------------------------
+# -- what each role may see -------------------------------------------------------------------------------------------
 def _blocks(context: str) -> list[str]:
     """`render_context` joins turns as `Role: content` blocks separated by blank lines; content may itself hold blank
     lines, so a block starts at a line that opens with a role name."""
@@ -51,26 +51,7 @@ def question_of(context: str) -> str:
     return _drop_options_lines(last).strip()
 
 
-def _drop_options_lines(text: str, labels: Sequence[str] | None = None) -> str:
-    """Remove `Options: a, b, c.` lines (the line `rlce_trl.data.hba.options_line` appends); with `labels`, only a
-    line that names every label, so that an ordinary sentence starting with "Options:" survives."""
-    kept = []
-    for line in text.split("\n"):
-        if line.strip().startswith("Options:"):
-            listed = line.casefold()
-            if labels is None or all(label.casefold() in listed for label in labels):
-                continue
-        kept.append(line)
-    return "\n".join(kept)
-
-
-def context_without_options(context: str, labels: Sequence[str] | None) -> str:
-    """The sample context with the closed-label options line removed: the D.2 judge "is not shown the remaining
-    answer options"."""
-    return _drop_options_lines(context, labels) if labels else context
-
-
-# -- Universal Self-Consistency (D.1, figure 15) -----------------------------------------------------------------------
+# -- Universal Self-Consistency (D.1, figure 15) ----------------------------------------------------------------------
 def usc_messages(question: str, responses: Sequence[str]) -> list[dict[str, str]]:
     """USC selection (Chen et al., 2023): which response is most consistent with the majority of the responses?
     The question is the shared input; the responses and the instruction follow."""
@@ -93,7 +74,7 @@ def parse_usc_choice(text: str, num_responses: int) -> int | None:
     return None
 
 
-# -- Policy LLM-Judge (D.2, figure 16) ---------------------------------------------------------------------------------
+# -- Policy LLM-Judge (D.2, figure 16) --------------------------------------------------------------------------------
 def judge_messages(context: str, answer: str) -> list[dict[str, str]]:
     """Pointwise judgment of one proposed answer: is it correct? The context (question and input evidence) is the
     shared prefix; only the answer differs between the requests of a group."""
@@ -114,7 +95,7 @@ def parse_yes_no(text: str) -> str | None:
     return named.pop() if len(named) == 1 else None
 
 
-# -- Rubrics (D.3; DR Tulu) --------------------------------------------------------------------------------------------
+# -- Rubrics (D.3; DR Tulu) -------------------------------------------------------------------------------------------
 def _rubric_list(rubrics: Sequence[dict]) -> str:
     if not rubrics:
         return "(none yet)"
@@ -242,7 +223,8 @@ def parse_rubrics(text: str, max_items: int) -> tuple[list[dict], str | None]:
         for line in text.splitlines():
             found = re.match(r"^\s*[-*]?\s*\[(positive|negative)\]\s*(.+)$", line, flags=re.IGNORECASE)
             if found:
-                items.append({"text": found.group(2).strip(), "weight": 1 if found.group(1).lower() == "positive" else -1})
+                weight = 1 if found.group(1).lower() == "positive" else -1
+                items.append({"text": found.group(2).strip(), "weight": weight})
         if not items:
             return [], "malformed_json" if match or text.strip() else "empty"
     # the same criterion twice counts the same behaviour twice (D.3): keep the first

@@ -35,8 +35,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..evidence.pipeline import EvidenceSettings, GroupResult, StepStats
-from ..evidence.state import Group, GroupState
+from ..evidence.pipeline import EvidenceSettings
+from ..evidence.state import GroupState
+from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from .common import QuestionFn, distinct_answers, group_question, make_result, no_reward
 from .prompts import (
@@ -59,7 +60,7 @@ def rubric_score(weights: Sequence[float], judgments: Sequence[float]) -> float:
     The denominator counts positive weights only; the score is not clamped and is negative when penalties dominate.
     """
     positive = sum(w for w in weights if w > 0)
-    return sum(w * j for w, j in zip(weights, judgments)) / max(positive, 1.0)
+    return sum(w * j for w, j in zip(weights, judgments, strict=True)) / max(positive, 1.0)
 
 
 def population_std(values: Sequence[float]) -> float:
@@ -83,7 +84,7 @@ def _empty_buffer() -> dict:
     return {"persistent": [], "active": [], "archived": []}
 
 
-class RubricScorer:
+class RubricScorer(ScorerBase):
     """Rubric rewards with a per-prompt buffer; `evolving=False` is static Rubrics as Rewards, `True` is RLER.
 
     Args:
@@ -113,6 +114,7 @@ class RubricScorer:
         self.verifier = verifier
         self.settings = settings or EvidenceSettings()
         self.evolving = evolving
+        self.name = "rler" if evolving else "rar"
         self.question_fn = question_fn
         self.seed_rubrics = tuple(seed_rubrics)
         self.max_new_rubrics = max_new_rubrics
@@ -127,10 +129,10 @@ class RubricScorer:
         states = [distinct_answers(g, self.settings.answer_fallback) for g in groups]
         self._seed(states, stats)
         candidates = self._generate(states, stats) if self.evolving else [[] for _ in states]
-        rubric_sets = [self._rubrics(s) + new for s, new in zip(states, candidates)]
+        rubric_sets = [self._rubrics(s) + new for s, new in zip(states, candidates, strict=True)]
         judgments = self._judge(states, rubric_sets, stats)
         results = []
-        for state, rubrics, new, judged in zip(states, rubric_sets, candidates, judgments):
+        for state, rubrics, new, judged in zip(states, rubric_sets, candidates, judgments, strict=True):
             stats.distinct_answers.append(state.num_answers)
             if not rubrics:
                 result = no_reward(state, "no_rubrics")
@@ -151,7 +153,7 @@ class RubricScorer:
         for s in states:
             key = s.group.prompt_key
             if self.buffers.get(key, {}).get("persistent"):
-                stats.static_cache_hits += 1  # the persistent rubrics of an earlier visit are reused
+                stats.extra["static_cache_hits"] += 1  # the persistent rubrics of an earlier visit are reused
             else:
                 todo.setdefault(key, s)  # one seed request per prompt, even if it appears twice in the step
         low, high = self.seed_rubrics
@@ -164,7 +166,7 @@ class RubricScorer:
             )
             for s in todo.values()
         ]
-        for key, reply in zip(todo, self.verifier.generate(requests)):
+        for key, reply in zip(todo, self.verifier.generate(requests), strict=True):
             rubrics, failure = self._parse(reply, high)
             if failure or not rubrics:  # retried on the next visit
                 stats.construction_failures[f"seed_{failure or 'empty'}"] += 1
@@ -185,7 +187,7 @@ class RubricScorer:
             for s in states
         ]
         out = []
-        for state, reply in zip(states, self.verifier.generate(requests)):
+        for state, reply in zip(states, self.verifier.generate(requests), strict=True):
             rubrics, failure = self._parse(reply, self.max_new_rubrics)
             if failure:
                 stats.construction_failures[f"generation_{failure}"] += 1
@@ -195,12 +197,16 @@ class RubricScorer:
             out.append(new)
         return out
 
-    def _judge(self, states: list[GroupState], rubric_sets: list[list[dict]], stats: StepStats) -> list[list[list[float]]]:
+    def _judge(
+        self, states: list[GroupState], rubric_sets: list[list[dict]], stats: StepStats
+    ) -> list[list[list[float]]]:
         """`J[group][rubric][rollout]`; identical responses are judged once (greedy judging gives them one score)."""
-        judged = [[[0.0] * len(s.group.completions) for _ in rubrics] for s, rubrics in zip(states, rubric_sets)]
+        judged = [
+            [[0.0] * len(s.group.completions) for _ in rubrics] for s, rubrics in zip(states, rubric_sets, strict=True)
+        ]
         jobs: list[tuple[int, int, list[int]]] = []
         requests = []
-        for k, (state, rubrics) in enumerate(zip(states, rubric_sets)):
+        for k, (state, rubrics) in enumerate(zip(states, rubric_sets, strict=True)):
             by_text: dict[str, list[int]] = {}
             for g, completion in enumerate(state.group.completions):
                 if completion.strip():  # an empty response scores 0 without a call
@@ -215,7 +221,7 @@ class RubricScorer:
                         choices=RUBRIC_SCORES,
                         stage="rubric_judge",
                     ))
-        for (k, r, rollouts), reply in zip(jobs, self.verifier.generate(requests)):
+        for (k, r, rollouts), reply in zip(jobs, self.verifier.generate(requests), strict=True):
             value = parse_rubric_score(reply.texts[0]) if reply.texts and reply.error is None else None
             stats.tests_validated += 1
             stats.verdicts[f"score_{value}" if value is not None else "invalid"] += 1
@@ -281,7 +287,7 @@ class RubricScorer:
         """Per answer, the mean rubric score of its rollouts; the verified answer is the unique best one."""
         scores: list[float | None] = []
         for i in range(state.num_answers):
-            mine = [r for r, a in zip(rewards, state.assignment) if a == i]
+            mine = [r for r, a in zip(rewards, state.assignment, strict=True) if a == i]
             scores.append(sum(mine) / len(mine) if mine else None)
         known = [s for s in scores if s is not None]
         best = [i for i, s in enumerate(scores) if known and s is not None and abs(s - max(known)) <= STD_TOLERANCE]

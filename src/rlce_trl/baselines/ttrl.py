@@ -13,34 +13,37 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..evidence.pipeline import GroupResult, StepStats
-from ..evidence.state import Group
+from ..evidence.pipeline import EvidenceSettings
+from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Verifier
 from .common import distinct_answers, majority, make_result, no_reward, rewards_for, vote_counts
 
 TIE_RULES = ("first", "none")
 
 
-class TTRLScorer:
+class TTRLScorer(ScorerBase):
     """Majority-vote reward over the group's extracted answers.
 
     Args:
         verifier: unused (TTRL makes no call); accepted so that every scorer is built the same way.
+        settings: [`~rlce_trl.evidence.pipeline.EvidenceSettings`]; only `answer_fallback` is used.
         tie: `"first"` (TTRL: the first most common answer wins) or `"none"` (no reward on a tie).
     """
 
-    def __init__(self, verifier: Verifier | None = None, tie: str = "first", answer_fallback: bool = True):
+    name = "ttrl"
+
+    def __init__(self, verifier: Verifier | None = None, settings: EvidenceSettings | None = None, tie: str = "first"):
         if tie not in TIE_RULES:
             raise ValueError(f"Unknown TTRL tie rule {tie!r}: use one of {', '.join(TIE_RULES)}.")
         self.verifier = verifier
+        self.settings = settings or EvidenceSettings()
         self.tie = tie
-        self.answer_fallback = answer_fallback
 
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         stats = StepStats(groups=len(groups))
         results = []
         for group in groups:
-            state = distinct_answers(group, self.answer_fallback)
+            state = distinct_answers(group, self.settings.answer_fallback)
             counts = vote_counts(state.assignment, state.num_answers)
             winners = majority(counts)
             scores = [float(c) for c in counts]
@@ -51,9 +54,10 @@ class TTRLScorer:
             else:
                 status = "voted" if len(winners) == 1 else "tie_first"
                 winner = winners[0]  # answers are indexed in order of first appearance
-                result = make_result(state, rewards_for(state.assignment, [winner]), status, scores, state.answers[winner])
+                rewards = rewards_for(state.assignment, [winner])
+                result = make_result(state, rewards, status, scores, state.answers[winner])
             stats.distinct_answers.append(state.num_answers)
             stats.statuses[result.status] += 1
-            stats.initial_ties += len(winners) > 1
+            stats.extra["initial_ties"] += len(winners) > 1
             results.append(result)
         return results, stats

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..evidence.pipeline import EvidenceSettings, GroupResult, StepStats
-from ..evidence.state import Group, GroupState
+from ..evidence.pipeline import EvidenceSettings
+from ..evidence.state import GroupState
+from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from .common import (
     QuestionFn,
@@ -30,7 +31,7 @@ from .common import (
 from .prompts import parse_usc_choice, usc_messages
 
 
-class USCScorer:
+class USCScorer(ScorerBase):
     """Universal Self-Consistency over each rollout group.
 
     Args:
@@ -41,6 +42,8 @@ class USCScorer:
         max_response_chars: cut each response shown to the selector to its last this-many characters (the final
             answer is at the end); `None` shows them whole.
     """
+
+    name = "usc"
 
     def __init__(
         self,
@@ -75,7 +78,7 @@ class USCScorer:
                 else:
                     jobs.append((k, shown, self._request(state, shown)))
         replies = self.verifier.generate([job[2] for job in jobs])
-        for (k, shown, _), reply in zip(jobs, replies):
+        for (k, shown, _), reply in zip(jobs, replies, strict=True):
             text = reply.texts[0] if reply.texts and reply.error is None else ""
             choice = parse_usc_choice(text, len(shown))
             stats.tests_validated += 1
@@ -89,7 +92,7 @@ class USCScorer:
                 results[k] = self._select(states[k], shown[choice], "selected")
         for result in results:
             stats.statuses[result.status] += 1
-        stats.initial_ties = stats.statuses["tie"]
+        stats.extra["initial_ties"] = stats.statuses["tie"]
         return results, stats
 
     @staticmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Sequence
 
 from ..verifiers.base import Reply, Request, Sampling
 from .answers import extract_answer, extract_boxed, match_label, normalize_answer
@@ -43,18 +44,33 @@ def canonicalize_deterministic(group: Group, fallback: bool = True) -> GroupStat
     return state
 
 
-def needs_equivalence(state: GroupState) -> bool:
-    return state.group.labels is None and state.num_answers >= 2
+def needs_equivalence(state: GroupState, known: Sequence[str] = ()) -> bool:
+    return state.group.labels is None and bool(equivalence_pairs(state, known))
 
 
-def equivalence_pairs(state: GroupState) -> list[tuple[int, int]]:
-    return list(itertools.combinations(range(state.num_answers), 2))
+def _known_members(state: GroupState, known: Sequence[str]) -> dict[int, int]:
+    """Group answers that already are a known class (renamed to it by normal form): answer index -> class index."""
+    return {i: known.index(a) for i, a in enumerate(state.answers) if a in known}
 
 
-def equivalence_request(state: GroupState, max_tokens: int) -> Request:
-    pairs = equivalence_pairs(state)
+def equivalence_pairs(state: GroupState, known: Sequence[str] = ()) -> list[tuple[int, int]]:
+    """Pairs to judge, as indices into `known + state.answers`: every pair of the group's answers, and each answer
+    against each `known` class (the static ablation's classes of this prompt). Two known classes are never asked
+    again, nor is an answer that already is a known class; only groups with two or more answers are compared."""
+    if state.num_answers < 2:
+        return []
+    m, members = len(known), _known_members(state, known)
+    return [
+        (i, j)
+        for i, j in itertools.combinations(range(m + state.num_answers), 2)
+        if j >= m and j - m not in members and not (i >= m and i - m in members)
+    ]
+
+
+def equivalence_request(state: GroupState, max_tokens: int, known: Sequence[str] = ()) -> Request:
+    pairs = equivalence_pairs(state, known)
     return Request(
-        messages=equivalence_messages(state.group.context, state.answers, pairs),
+        messages=equivalence_messages(state.group.context, [*known, *state.answers], pairs),
         sampling=Sampling(temperature=0.0, max_tokens=max_tokens),
         json_schema=equivalence_schema(len(pairs)),
         stage="equivalence",
@@ -86,29 +102,36 @@ def parse_equivalence(reply_text: str, num_pairs: int) -> tuple[list[bool | None
     return decisions, all(d is not None for d in decisions)
 
 
-def apply_equivalence(state: GroupState, reply: Reply) -> None:
+def apply_equivalence(state: GroupState, reply: Reply, known: Sequence[str] = ()) -> None:
     """Merge the pairs the verifier judged "same" (union-find, so merging is transitive). Unreadable pairs stay
     distinct: wrongly keeping two answers apart costs a comparison, wrongly merging them would reward one for the
-    other. Each unreadable pair is counted in `equivalence_failures`."""
-    pairs = equivalence_pairs(state)
+    other. Each unreadable pair is counted in `equivalence_failures`.
+
+    With `known` classes (static ablation), an answer merged with a known class takes that class's text, so its
+    stored tests are found again; a merged class is represented by its earliest member, known classes first."""
+    m = len(known)
+    pairs = equivalence_pairs(state, known)
     text = reply.texts[0] if reply.texts and reply.error is None else ""
     decisions, _ = parse_equivalence(text, len(pairs))
-    parent = list(range(state.num_answers))
+    parent = list(range(m + state.num_answers))
+    for i, k in _known_members(state, known).items():
+        parent[m + i] = k
 
     def root(i: int) -> int:
         while parent[i] != i:
             i = parent[i]
         return i
 
-    for (i, j), same in zip(pairs, decisions):
+    for (i, j), same in zip(pairs, decisions, strict=True):
         if same is None:
             state.equivalence_failures += 1
         elif same:
             ri, rj = root(i), root(j)
             if ri != rj:
                 parent[max(ri, rj)] = min(ri, rj)  # the earlier answer represents the merged class
-    roots = sorted({root(i) for i in range(state.num_answers)})
+    everyone = [*known, *state.answers]
+    roots = sorted({root(m + i) for i in range(state.num_answers)})
     new_index = {r: k for k, r in enumerate(roots)}
     state.merged_by_verifier = state.num_answers - len(roots)
-    state.answers = [state.answers[r] for r in roots]
-    state.assignment = [None if a is None else new_index[root(a)] for a in state.assignment]
+    state.answers = [everyone[r] for r in roots]
+    state.assignment = [None if a is None else new_index[root(m + a)] for a in state.assignment]

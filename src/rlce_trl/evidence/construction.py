@@ -56,7 +56,7 @@ def parse_test(text: str, finish_reason: str) -> tuple[str | None, str | None]:
 
 def tests_from_reply(reply: Reply, favoured: int, against: int | None, tie_break: bool = False) -> list[EvidenceTest]:
     tests = []
-    for text, finish in zip(reply.texts, reply.finish_reasons):
+    for text, finish in zip(reply.texts, reply.finish_reasons, strict=False):
         claim, failure = parse_test(text, "error" if reply.error else finish)
         tests.append(EvidenceTest(favoured, against, claim, failure=failure, tie_break=tie_break))
     return tests

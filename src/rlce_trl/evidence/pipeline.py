@@ -6,24 +6,25 @@ number of groups, answers and tests:
     groups ─► canonicalize ─► [equivalence, free text only] ─► distinct answers
            ─► construct    ─► [tests for every ordered pair, sampled]  ─► tests
            ─► validate     ─► [yes / no / unknown per test, greedy]   ─► verdicts
-           ─► aggregate    ─► ties? ─► [extra tests] ─► [validate]    ─► winner or none
+           ─► aggregate    ─► no clear winner? ─► [extra tests] ─► [validate] ─► winner or none
 """
 
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from ..scoring import GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from . import aggregation, canonicalization, construction, validation
 from .reward import verified_rewards
-from .state import EvidenceTest, Group, GroupState
+from .state import MODES, EvidenceTest, Group, GroupState
+
+__all__ = ["MODES", "EvidencePipeline", "EvidenceSettings", "EvidenceStepStats", "GroupResult", "StepStats"]
 
 logger = logging.getLogger(__name__)
 
-MODES = ("evolving", "static", "pointwise")
 
 
 @dataclass(frozen=True)
@@ -44,92 +45,68 @@ class EvidenceSettings:
             raise ValueError(f"Unknown RLCE mode {self.mode!r}: use one of {', '.join(MODES)}.")
 
 
-@dataclass
-class StepStats:
-    """What the pipeline did in one step, for logging."""
-
-    groups: int = 0
-    distinct_answers: list[int] = field(default_factory=list)
-    tests_built: int = 0
-    tests_validated: int = 0
-    construction_failures: Counter = field(default_factory=Counter)
-    verdicts: Counter = field(default_factory=Counter)  # yes / no / unknown / invalid
-    verdict_failures: Counter = field(default_factory=Counter)  # reasons of the "invalid" ones
-    statuses: Counter = field(default_factory=Counter)
-    initial_ties: int = 0
-    equivalence_failures: int = 0
-    static_cache_hits: int = 0
-
-    @classmethod
-    def merge(cls, parts: list[StepStats]) -> StepStats:
-        """The stats of one step over all processes."""
-        total = cls()
-        for part in parts:
-            for name, value in vars(part).items():
-                setattr(total, name, getattr(total, name) + value)  # ints add, lists and Counters concatenate
-        return total
+class EvidenceStepStats(StepStats):
+    """[`StepStats`] with the RLCE rates. Counts in `extra`: `initial_ties` (groups tied before the extra round),
+    `initial_no_winner` (groups with no scored answer before it, e.g. every test abstained), `extra_round_groups`,
+    `equivalence_failures`, `static_lookups` / `static_cache_hits` (static mode: answer pairs looked up / served
+    from the store), `pointwise_all_rewarded` (pointwise: every answer won, so the group has no signal)."""
 
     def metrics(self) -> dict[str, float]:
-        """Scalar metrics, named as the trainer logs them (under `rlce/`)."""
+        out = super().metrics()
         compared = sum(1 for k in self.distinct_answers if k >= 2)
-        judged = sum(self.verdicts.values())
-        out = {
-            "distinct_answers_mean": sum(self.distinct_answers) / max(len(self.distinct_answers), 1),
-            "tests_built": float(self.tests_built),
-            "tests_validated": float(self.tests_validated),
-            "construction_failures": float(sum(self.construction_failures.values())),
-            "tie_rate": self.initial_ties / compared if compared else 0.0,
-            "unresolved_tie_rate": self.statuses["tie"] / compared if compared else 0.0,
-            "verified_fraction": self.statuses["verified"] / self.groups if self.groups else 0.0,
-            "verifier_failed_groups": float(self.statuses["verifier_failed"]),
-            "equivalence_failures": float(self.equivalence_failures),
-            "abstentions_invalid": float(self.verdicts["invalid"]),
-        }
         for verdict in ("yes", "no", "unknown", "invalid"):
-            out[f"verdict_{verdict}_frac"] = self.verdicts[verdict] / judged if judged else 0.0
+            out.setdefault(f"verdict_{verdict}_frac", 0.0)
+        out.update(
+            tie_rate=self.extra["initial_ties"] / compared if compared else 0.0,
+            unresolved_tie_rate=self.statuses["tie"] / compared if compared else 0.0,
+            verified_fraction=self.statuses["verified"] / self.groups if self.groups else 0.0,
+            verifier_failed_groups=float(self.statuses["verifier_failed"]),
+            equivalence_failures=float(self.extra["equivalence_failures"]),
+        )
+        if self.extra["static_lookups"]:
+            out["static_cache_hit_rate"] = self.extra["static_cache_hits"] / self.extra["static_lookups"]
         return out
-
-
-@dataclass
-class GroupResult:
-    """What the reward needs from one group, plus what the completions table shows."""
-
-    verified: list[float | None]
-    status: str
-    answers: list[str]
-    scores: list[float | None]
-    verified_answer: str | None
-    assignment: list[int | None]
-    tests: list[EvidenceTest]
 
 
 def _with_media(requests: list[Request], states: list[GroupState]) -> list[Request]:
     """Every stage shows the verifier the group's clips (construction, validation and equivalence alike)."""
-    for request, state in zip(requests, states):
+    for request, state in zip(requests, states, strict=True):
         request.media = state.group.media
     return requests
 
 
-class EvidencePipeline:
+class EvidencePipeline(ScorerBase):
     """Runs the RLCE verification for all groups of a step, one batched verifier call per stage.
 
     Args:
         verifier: the frozen model (any [`~rlce_trl.verifiers.base.Verifier`]).
         settings: [`EvidenceSettings`].
         static_tests: the store of the *static* ablation, `{prompt key: {"favoured\\x1fagainst": [[test, verdict]]}}`:
-            tests built the first time an ordered answer pair of a prompt is seen, then reused with their verdicts.
-            Plain JSON-able data, saved with checkpoints by the trainer.
+            tests built the first time an ordered pair of answer classes of a prompt is seen, then reused with their
+            verdicts. Plain JSON-able data, saved with checkpoints by the trainer.
+        static_max_classes: static mode, free text: the answer classes of a prompt shown to the equivalence call, so
+            that a paraphrase of an earlier answer reuses that answer's tests (the first ones seen are kept).
     """
 
-    def __init__(self, verifier: Verifier, settings: EvidenceSettings | None = None, static_tests: dict | None = None):
+    name = "rlce"
+
+    def __init__(self, verifier: Verifier, settings: EvidenceSettings | None = None, static_tests: dict | None = None,
+                 static_max_classes: int = 16):
         self.verifier = verifier
         self.settings = settings or EvidenceSettings()
         self.static_tests: dict[str, dict[str, list[list]]] = static_tests if static_tests is not None else {}
-        self._static_updates: list[tuple[str, str, list]] = []
+        #: Static mode: the answer classes of each prompt, in the order they were first seen.
+        self.static_classes: dict[str, list[str]] = {}
+        self.static_max_classes = static_max_classes
+        self._static_updates: list[dict] = []
+
+    @property
+    def _static(self) -> bool:
+        return self.settings.mode == "static"
 
     # -- the step ---------------------------------------------------------------------------------------------------
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
-        stats = StepStats(groups=len(groups))
+        stats = EvidenceStepStats(groups=len(groups))
         states = [canonicalization.canonicalize_deterministic(g, self.settings.answer_fallback) for g in groups]
         self._canonicalize(states, stats)
         stats.distinct_answers = [s.num_answers for s in states]
@@ -140,36 +117,47 @@ class EvidencePipeline:
 
         self._construct(comparable, stats)
         self._validate(comparable, stats)
+        pointwise = self.settings.mode == "pointwise"
         for s in comparable:
             self._aggregate(s)
-            s.initial_tie = len(s.winners) > 1
-        stats.initial_ties = sum(s.initial_tie for s in comparable)
+            s.initial_tie = not pointwise and len(s.winners) > 1  # pointwise: several winners is the rule
+        stats.extra["initial_ties"] += sum(s.initial_tie for s in comparable)
+        stats.extra["initial_no_winner"] += sum(not s.winners for s in comparable)
 
-        tied = [s for s in comparable if len(s.winners) > 1]
-        if tied and self.settings.mode != "pointwise" and self.settings.tie_break_tests_per_direction > 0:
-            self._break_ties(tied, stats)
+        # Section 3.2: "If there is no clear winner ... additional evidence tests for the unresolved comparisons":
+        # a tie, and also a group with no scored answer at all (every test abstained).
+        if not pointwise and self.settings.tie_break_tests_per_direction > 0:
+            self._extra_round([s for s in comparable if self._unresolved(s)], stats)
 
         for s in comparable:
-            if self.settings.mode == "pointwise":  # several answers may each win a majority of their tests
+            if pointwise:  # several answers may each win a majority of their tests
                 s.status = "verified" if s.winners else "no_winner"
+                stats.extra["pointwise_all_rewarded"] += len(s.winners) == s.num_answers
             elif len(s.winners) > 1:  # still tied after the extra tests: no verification reward
                 s.status, s.winners = "tie", []
-            else:  # no winner at all means every test abstained
+            else:  # no winner at all: every test abstained, the extra ones too
                 s.status = "verified" if s.winners else "no_winner"
             if s.status != "verified" and s.failed_requests:  # no reward because the verifier failed, not the evidence
                 s.status = "verifier_failed"
         for s in states:
             stats.statuses[s.status] += 1
-            stats.equivalence_failures += s.equivalence_failures
+            stats.extra["equivalence_failures"] += s.equivalence_failures
         return [self._result(s) for s in states], stats
 
     # -- stages -----------------------------------------------------------------------------------------------------
     def _canonicalize(self, states: list[GroupState], stats: StepStats) -> None:
-        todo = [s for s in states if canonicalization.needs_equivalence(s)]
-        requests = [canonicalization.equivalence_request(s, self.settings.equivalence_max_tokens) for s in todo]
-        for state, reply in zip(todo, self.verifier.generate(_with_media(requests, todo))):
+        known = {id(s): self._known_classes(s) for s in states}
+        todo = [s for s in states if canonicalization.needs_equivalence(s, known[id(s)])]
+        requests = [
+            canonicalization.equivalence_request(s, self.settings.equivalence_max_tokens, known[id(s)]) for s in todo
+        ]
+        for state, reply in zip(todo, self.verifier.generate(_with_media(requests, todo)), strict=True):
             state.failed_requests += reply.error is not None
-            canonicalization.apply_equivalence(state, reply)
+            canonicalization.apply_equivalence(state, reply, known[id(state)])
+        if self._static:
+            for s in states:
+                if s.num_answers >= 2 and s.group.labels is None:
+                    self._static_record_classes(s)
 
     def _construct(self, states: list[GroupState], stats: StepStats) -> None:
         settings = self.settings
@@ -181,9 +169,9 @@ class EvidencePipeline:
                     jobs.append((s, i, None, construction.pointwise_request(s, i, n, settings.construction_sampling)))
                 continue
             for i, j in construction.ordered_pairs(s.num_answers):
-                cached = self._static_lookup(s, i, j) if settings.mode == "static" else None
+                cached = self._static_lookup(s, i, j, stats) if self._static else None
                 if cached is not None:
-                    stats.static_cache_hits += 1
+                    stats.extra["static_cache_hits"] += 1
                     # A cached abstention stays an abstention: static tests and their verdicts are fixed.
                     s.tests.extend(
                         EvidenceTest(i, j, text, verdict, failure=None if verdict else "static_abstention")
@@ -195,7 +183,7 @@ class EvidencePipeline:
 
     def _run_construction(self, jobs: list, stats: StepStats, tie_break: bool) -> None:
         replies = self.verifier.generate(_with_media([job[3] for job in jobs], [job[0] for job in jobs]))
-        for (state, favoured, against, _), reply in zip(jobs, replies):
+        for (state, favoured, against, _), reply in zip(jobs, replies, strict=True):
             state.failed_requests += reply.error is not None
             for test in construction.tests_from_reply(reply, favoured, against, tie_break):
                 state.tests.append(test)
@@ -207,15 +195,19 @@ class EvidencePipeline:
     def _validate(self, states: list[GroupState], stats: StepStats) -> None:
         jobs: list[tuple[GroupState, EvidenceTest]] = []
         requests = []
+        max_tokens = self.settings.validation_max_tokens
         for s in states:
             for test in s.tests:
                 if test.text is None or test.verdict is not None or test.failure is not None:
                     continue  # construction failed, or a cached static verdict
-                shown = validation.redact_answers(test.text, s.answers) if self.settings.redact_answers else test.text
+                labels = s.group.labels
+                shown = test.text
+                if self.settings.redact_answers:
+                    shown = validation.redact_answers(test.text, s.answers, labels)
                 jobs.append((s, test))
-                requests.append(validation.validation_request(s.group.context, shown, self.settings.validation_max_tokens))
+                requests.append(validation.validation_request(s.group.context, shown, max_tokens, labels))
         replies = self.verifier.generate(_with_media(requests, [job[0] for job in jobs]))
-        for (state, test), reply in zip(jobs, replies):
+        for (state, test), reply in zip(jobs, replies, strict=True):
             state.failed_requests += reply.error is not None
             text, finish = (reply.texts[0], reply.finish_reasons[0]) if reply.texts else ("", "error")
             test.verdict, test.failure = validation.parse_verdict(text, "error" if reply.error else finish)
@@ -225,7 +217,7 @@ class EvidencePipeline:
             if test.failure:
                 stats.verdict_failures[test.failure] += 1
                 logger.debug("Unreadable verdict (%s), counted as abstention: %r", test.failure, text[:200])
-            if self.settings.mode == "static" and not test.tie_break and reply.error is None:
+            if self._static and not test.tie_break and reply.error is None:
                 self._static_store(state, test)
 
     def _aggregate(self, state: GroupState) -> None:
@@ -236,49 +228,90 @@ class EvidencePipeline:
             state.scores = aggregation.verification_scores(state.num_answers, state.tests)
             state.winners = aggregation.select_verified(state.scores)
 
-    def _break_ties(self, tied: list[GroupState], stats: StepStats) -> None:
-        """Ties: one more round of tests for the unresolved comparisons, then aggregate again (section 3.2)."""
+    @staticmethod
+    def _unresolved(state: GroupState) -> list[tuple[int, int]]:
+        """The comparisons left open: those among the tied answers, or every comparison when no answer has a score
+        (every test abstained). None when the only reason is a verifier that failed on every request."""
+        if len(state.winners) == 1 or all(t.failure == "error" for t in state.tests):
+            return []
+        if state.winners:
+            return aggregation.unresolved_pairs(state.winners)
+        return construction.ordered_pairs(state.num_answers)
+
+    def _extra_round(self, groups: list[GroupState], stats: StepStats) -> None:
+        """One more round of tests for the unresolved comparisons, then aggregate again (section 3.2)."""
+        if not groups:
+            return
         n = self.settings.tie_break_tests_per_direction
         jobs = [
             (s, i, j, construction.pair_request(s, i, j, n, self.settings.construction_sampling))
-            for s in tied
-            for i, j in aggregation.unresolved_pairs(s.winners)
+            for s in groups
+            for i, j in self._unresolved(s)
         ]
+        stats.extra["extra_round_groups"] += len(groups)
         self._run_construction(jobs, stats, tie_break=True)
-        self._validate(tied, stats)
-        for s in tied:
+        self._validate(groups, stats)
+        for s in groups:
             self._aggregate(s)
 
     # -- static ablation store --------------------------------------------------------------------------------------
+    def _known_classes(self, state: GroupState) -> list[str]:
+        """Static mode, free text: this prompt's answer classes; an answer equal to one by normal form is renamed to
+        it here (no call), the others are compared with them in the equivalence call."""
+        if not self._static or state.group.labels is not None:
+            return []
+        classes = self.static_classes.get(state.group.prompt_key, [])
+        by_norm = {canonicalization.normalize_answer(c): c for c in classes}
+        state.answers = [by_norm.get(canonicalization.normalize_answer(a), a) for a in state.answers]
+        return classes[: self.static_max_classes]
+
+    def _static_record_classes(self, state: GroupState) -> None:
+        known = self.static_classes.get(state.group.prompt_key, [])
+        for answer in state.answers:
+            if answer not in known:
+                self._static_update({"key": state.group.prompt_key, "class": answer})
+                known = self.static_classes[state.group.prompt_key]
+
     def _static_key(self, state: GroupState, i: int, j: int) -> str:
         norm = canonicalization.normalize_answer
         return f"{norm(state.answers[i])}\x1f{norm(state.answers[j])}"
 
-    def _static_lookup(self, state: GroupState, i: int, j: int) -> list[list] | None:
+    def _static_lookup(self, state: GroupState, i: int, j: int, stats: StepStats) -> list[list] | None:
+        stats.extra["static_lookups"] += 1
         return self.static_tests.get(state.group.prompt_key, {}).get(self._static_key(state, i, j))
 
     def _static_store(self, state: GroupState, test: EvidenceTest) -> None:
-        update = (state.group.prompt_key, self._static_key(state, test.favoured, test.against), [test.text, test.verdict])
+        pair = self._static_key(state, test.favoured, test.against)
+        self._static_update({"key": state.group.prompt_key, "pair": pair, "test": [test.text, test.verdict]})
+
+    def _static_update(self, update: dict) -> None:
         self.apply_state_updates([update])
         self._static_updates.append(update)
 
-    # The trainer treats any group scorer with state across steps through these four methods.
-    def apply_state_updates(self, updates: list[tuple[str, str, list]]) -> None:
-        """Add static tests built elsewhere (another process scored the group)."""
-        for prompt_key, pair_key, entry in updates:
-            self.static_tests.setdefault(prompt_key, {}).setdefault(pair_key, []).append(entry)
+    # -- state across steps (static mode) ---------------------------------------------------------------------------
+    def apply_state_updates(self, updates: list[dict]) -> None:
+        """Add static tests and answer classes built elsewhere (another process scored the group)."""
+        for update in updates:
+            if "class" in update:
+                classes = self.static_classes.setdefault(update["key"], [])
+                if update["class"] not in classes:
+                    classes.append(update["class"])
+            else:
+                self.static_tests.setdefault(update["key"], {}).setdefault(update["pair"], []).append(update["test"])
 
-    def pop_state_updates(self) -> list[tuple[str, str, list]]:
-        """The static tests added since the last call, to share with other processes."""
+    def pop_state_updates(self) -> list[dict]:
+        """The static tests and classes added since the last call, to share with other processes."""
         updates, self._static_updates = self._static_updates, []
         return updates
 
     def state_dict(self) -> dict:
-        """What a checkpoint keeps: the static tests (empty unless `mode == "static"`)."""
-        return {"static_tests": self.static_tests}
+        """What a checkpoint keeps: the static tests and answer classes (empty unless `mode == "static"`)."""
+        return {"static_tests": self.static_tests, "static_classes": self.static_classes}
 
     def load_state_dict(self, state: dict) -> None:
         self.static_tests.update(state.get("static_tests", {}))
+        for key, classes in state.get("static_classes", {}).items():
+            self.apply_state_updates([{"key": key, "class": c} for c in classes])
 
     # -- output -----------------------------------------------------------------------------------------------------
     @staticmethod
@@ -293,5 +326,3 @@ class EvidencePipeline:
             assignment=list(state.assignment),
             tests=list(state.tests),
         )
-
-

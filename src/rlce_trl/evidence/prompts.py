@@ -52,6 +52,23 @@ MAX_ANSWER_CHARS = 2000
 def cap_answer(answer: str, limit: int = MAX_ANSWER_CHARS) -> str:
     """`answer`, cut to `limit` characters (with ` [...]`) when longer."""
     return answer if len(answer) <= limit else answer[:limit].rstrip() + " [...]"
+def _drop_options_lines(text: str, labels: Sequence[str] | None = None) -> str:
+    """Remove `Options: a, b, c.` lines (the line `rlce_trl.data.hba.options_line` appends); with `labels`, only a
+    line that names every label, so that an ordinary sentence starting with "Options:" survives."""
+    kept = []
+    for line in text.split("\n"):
+        if line.strip().startswith("Options:"):
+            listed = line.casefold()
+            if labels is None or all(label.casefold() in listed for label in labels):
+                continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def context_without_options(context: str, labels: Sequence[str] | None) -> str:
+    """The sample context with the closed-label options line removed: the RLCE validator (candidate answers are
+    removed from its input, appendix C.1) and the D.2 judge ("not shown the remaining answer options") never see it."""
+    return _drop_options_lines(context, labels) if labels else context
 
 
 def _messages(context: str, instruction: str) -> list[dict[str, str]]:

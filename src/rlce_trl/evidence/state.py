@@ -1,38 +1,19 @@
 """The state one rollout group carries through the evidence pipeline.
 
-Plain dataclasses, no behaviour beyond bookkeeping: every stage reads and extends a [`GroupState`].
+Plain dataclasses, no behaviour beyond bookkeeping: every stage reads and extends a [`GroupState`]. [`Group`], the
+input of every scorer, is defined in `rlce_trl.scoring` and re-exported here.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
+from ..scoring import Group  # the method-neutral group lives in the scorer seam
 
-@dataclass
-class Group:
-    """One prompt's rollout group, as the pipeline receives it.
+__all__ = ["MODES", "EvidenceTest", "Group", "GroupState"]
 
-    Args:
-        context: the sample context `c` and question `q` rendered as text (`prompts.render_context`).
-        completions: the G rollout texts.
-        labels: the answer space of a closed-label task, or `None` for free text.
-        question: the question alone, for roles that must not see the context (USC's selector); optional.
-        key: identity of the prompt across steps (static tests are cached under it); defaults to a hash of the
-            context.
-        media: the sample's clips (`Request.media`), shown to the verifier by every stage; `None` for text.
-    """
-
-    context: str
-    completions: list[str]
-    labels: tuple[str, ...] | None = None
-    key: str | None = None
-    question: str | None = None
-    media: list[dict] | None = None
-
-    @property
-    def prompt_key(self) -> str:
-        return self.key if self.key is not None else hashlib.sha1(self.context.encode()).hexdigest()
+#: RLCE's test modes: the method (`evolving`) and its two ablations (section 4.3).
+MODES = ("evolving", "static", "pointwise")
 
 
 @dataclass

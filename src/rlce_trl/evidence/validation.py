@@ -1,73 +1,69 @@
 """Evidence testing (section 3.2, Eq. 2): each test is checked against the sample by the validator, greedily.
 
-The validator never sees the candidate answers: they are not in its prompt, and any verbatim mention of one inside
-a test is redacted. Verdicts are yes / no / unknown; "unknown" abstains, and so does any reply that cannot be read
-(counted by reason, never a crash and never a silent "no").
+The validator never sees the candidate answers (appendix C.1, "Candidate answers are removed from the validator
+input"): they are not in its prompt, the closed-label task's `Options: ...` line is removed from its copy of the
+context, and any mention of a candidate answer inside a test is redacted (`redact_answers`). Verdicts are yes / no /
+unknown; "unknown" abstains, and so does any reply that does not assert exactly one verdict (`verdicts.parse_verdict`,
+counted by reason, never a crash and never a silent "no").
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 
 from ..verifiers.base import Request, Sampling
-from .prompts import VERDICTS, validation_messages
+from .prompts import VERDICTS, context_without_options, validation_messages
+from .verdicts import parse_verdict
+
+__all__ = ["REDACTION", "parse_verdict", "redact_answers", "validation_request"]
 
 REDACTION = "[an answer]"
+#: Closed-label words shorter than this are matched as they are, never inflected ("no" must not eat "not").
+MIN_INFLECTED = 4
 
 
-def redact_answers(test: str, answers: Sequence[str]) -> str:
-    """Replace verbatim (case-insensitive) mentions of candidate answers in a test; longest answers first."""
-    for answer in sorted({a.strip() for a in answers}, key=len, reverse=True):
-        if len(answer) < 3:  # too short to be a mention rather than an ordinary word piece
-            continue
-        left = r"\b" if answer[0].isalnum() else ""
-        right = r"\b" if answer[-1].isalnum() else ""
-        test = re.sub(left + re.escape(answer) + right, REDACTION, test, flags=re.IGNORECASE)
-    return test
+def _word_pattern(word: str, inflect: bool) -> str:
+    """One word of an answer. Inflected (closed labels): the stem and any ending, with British/US `our`/`or`
+    ("positive" -> positively, positivity; "humour" -> humor, humorous)."""
+    if not inflect or len(word) < MIN_INFLECTED or not word.isalpha():
+        return re.escape(word)
+    stem = word[:-1] if word[-1] in "ey" else word
+    return re.escape(stem).replace("our", "ou?r") + r"\w*"
 
 
-def validation_request(context: str, test: str, max_tokens: int) -> Request:
+def _answer_pattern(answer: str, inflect: bool) -> re.Pattern | None:
+    words = answer.split()
+    if not words:
+        return None
+    body = r"[\s-]+".join(_word_pattern(w, inflect) for w in words)
+    left = r"(?<!\w)" if answer[0].isalnum() else ""
+    right = r"(?!\w)" if answer[-1].isalnum() or inflect else ""
+    # A single letter ("A", "B") is matched in its own case, so the article "a" survives answer "A".
+    flags = 0 if len(answer) == 1 and answer.isalpha() else re.IGNORECASE
+    return re.compile(left + body + right, flags)
+
+
+def redact_answers(test: str, answers: Sequence[str], labels: Sequence[str] | None = None) -> str:
+    """Replace every mention of a candidate answer in a test with `REDACTION`, longest answers first.
+
+    Matching is case-insensitive, at word boundaries, across any whitespace or hyphen between an answer's words, and
+    for answers of any length (a one-letter answer in its own case). With `labels` (a closed-label task) every label
+    is removed, not only the group's answers, with its inflections ("positively", "humorous")."""
+    targets = {(a.strip(), False) for a in answers if a.strip()}
+    targets |= {(label.strip(), True) for label in labels or () if label.strip()}
+    for answer, inflect in sorted(targets, key=lambda t: (len(t[0]), t[1]), reverse=True):
+        pattern = _answer_pattern(answer, inflect)
+        if pattern is not None:  # a placeholder first, so a short answer never matches inside an earlier redaction
+            test = pattern.sub("\x00", test)
+    return test.replace("\x00", REDACTION)
+
+
+def validation_request(context: str, test: str, max_tokens: int, labels: Sequence[str] | None = None) -> Request:
+    """The validator's request: the context without the options line that lists `labels`, and the (redacted) test."""
     return Request(
-        messages=validation_messages(context, test),
+        messages=validation_messages(context_without_options(context, labels), test),
         sampling=Sampling(temperature=0.0, max_tokens=max_tokens),
         choices=VERDICTS,
         stage="validation",
     )
-
-
-_WORD = re.compile(r"[a-z]+")
-
-
-def parse_verdict(text: str, finish_reason: str) -> tuple[str | None, str | None]:
-    """`(verdict, None)` or `(None, reason)`; reasons: `error`, `empty`, `malformed_json`, `runaway`,
-    `unknown_word` (no verdict word), `ambiguous` (more than one).
-
-    Accepted: a JSON object with a `verdict` / `answer` / `label` field; a reply whose first word is a verdict
-    ("Yes.", "**No** - the user never..."); otherwise a reply naming exactly one verdict word. A reply cut off by the
-    token limit counts only if it starts with a verdict."""
-    if finish_reason == "error":
-        return None, "error"
-    stripped = text.strip().strip("`").strip()
-    if stripped.startswith("json"):
-        stripped = stripped[4:].strip()
-    if not stripped:
-        return None, "empty"
-    if stripped.startswith("{"):
-        try:
-            obj = json.loads(stripped)
-        except json.JSONDecodeError:
-            return None, "malformed_json"
-        value = next((obj[k] for k in ("verdict", "answer", "label") if isinstance(obj, dict) and k in obj), None)
-        value = str(value).strip().casefold() if value is not None else ""
-        return (value, None) if value in VERDICTS else (None, "unknown_word")
-    words = _WORD.findall(stripped.casefold())
-    if words and words[0] in VERDICTS:
-        return words[0], None
-    if finish_reason == "length":
-        return None, "runaway"
-    named = {w for w in words if w in VERDICTS}
-    if len(named) == 1:
-        return named.pop(), None
-    return None, "ambiguous" if named else "unknown_word"

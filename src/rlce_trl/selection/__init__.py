@@ -35,7 +35,7 @@ PLAIN = {"greedy": GreedySelector, "single": SingleSelector, "majority": Majorit
 def make_selector(name: str, verifier=None, elect_config: ElectConfig | None = None, settings=None,
                   referee: bool = False, tokenizer=None, **options):
     """A selector by name: `greedy`, `single`, `majority`, `oracle`, `elect`, `elect_noframes`, or any reward method
-    of `rlce_trl.baselines.REWARD_METHODS` (`rlce`, `usc`, `policy_judge`, ...), which needs `verifier`."""
+    of `rlce_trl.methods.REWARD_METHODS` (`rlce`, `usc`, `policy_judge`, ...), which needs `verifier`."""
     import dataclasses
 
     if name in PLAIN:
@@ -43,7 +43,7 @@ def make_selector(name: str, verifier=None, elect_config: ElectConfig | None = N
     if name in ("elect", "elect_noframes"):
         cfg = dataclasses.replace(elect_config or ElectConfig(), use_frames=name == "elect")
         return ElectSelector(cfg, referee=verifier if referee else None, tokenizer=tokenizer, name=name)
-    from ..baselines import REWARD_METHODS
+    from ..methods import REWARD_METHODS
 
     if name not in REWARD_METHODS:
         valid = ", ".join([*PLAIN, "elect", "elect_noframes", *REWARD_METHODS])

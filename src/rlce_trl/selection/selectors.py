@@ -103,12 +103,12 @@ def _fallback(row: PoolRow, answers: Sequence[str | None]) -> Selection:
 
 
 class ScorerSelector:
-    """Any group scorer of `rlce_trl.baselines.REWARD_METHODS` as a selector (RLCE best-of-n for `rlce`). Candidates
+    """Any group scorer of `rlce_trl.methods.REWARD_METHODS` as a selector (RLCE best-of-n for `rlce`). Candidates
     whose answer was parsed are shown to the scorer with that answer appended as `\\boxed{}`, so the scorer's
     extraction agrees with the pool's."""
 
     def __init__(self, name: str, verifier: Verifier, settings=None, **options):
-        from ..baselines import build_scorer
+        from ..methods import build_scorer
 
         self.name, self.verifier = name, verifier
         self.scorer = build_scorer(name, verifier, settings, **options)

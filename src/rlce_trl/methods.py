@@ -1,0 +1,111 @@
+"""The one registry of reward methods: every group scorer is built as `cls(verifier, settings, **kwargs)`.
+
+- `rlce`: RLCE; `settings.mode` picks evolving (default), static or pointwise tests. Calls: equivalence*,
+  construction, validation (+ one extra round when there is no clear winner).
+- `usc`: Universal Self-Consistency (D.1). No call (closed labels); one selection per group (free text).
+- `policy_judge`: Policy LLM-Judge, pointwise Yes/No (D.2). One judgment per distinct answer.
+- `ttrl`: TTRL majority-vote pseudo-label. No call.
+- `rar`: Rubrics as Rewards, static seed rubrics (D.3). Seed (first visit), judge.
+- `rler`: Evolving Rubrics of DR Tulu (D.3). Seed (first visit), generation, judge.
+
+(* free text only.) `rlce_static` and `rlce_pointwise` are aliases of `rlce` with that mode (`RLCEGRPOConfig` turns
+them into `rlce_mode`, its one knob for the ablation). A name of the form `package.module:Class` builds your own
+scorer the same way: `Class(verifier, settings, **kwargs)`.
+
+```python
+from rlce_trl.methods import build_scorer
+
+scorer = build_scorer("rler", verifier, settings, max_active=5)
+results, stats = scorer.score(groups)
+```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import re
+from collections.abc import Callable
+
+from .baselines.judge import PolicyJudgeScorer
+from .baselines.rubrics import RubricScorer
+from .baselines.ttrl import TTRLScorer
+from .baselines.usc import USCScorer
+from .evidence.pipeline import EvidencePipeline, EvidenceSettings
+from .scoring import GroupScorer, as_group_scorer
+from .verifiers.base import Verifier
+
+#: Reward methods by recipe name: `factory(verifier, settings, **kwargs) -> scorer`.
+REWARD_METHODS: dict[str, Callable[..., GroupScorer]] = {
+    "rlce": EvidencePipeline,
+    "usc": USCScorer,
+    "policy_judge": PolicyJudgeScorer,
+    "ttrl": TTRLScorer,
+    "rar": functools.partial(RubricScorer, evolving=False),
+    "rler": functools.partial(RubricScorer, evolving=True),
+}
+#: Documented aliases: `name -> (method, RLCE mode)`.
+METHOD_ALIASES: dict[str, tuple[str, str]] = {
+    "rlce_static": ("rlce", "static"),
+    "rlce_pointwise": ("rlce", "pointwise"),
+}
+
+_DOTTED = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+def method_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a reward method, or `None`. A dotted path is checked for its form only here; it is
+    imported when the scorer is built."""
+    if name in REWARD_METHODS or name in METHOD_ALIASES or _DOTTED.match(name):
+        return None
+    return (
+        f"reward_method={name!r}: use one of {', '.join([*REWARD_METHODS, *METHOD_ALIASES])}, or your own scorer "
+        "as 'package.module:Class'."
+    )
+
+
+def resolve_alias(name: str) -> tuple[str, str | None]:
+    """`(method, mode)`: `rlce_static` -> `("rlce", "static")`; any other name -> `(name, None)`."""
+    return METHOD_ALIASES.get(name, (name, None))
+
+
+def _import(path: str) -> Callable[..., object]:
+    module_name, _, attr = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(
+            f"reward_method={path!r}: cannot import {module_name!r} ({error}); is it on PYTHONPATH?"
+        ) from None
+    if not hasattr(module, attr):
+        raise ValueError(f"reward_method={path!r}: module {module_name!r} has no attribute {attr!r}.")
+    return getattr(module, attr)
+
+
+def scorer_name(name: str) -> str:
+    """The name a method's rewards and metrics are logged under: `rlce` for RLCE and its aliases, the registry name
+    of a baseline, or the `name` attribute of your own scorer class (its class name by default)."""
+    method, _ = resolve_alias(name)
+    if method in REWARD_METHODS or method_name_problem(method):
+        return method
+    factory = _import(method)
+    return getattr(factory, "name", "") or getattr(factory, "__name__", method).lower()
+
+
+def build_scorer(name: str, verifier: Verifier, settings: EvidenceSettings | None = None, **kwargs) -> GroupScorer:
+    """The group scorer of reward method `name`: a key of [`REWARD_METHODS`], an alias of [`METHOD_ALIASES`], or
+    `package.module:Class`; built as `factory(verifier, settings, **kwargs)`."""
+    problem = method_name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    method, mode = resolve_alias(name)
+    settings = settings or EvidenceSettings()
+    if mode is not None:
+        settings = dataclasses.replace(settings, mode=mode)
+    factory = REWARD_METHODS[method] if method in REWARD_METHODS else _import(method)
+    try:
+        scorer = factory(verifier, settings, **kwargs)
+    except TypeError as error:
+        raise TypeError(f"reward_method={name!r} with reward_method_kwargs={kwargs}: {error}") from None
+    return as_group_scorer(scorer)

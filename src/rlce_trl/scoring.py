@@ -1,0 +1,213 @@
+"""The seam between the trainer and every reward method: a group scorer.
+
+A *group scorer* turns whole rollout groups into per-rollout task rewards, one batched verifier call per stage:
+
+    results, stats = scorer.score(groups)        # list[Group] -> list[GroupResult], StepStats
+
+The trainer gathers the groups of a step from every process, scores each group once, gathers the results, runs
+`finalize_batch` once on the whole batch on every process, and hands each process its slice. Scorers with state
+across steps (RLCE's static tests, rubric buffers) share it through `pop_state_updates` / `apply_state_updates` and
+checkpoint it through `state_dict` / `load_state_dict`.
+
+- [`GroupScorer`]: the protocol the trainer calls.
+- [`ScorerBase`]: no-op `finalize_batch` and state methods; every built-in scorer derives from it, stateful ones
+  override the four state methods. Your own scorer may derive from it, or define `score` only: [`as_group_scorer`]
+  adds the no-op methods once, so the trainer never probes a scorer for methods.
+- [`Group`], [`GroupResult`], [`StepStats`]: what goes in and comes out, with no method's specifics (those go in
+  `GroupResult.tests` / `GroupResult.extra` and `StepStats.extra`).
+
+Nothing here imports torch or any method.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass
+class Group:
+    """One prompt's rollout group, as a scorer receives it.
+
+    Args:
+        context: the sample context `c` and question `q` rendered as text (`evidence.prompts.render_context`).
+        completions: the G rollout texts.
+        labels: the answer space of a closed-label task, or `None` for free text.
+        key: identity of the prompt across steps (state such as static tests is kept under it); defaults to a hash
+            of the context.
+        question: the question alone, for roles that must not see the context (USC's selector); optional.
+        media: the sample's clips (`Request.media`), shown to the verifier by every stage; `None` for text.
+    """
+
+    context: str
+    completions: list[str]
+    labels: tuple[str, ...] | None = None
+    key: str | None = None
+    question: str | None = None
+    media: list[dict] | None = None
+
+    @property
+    def prompt_key(self) -> str:
+        return self.key if self.key is not None else hashlib.sha1(self.context.encode()).hexdigest()
+
+
+@dataclass
+class GroupResult:
+    """One group's outcome.
+
+    Args:
+        verified: the task reward of each rollout, or `None` for every rollout when the method gives the group no
+            reward (TRL then counts it as 0 in the weighted sum, and the group has no task signal).
+        status: the method's name for the outcome (`"verified"`, `"tie"`, `"voted"`, ...), counted per step.
+        answers: the distinct answers the method compared.
+        scores: one score per distinct answer (`None`: no score).
+        verified_answer: the answer the method picked, if exactly one.
+        assignment: per rollout, the index of its answer in `answers`, or `None` (no answer).
+        tests: the method's evidence items, for logs and audits (RLCE: its `EvidenceTest`s).
+        extra: anything else the method wants to keep with the group.
+    """
+
+    verified: list[float | None]
+    status: str
+    answers: list[str]
+    scores: list[float | None]
+    verified_answer: str | None
+    assignment: list[int | None]
+    tests: list = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StepStats:
+    """What a scorer did in one step, for logging; summed over processes with [`StepStats.merge`].
+
+    Args:
+        groups: groups scored.
+        distinct_answers: the number of distinct answers of each group.
+        statuses: count of each `GroupResult.status`.
+        tests_built: evidence items the verifier wrote (RLCE tests, rubrics).
+        tests_validated: judgments the verifier made (verdicts, rubric scores, selections).
+        verdicts: the outcome of each judgment (`"yes"`, `"score_2"`, ...; `"invalid"` when unreadable).
+        verdict_failures: unreadable judgments, by reason.
+        construction_failures: evidence items the verifier failed to write, by reason.
+        extra: method-specific counts (RLCE: `initial_ties`, `static_cache_hits`, ...), each logged as a metric.
+    """
+
+    groups: int = 0
+    distinct_answers: list[int] = field(default_factory=list)
+    statuses: Counter = field(default_factory=Counter)
+    tests_built: int = 0
+    tests_validated: int = 0
+    verdicts: Counter = field(default_factory=Counter)
+    verdict_failures: Counter = field(default_factory=Counter)
+    construction_failures: Counter = field(default_factory=Counter)
+    extra: Counter = field(default_factory=Counter)
+
+    @classmethod
+    def merge(cls, parts: Sequence[StepStats]) -> StepStats:
+        """The stats of one step over all processes (of the class of the first part)."""
+        total = type(parts[0])() if parts else cls()
+        for part in parts:
+            for name, value in vars(part).items():
+                setattr(total, name, getattr(total, name) + value)  # ints add, lists and Counters concatenate
+        return total
+
+    def metrics(self) -> dict[str, float]:
+        """Scalar metrics; the trainer logs them under `<method name>/`."""
+        judged = sum(self.verdicts.values())
+        out = {
+            "distinct_answers_mean": sum(self.distinct_answers) / max(len(self.distinct_answers), 1),
+            "tests_built": float(self.tests_built),
+            "tests_validated": float(self.tests_validated),
+            "construction_failures": float(sum(self.construction_failures.values())),
+            "abstentions_invalid": float(self.verdicts["invalid"]),
+        }
+        for verdict in sorted(self.verdicts):
+            out[f"verdict_{verdict}_frac"] = self.verdicts[verdict] / judged if judged else 0.0
+        for name, value in sorted(self.extra.items()):
+            out[name] = float(value)
+        return out
+
+
+@runtime_checkable
+class GroupScorer(Protocol):
+    """What the trainer calls. Every stage of `score` should be ONE batched `verifier.generate` call."""
+
+    name: str
+
+    def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
+        """Score whole groups: one `GroupResult` per group, in order, and the step's stats."""
+
+    def finalize_batch(self, groups: Sequence[Group], results: list[GroupResult]) -> list[GroupResult]:
+        """Once per step, on every process, over ALL groups of the step after the gather: a term that needs the
+        whole batch (a diversity penalty). Must be deterministic, cheap and make no verifier call."""
+
+    def pop_state_updates(self) -> list:
+        """State built since the last call (JSON-able), to share with the other processes."""
+
+    def apply_state_updates(self, updates: list) -> None:
+        """Merge state another process built."""
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps (JSON-able)."""
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a checkpoint's state."""
+
+
+class ScorerBase:
+    """Base of group scorers: `score` to implement; no-op batch hook and state methods (a scorer without state
+    across steps needs nothing else). Stateful scorers override the four state methods."""
+
+    #: Metric prefix and reward-function name in the trainer's logs; the class name by default.
+    name: str = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("name"):
+            cls.name = cls.__name__.lower()
+
+    def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
+        raise NotImplementedError
+
+    def finalize_batch(self, groups: Sequence[Group], results: list[GroupResult]) -> list[GroupResult]:
+        return results
+
+    def pop_state_updates(self) -> list:
+        return []
+
+    def apply_state_updates(self, updates: list) -> None:
+        return None
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        return None
+
+
+class _Adapted(ScorerBase):
+    """A scorer that defines `score` only, with the no-op methods of `ScorerBase` around it."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name = getattr(inner, "name", "") or type(inner).__name__.lower()
+
+    def score(self, groups):
+        return self.inner.score(groups)
+
+
+def as_group_scorer(scorer) -> GroupScorer:
+    """`scorer` itself when it has the whole [`GroupScorer`] interface, else wrapped with the no-op methods of
+    [`ScorerBase`]. A `TypeError` naming the fix when it has no `score`."""
+    if isinstance(scorer, GroupScorer):
+        return scorer
+    if not callable(getattr(scorer, "score", None)):
+        raise TypeError(
+            f"{type(scorer).__name__} is not a group scorer: it needs a method `score(groups) -> (list[GroupResult], "
+            "StepStats)`; derive it from rlce_trl.scoring.ScorerBase."
+        )
+    return _Adapted(scorer)
