@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..verifiers.base import Request, Sampling, Verifier
 from . import aggregation, canonicalization, construction, validation
+from .prompt_set import VerifierPrompts
 from .reward import verified_rewards
 from .state import EvidenceTest, Group, GroupState
 
@@ -38,6 +39,7 @@ class EvidenceSettings:
     equivalence_max_tokens: int = 256
     redact_answers: bool = True
     answer_fallback: bool = True
+    prompts: VerifierPrompts | None = None  # construction / validation text and few-shot examples; None: defaults
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -183,7 +185,7 @@ class EvidencePipeline:
                         for text, verdict in cached
                     )
                 else:
-                    jobs.append((s, i, j, construction.pair_request(s, i, j, n, settings.construction_sampling)))
+                    jobs.append((s, i, j, construction.pair_request(s, i, j, n, settings.construction_sampling, settings.prompts)))
         self._run_construction(jobs, stats, tie_break=False)
 
     def _run_construction(self, jobs: list, stats: StepStats, tie_break: bool) -> None:
@@ -206,7 +208,11 @@ class EvidencePipeline:
                     continue  # construction failed, or a cached static verdict
                 shown = validation.redact_answers(test.text, s.answers) if self.settings.redact_answers else test.text
                 jobs.append((s, test))
-                requests.append(validation.validation_request(s.group.context, shown, self.settings.validation_max_tokens))
+                requests.append(
+                    validation.validation_request(
+                        s.group.context, shown, self.settings.validation_max_tokens, self.settings.prompts
+                    )
+                )
         replies = self.verifier.generate(requests)
         for (state, test), reply in zip(jobs, replies):
             state.failed_requests += reply.error is not None
@@ -232,7 +238,7 @@ class EvidencePipeline:
         """Ties: one more round of tests for the unresolved comparisons, then aggregate again (section 3.2)."""
         n = self.settings.tie_break_tests_per_direction
         jobs = [
-            (s, i, j, construction.pair_request(s, i, j, n, self.settings.construction_sampling))
+            (s, i, j, construction.pair_request(s, i, j, n, self.settings.construction_sampling, self.settings.prompts))
             for s in tied
             for i, j in aggregation.unresolved_pairs(s.winners)
         ]

@@ -28,9 +28,9 @@ def redact_answers(test: str, answers: Sequence[str]) -> str:
     return test
 
 
-def validation_request(context: str, test: str, max_tokens: int) -> Request:
+def validation_request(context: str, test: str, max_tokens: int, prompts=None) -> Request:
     return Request(
-        messages=validation_messages(context, test),
+        messages=validation_messages(context, test, prompts),
         sampling=Sampling(temperature=0.0, max_tokens=max_tokens),
         choices=VERDICTS,
         stage="validation",

@@ -65,6 +65,9 @@ class Reply:
     finish_reasons: list[str]  # "stop", "length" (hit max_tokens) or "error", one per text
     num_tokens: int = 0  # generated tokens over all texts
     error: str | None = None
+    #: Guided-choice requests on backends that score them: the log-probability of each allowed choice (the sum over
+    #: its tokens, given the prompt); `None` where the backend does not provide them.
+    choice_logprobs: dict[str, float] | None = None
 
     @classmethod
     def failed(cls, n: int, error: str) -> Reply:

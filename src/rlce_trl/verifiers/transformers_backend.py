@@ -134,11 +134,29 @@ class TransformersVerifier(Verifier):
                     same = list(same)
                     for start in range(0, len(same), self.batch_size):
                         chunk = same[start : start + self.batch_size]
-                        for k, reply in zip(chunk, self._generate_chunk([ids[k] for k in chunk], requests[chunk[0]])):
+                        run = self._choice_chunk if _scored_choice(requests[chunk[0]]) else self._generate_chunk
+                        for k, reply in zip(chunk, run([ids[k] for k in chunk], requests[chunk[0]])):
                             replies[k] = reply
             finally:
                 self.model.train(was_training)
         return replies  # type: ignore[return-value]
+
+    def _choice_chunk(self, prompts: list[list[int]], request: Request) -> list[Reply]:
+        choices = list(request.choices or ())
+        options = [self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in choices]
+        scores = _choice_scores(self.model, self.tokenizer, prompts, options).tolist()
+        replies = []
+        for row in scores:
+            best = max(range(len(choices)), key=row.__getitem__)
+            replies.append(
+                Reply(
+                    texts=[choices[best]],
+                    finish_reasons=["stop"],
+                    num_tokens=len(options[best]) + 1,
+                    choice_logprobs=dict(zip(choices, row)),
+                )
+            )
+        return replies
 
     def _generate_chunk(self, prompts: list[list[int]], request: Request) -> list[Reply]:
         sampling = request.sampling
@@ -175,6 +193,35 @@ class TransformersVerifier(Verifier):
                 finishes.append("stop" if ends or stop < sampling.max_tokens else "length")
             replies.append(Reply(texts=texts, finish_reasons=finishes, num_tokens=num_tokens))
         return replies
+
+
+def _scored_choice(request: Request) -> bool:
+    """Greedy guided choice with one reply: answered by scoring each choice instead of decoding (same verdict for
+    single-token choices, plus `Reply.choice_logprobs`)."""
+    return bool(request.choices) and request.json_schema is None and request.sampling.greedy and request.sampling.n == 1
+
+
+def _choice_scores(model, tokenizer, prompts: list[list[int]], options: list[list[int]]) -> torch.Tensor:
+    """Log-probability of each option (summed over its tokens) after each prompt: a `[prompts, options]` tensor.
+    Single-token options need one forward pass over the prompts; longer ones one pass over every prompt + option."""
+    single = all(len(o) == 1 for o in options)
+    seqs = prompts if single else [p + o for p in prompts for o in options]
+    tokenizer.padding_side = "left"
+    batch = tokenizer.pad({"input_ids": seqs}, return_tensors="pt").to(model.device)
+    mask = batch["attention_mask"]
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)  # left padding: positions count real tokens only
+    keep = 1 if single else max(len(o) for o in options) + 1
+    logits = model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions, logits_to_keep=keep).logits
+    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    if single:
+        return logprobs[:, -1, [o[0] for o in options]]
+    scores = torch.empty(len(prompts), len(options))
+    for b in range(len(seqs)):
+        option = options[b % len(options)]
+        m = len(option)
+        steps = logprobs[b, keep - 1 - m : keep - 1]  # the positions that predict the option's tokens
+        scores[b // len(options), b % len(options)] = steps.gather(1, torch.tensor(option, device=steps.device)[:, None]).sum()
+    return scores
 
 
 def load_frozen_model(name_or_path: str, device=None, dtype: torch.dtype | str | None = None, **kwargs):
