@@ -73,7 +73,13 @@ def _add_analyze(subparsers) -> None:
     parser.set_defaults(func=_analyze)
 
 
-SUBCOMMANDS = [_add_prepare_prefeval, _add_evaluate, _add_analyze]
+def _add_calibrate(subparsers) -> None:
+    from .calibration.cli import add_calibrate
+
+    add_calibrate(subparsers)
+
+
+SUBCOMMANDS = [_add_prepare_prefeval, _add_evaluate, _add_analyze, _add_calibrate]
 
 
 def build_parser() -> argparse.ArgumentParser:
