@@ -60,15 +60,14 @@ def main(argv=None) -> int:
     replies = ask(verifier, prompts, cal + held)
     cal_replies, held_replies = replies[: len(cal)], replies[len(cal) :]
     prior = content_free_prior(verifier, prompts, [c.context for c in cal])
+    fit = dict(replies=cal_replies, prior=prior)
     variants = {
         "default": None,
-        "prior": fit_calibration(verifier, prompts, cal, band=False, replies=cal_replies),
-        "band": fit_calibration(verifier, prompts, cal, contextual=False, replies=cal_replies),
-        "prior+band": VerdictCalibration(prompts.version, prior, 0.0, len(cal)),
+        "prior": fit_calibration(verifier, prompts, cal, band=False, **fit),
+        "band": fit_calibration(verifier, prompts, cal, contextual=False, **fit),
+        "prior+band": fit_calibration(verifier, prompts, cal, **fit),
     }
     both = variants["prior+band"]
-    both.band = fit_calibration(verifier, prompts, cal, replies=cal_replies, contextual=True).band
-    variants["prior"].prior = prior  # the same prior for every variant (fit_calibration drew it once already)
     gold = [c.label for c in held]
     predictions = {name: read_verdicts(held_replies, cal_)[0] for name, cal_ in variants.items()}
     if args.coactive:

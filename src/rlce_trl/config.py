@@ -8,6 +8,7 @@ from trl import GRPOConfig
 
 from .baselines import REWARD_METHODS
 from .evidence.pipeline import MODES, EvidenceSettings
+from .evidence.prompt_set import load_prompts
 from .verifiers.base import Sampling
 
 VERIFIER_MODES = ("transformers", "server", "colocate")
@@ -101,6 +102,12 @@ class RLCEGRPOConfig(GRPOConfig):
         rlce_answer_fallback (`bool`, *optional*, defaults to `True`):
             Read answers as evaluation does (appendix A): a response without `\boxed{}` still answers with the one
             label it names (closed labels) or with its whole text (free text). `False`: only boxed answers count.
+        rlce_prompts_file (`str`, *optional*):
+            Verifier prompts as data (`evidence/prompt_set.py`): construction / validation text and few-shot examples.
+            Label-light (VeriFine-style calibration); the paper-reproduction recipes never set it.
+        rlce_verdict_calibration_file (`str`, *optional*):
+            Calibrated verdicts (`rlce-trl calibrate fit`): contextual calibration and an "unknown" band applied to the
+            verifier's per-choice probabilities. Label-light and opt-in.
     """
 
     verifier_mode: str = field(
@@ -191,6 +198,16 @@ class RLCEGRPOConfig(GRPOConfig):
         default=True,
         metadata={"help": "Read a response without \\boxed{} as evaluation does (its one label, or its whole text)."},
     )
+    rlce_prompts_file: str | None = field(
+        default=None,
+        metadata={"help": "Verifier prompts file (JSON/YAML: construction / validation text, few-shot examples), e.g. "
+                  "from `rlce-trl calibrate run`. Label-light: never set by the paper recipes. None: built-in prompts."},
+    )
+    rlce_verdict_calibration_file: str | None = field(
+        default=None,
+        metadata={"help": "Calibrated verdicts (from `rlce-trl calibrate fit`): validation verdicts are read from the "
+                  "verifier's choice probabilities through it. Label-light, opt-in; None reads the argmax verdict."},
+    )
 
     def __post_init__(self):
         problems = []
@@ -248,6 +265,18 @@ class RLCEGRPOConfig(GRPOConfig):
                 problems.append(f"{name} must be >= 1.")
         if self.verifier_batch_size < 1:
             problems.append("verifier_batch_size must be >= 1.")
+        if self.rlce_prompts_file is not None:
+            try:
+                load_prompts(self.rlce_prompts_file)
+            except ValueError as error:
+                problems.append(f"rlce_prompts_file: {error}")
+        if self.rlce_verdict_calibration_file is not None:
+            from .calibration.scoring import VerdictCalibration
+
+            try:
+                VerdictCalibration.load(self.rlce_verdict_calibration_file)
+            except ValueError as error:
+                problems.append(f"rlce_verdict_calibration_file: {error}")
         if problems:
             raise ValueError("Invalid RLCEGRPOConfig:\n- " + "\n- ".join(problems))
         super().__post_init__()
@@ -282,4 +311,5 @@ class RLCEGRPOConfig(GRPOConfig):
             equivalence_max_tokens=self.rlce_equivalence_max_tokens,
             redact_answers=self.rlce_redact_answers,
             answer_fallback=self.rlce_answer_fallback,
+            prompts=load_prompts(self.rlce_prompts_file) if self.rlce_prompts_file else None,
         )

@@ -157,6 +157,10 @@ class RLCEGRPOTrainer(GRPOTrainer):
         self.reward_weights[: len(weights)] = torch.tensor(weights, dtype=torch.float32)
 
         self.verifier = verifier if verifier is not None else self._build_verifier(model)
+        if args.rlce_verdict_calibration_file:  # opt-in, label-light: verdicts read through a fitted calibration
+            from .calibration.scoring import CalibratedVerifier, VerdictCalibration
+
+            self.verifier = CalibratedVerifier(self.verifier, VerdictCalibration.load(args.rlce_verdict_calibration_file))
         self._initial_model = None
         #: Scores whole rollout groups: `score(groups) -> (results, stats)`. The RLCE evidence pipeline by default.
         self.group_scorer = build_scorer(args.reward_method, self.verifier, args.evidence_settings())

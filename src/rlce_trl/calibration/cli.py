@@ -88,6 +88,7 @@ def _run(args) -> int:
     best, history = calibrator.run(prompts, current, retained)
     for step in history:
         print(step.line())
+    best = best.revised(calibrated_on=len(current) + len(retained))  # the cumulative set J_t
     best.save(args.out)
     print(f"best version {best.version} -> {args.out}")
     return 0

@@ -145,12 +145,17 @@ def fit_calibration(
     band: bool = True,
     metric: str = "kappa",
     replies: Sequence[Reply] | None = None,
+    prior: dict[str, float] | None = None,
 ) -> VerdictCalibration:
-    """Fit the prior (content-free claims over the cases' contexts) and the band (the margin, among 0 and the
-    observed margins' quantiles, that maximises `metric` on `cases`)."""
+    """Fit the prior (content-free claims over the cases' contexts; or the `prior` given) and the band (the margin,
+    among 0 and the observed margins' quantiles, that maximises `metric` on `cases`). `replies`: the verifier's
+    replies to `cases`, when already asked."""
     if metric not in METRICS or metric == "yes_rate":
         raise ValueError(f"Fit on accuracy or kappa, not {metric!r}.")
-    prior = content_free_prior(verifier, prompts, [c.context for c in cases]) if contextual else None
+    if not contextual:
+        prior = None
+    elif prior is None:
+        prior = content_free_prior(verifier, prompts, [c.context for c in cases])
     replies = ask(verifier, prompts, cases) if replies is None else replies
     if not any(r.choice_logprobs for r in replies):
         raise ValueError(f"The verifier ({verifier.name}) returned no choice log-probabilities for the cases.")
@@ -200,6 +205,11 @@ class CalibratedVerifier(Verifier):
                 continue
             reply.texts = [self.calibration.verdict(reply.choice_logprobs)]
         return replies
+
+    def __getattr__(self, name):  # backend extras (server_stats, restarts, ...) come from the wrapped verifier
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
     def close(self) -> None:
         self.inner.close()

@@ -29,6 +29,7 @@ class VerifierPrompts:
     validation: str = VALIDATION_TEMPLATE
     examples: tuple[dict, ...] = field(default_factory=tuple)
     version: str = "default"
+    calibrated_on: int = 0  # labelled cases this version was calibrated on (0: hand-written); the model card says so
 
     def __post_init__(self):
         problems = []
@@ -101,7 +102,7 @@ def load_prompts(path: str | Path) -> VerifierPrompts:
         raise ValueError(f"The prompts file {path} is not valid {path.suffix.lstrip('.') or 'JSON'}: {error}") from None
     if not isinstance(data, dict):
         raise ValueError(f"The prompts file {path} must hold one object (mapping), not {type(data).__name__}.")
-    known = {"system", "construction", "validation", "examples", "version"}
+    known = {"system", "construction", "validation", "examples", "version", "calibrated_on"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValueError(f"The prompts file {path} has unknown keys {unknown}; allowed: {sorted(known)}.")
@@ -109,4 +110,6 @@ def load_prompts(path: str | Path) -> VerifierPrompts:
         raise ValueError(f"`examples` in {path} must be a list of objects.")
     data["examples"] = tuple(data.get("examples", []))
     data["version"] = str(data.get("version", path.stem))
+    if not isinstance(data.get("calibrated_on", 0), int) or data.get("calibrated_on", 0) < 0:
+        raise ValueError(f"`calibrated_on` in {path} must be a whole number >= 0.")
     return VerifierPrompts(**data)
