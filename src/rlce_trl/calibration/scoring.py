@@ -69,6 +69,9 @@ class VerdictCalibration:
 
     @classmethod
     def load(cls, path: str | Path) -> VerdictCalibration:
+        """Read a calibration file, or a built-in one by name (`smollm2-135m-instruct`: fitted on the calibration half
+        of the claim set for the built-in prompts)."""
+        path = builtin_calibration(path)
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
             calibration = cls(**data)
@@ -81,6 +84,15 @@ class VerdictCalibration:
         if calibration.band < 0 or (calibration.prior is not None and not all(v > 0 for v in calibration.prior.values())):
             raise ValueError(f"{path}: `band` must be >= 0 and every `prior` value > 0.")
         return calibration
+
+
+def builtin_calibration(name_or_path: str | Path) -> Path:
+    """A path as given, or the packaged `<name>.verdicts.json` when no such file exists and the name is built in."""
+    path = Path(name_or_path)
+    if path.exists() or path.name != str(name_or_path):  # an existing file, or a path rather than a bare name
+        return path
+    packaged = Path(__file__).with_name(f"{path.name}.verdicts.json")
+    return packaged if packaged.exists() else path
 
 
 def read_verdicts(replies: Sequence[Reply], calibration: VerdictCalibration | None = None) -> tuple[list[str], int]:
