@@ -46,7 +46,12 @@ def main(argv=None) -> int:
 
     from rlce_trl.calibration.cases import preference_claims, split_cases
     from rlce_trl.calibration.metrics import accuracy, alignment, cohen_kappa
-    from rlce_trl.calibration.scoring import VerdictCalibration, ask, content_free_prior, fit_calibration, read_verdicts
+    from rlce_trl.calibration.scoring import (
+        ask,
+        content_free_prior,
+        fit_calibration,
+        read_verdicts,
+    )
     from rlce_trl.evidence.prompt_set import VerifierPrompts, load_prompts
     from rlce_trl.scripts_utils import resolve_model
     from rlce_trl.verifiers.transformers_backend import TransformersVerifier, load_frozen_model
@@ -60,7 +65,7 @@ def main(argv=None) -> int:
     replies = ask(verifier, prompts, cal + held)
     cal_replies, held_replies = replies[: len(cal)], replies[len(cal) :]
     prior = content_free_prior(verifier, prompts, [c.context for c in cal])
-    fit = dict(replies=cal_replies, prior=prior)
+    fit = {"replies": cal_replies, "prior": prior}
     variants = {
         "default": None,
         "prior": fit_calibration(verifier, prompts, cal, band=False, **fit),
@@ -78,12 +83,16 @@ def main(argv=None) -> int:
         for step in history:
             print(step.line())
         predictions[f"coactive({best.version})"] = read_verdicts(ask(verifier, best, held))[0]
-    print(f"\nmodel {args.model}, prompt version {prompts.version}; fitted on {len(cal)} claims, held-out {len(held)} "
-          f"(true yes-rate {sum(g == 'yes' for g in gold) / len(gold):.2f})")
-    print(f"prior (content-free claims) {dict((k, round(v, 3)) for k, v in prior.items())}; "
-          f"band {both.band:.3f}")
-    header = f"| {'verdicts':<22} | accuracy [95% CI] | kappa [95% CI] | yes-rate [95% CI] | d accuracy | d kappa |"
-    print("\n" + header + "\n|" + "---|" * 6)
+    print(
+        f"\nmodel {args.model}, prompt version {prompts.version}; fitted on {len(cal)} claims, held-out {len(held)} "
+        f"(true yes-rate {sum(g == 'yes' for g in gold) / len(gold):.2f})"
+    )
+    print(f"prior (content-free claims) { {k: round(v, 3) for k, v in prior.items()} }; band {both.band:.3f}")
+    header = (
+        f"| {'verdicts':<22} | accuracy [95% CI] | kappa [95% CI] | yes-rate [95% CI] | d accuracy | d kappa "
+        "| yes/no/unknown |"
+    )
+    print("\n" + header + "\n|" + "---|" * 7)
     base = predictions["default"]
     for name, pred in predictions.items():
         a = alignment(name, pred, gold, resamples=args.resamples)
@@ -94,11 +103,14 @@ def main(argv=None) -> int:
             d_acc = f"{a.accuracy.value - accuracy(base, gold):+.2f} [{lo:+.2f}, {hi:+.2f}]"
             lo, hi = paired_difference(base, pred, gold, cohen_kappa, args.resamples)
             d_kappa = f"{a.kappa.value - cohen_kappa(base, gold):+.2f} [{lo:+.2f}, {hi:+.2f}]"
-        print(f"| {name:<22} | {a.accuracy} | {a.kappa} | {a.yes_rate} | {d_acc} | {d_kappa} |")
+        counts = "/".join(str(a.verdicts.get(v, 0)) for v in ("yes", "no", "unknown"))
+        print(f"| {name:<22} | {a.accuracy} | {a.kappa} | {a.yes_rate} | {d_acc} | {d_kappa} | {counts} |")
     if args.save_calibration:
         both.save(args.save_calibration)
-    print(f"\n{verifier.stats.requests} verifier requests in {verifier.stats.calls} calls; "
-          f"{time.perf_counter() - start:.0f} s in all")
+    print(
+        f"\n{verifier.stats.requests} verifier requests in {verifier.stats.calls} calls; "
+        f"{time.perf_counter() - start:.0f} s in all"
+    )
     return 0
 
 

@@ -6,9 +6,8 @@ import math
 import random
 import re
 
-from rlce_trl.verifiers.base import Reply, Request, Verifier
-
 from rlce_trl.calibration.cases import CalibrationCase
+from rlce_trl.verifiers.base import Reply, Request, Verifier
 
 _CASE = re.compile(r"case (\S+) truth (yes|no|unknown) dist (\w+)")
 

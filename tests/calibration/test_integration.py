@@ -57,7 +57,7 @@ def test_pipeline_uses_the_prompts_and_calibrated_verdicts():
     pipeline = EvidencePipeline(calibrated, EvidenceSettings(prompts=prompts, tie_break_tests_per_direction=0))
     group = Group(context="User: hi", completions=["\\boxed{positive}", "\\boxed{negative}"],
                   labels=("positive", "negative"))
-    results, stats = pipeline.score([group])
+    _, stats = pipeline.score([group])
     validation = [r for r in inner.seen if r.stage == "validation"]
     construction = [r for r in inner.seen if r.stage == "construction"]
     assert validation and all("[v9]" in r.messages[-1]["content"] and len(r.messages) == 4 for r in validation)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -47,8 +48,8 @@ class BoundaryDetector:
         if len(self.points) <= self.window:  # K deltas need K + 1 points
             return False
         recent = self.points[-(self.window + 1) :]
-        d_p = [b[1] - a[1] for a, b in zip(recent, recent[1:])]
-        d_r = [b[0] - a[0] for a, b in zip(recent, recent[1:])]
+        d_p = [b[1] - a[1] for a, b in pairwise(recent)]
+        d_r = [b[0] - a[0] for a, b in pairwise(recent)]
         plateau = sum(d_p) / self.window < self.plateau_threshold
         gap = sum(r - p for r, p in zip(d_r, d_p)) / self.window > self.discrepancy_threshold
         fired = (plateau and gap) if self.mode == "and" else (plateau or gap)

@@ -74,13 +74,19 @@ def preference_claims(seed: int = 0) -> list[CalibrationCase]:
         cases.append(CalibrationCase(f"{row['id']}/true", context, claim_text(own), "yes", split, source="true"))
         cases.append(
             CalibrationCase(
-                f"{row['id']}/false", context, claim_text(records[other["id"]]["preference"]), "no", split,
+                f"{row['id']}/false",
+                context,
+                claim_text(records[other["id"]]["preference"]),
+                "no",
+                split,
                 source="false",
             )
         )
         if (index + topics.index(topic)) % 2 == 0:  # every second row, as many in each half
             test = UNKNOWABLE[(n // 2) % len(UNKNOWABLE)]
-            cases.append(CalibrationCase(f"{row['id']}/unknowable", context, test, "unknown", split, source="unknowable"))
+            cases.append(
+                CalibrationCase(f"{row['id']}/unknowable", context, test, "unknown", split, source="unknowable")
+            )
     return cases
 
 
@@ -107,7 +113,9 @@ def load_cases(path: str | Path) -> list[CalibrationCase]:
         if split not in SPLITS:
             raise ValueError(f"{path}, row {n}: split {split!r} must be one of {', '.join(SPLITS)}.")
         cases.append(
-            CalibrationCase(str(row.get("id", n)), row["context"], row["test"], label, split, "test", str(row.get("source", "")))
+            CalibrationCase(
+                str(row.get("id", n)), row["context"], row["test"], label, split, "test", str(row.get("source", ""))
+            )
         )
     return cases
 

@@ -65,7 +65,9 @@ def _fit(args) -> int:
     prompts, cases = _prompts(args), _cases(args.cases, "calibration")
     calibration = fit_calibration(_verifier(args), prompts, cases, contextual=not args.no_prior, band=not args.no_band)
     calibration.save(args.out)
-    print(f"prior {calibration.prior}  band {calibration.band:.4f}  fitted on {calibration.fitted_on} cases -> {args.out}")
+    print(
+        f"prior {calibration.prior}  band {calibration.band:.4f}  fitted on {calibration.fitted_on} cases -> {args.out}"
+    )
     return 0
 
 
@@ -82,8 +84,12 @@ def _run(args) -> int:
         proposers.append(list_proposer([load_prompts(p) for p in args.variants]))
     proposers.append(few_shot_proposer(current, max_examples=args.max_examples))
     calibrator = CoactiveCalibrator(
-        _verifier(args), proposers, max_versions=args.max_versions, patience=args.patience,
-        max_regression=args.max_regression, metric=args.metric,
+        _verifier(args),
+        proposers,
+        max_versions=args.max_versions,
+        patience=args.patience,
+        max_regression=args.max_regression,
+        metric=args.metric,
     )
     best, history = calibrator.run(prompts, current, retained)
     for step in history:
@@ -111,8 +117,11 @@ def _export(args) -> int:
 
 def _common(parser, model: bool = True) -> None:
     if model:
-        parser.add_argument("--verifier_model_name_or_path", default="smollm2-135m-instruct",
-                            help="Frozen verifier: a folder, a Hub id, or smollm2-135m-instruct (offline).")
+        parser.add_argument(
+            "--verifier_model_name_or_path",
+            default="smollm2-135m-instruct",
+            help="Frozen verifier: a folder, a Hub id, or smollm2-135m-instruct (offline).",
+        )
         parser.add_argument("--batch_size", type=int, default=16, help="Verifier micro-batch size.")
         parser.add_argument("--prompts", default=None, help="Prompts file (JSON/YAML); default: the built-in prompts.")
         parser.add_argument("--cases", default=None, help="Labelled cases (JSONL); default: the built-in claim set.")
@@ -134,7 +143,9 @@ def add_calibrate(subparsers) -> None:
     score.add_argument("--seed", type=int, default=0)
     score.add_argument("--out", default=None, help="Also write the figures as JSON here.")
     score.set_defaults(func=main_calibrate, step=_score)
-    fit = sub.add_parser("fit", help="Fit calibrated verdicts (content-free prior + unknown band) on the calibration half.")
+    fit = sub.add_parser(
+        "fit", help="Fit calibrated verdicts (content-free prior + unknown band) on the calibration half."
+    )
     _common(fit)
     fit.add_argument("--no_prior", action="store_true", help="No contextual calibration, the band only.")
     fit.add_argument("--no_band", action="store_true", help="No unknown band, the prior only.")
@@ -151,8 +162,9 @@ def add_calibrate(subparsers) -> None:
     run.add_argument("--metric", default="kappa", choices=["accuracy", "kappa"])
     run.add_argument("--out", required=True, help="Where to write the best prompts (JSON).")
     run.set_defaults(func=main_calibrate, step=_run)
-    export = sub.add_parser("export", help="Select calibration queries from logged groups (uncertain, inconsistent, "
-                            "high impact).")
+    export = sub.add_parser(
+        "export", help="Select calibration queries from logged groups (uncertain, inconsistent, high impact)."
+    )
     export.add_argument("--groups", required=True, help="Logged groups (JSONL).")
     export.add_argument("--k", type=int, default=50)
     export.add_argument("--out", required=True)

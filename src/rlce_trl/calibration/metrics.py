@@ -53,7 +53,12 @@ class Estimate:
 
 
 def bootstrap(
-    pred: Sequence[str], gold: Sequence[str], metric: Callable, resamples: int = 1000, seed: int = 0, level: float = 0.95
+    pred: Sequence[str],
+    gold: Sequence[str],
+    metric: Callable,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
 ) -> Estimate:
     """The metric with a percentile bootstrap CI over cases (resampled with replacement; NaN draws are skipped)."""
     value = metric(pred, gold)

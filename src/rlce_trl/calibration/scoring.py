@@ -81,7 +81,9 @@ class VerdictCalibration:
             raise ValueError(
                 f"{path} is not a verdict calibration ({error}); write one with `rlce-trl calibrate fit`."
             ) from None
-        if calibration.band < 0 or (calibration.prior is not None and not all(v > 0 for v in calibration.prior.values())):
+        if calibration.band < 0 or (
+            calibration.prior is not None and not all(v > 0 for v in calibration.prior.values())
+        ):
             raise ValueError(f"{path}: `band` must be >= 0 and every `prior` value > 0.")
         return calibration
 
@@ -178,7 +180,9 @@ def fit_calibration(
         margins = sorted(_margin(r.choice_logprobs, prior) for r in replies if r.choice_logprobs)
         candidates = {margins[int(q * (len(margins) - 1))] + 1e-6 for q in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)}
         for candidate in sorted(candidates):
-            value = METRICS[metric](read_verdicts(replies, VerdictCalibration(prompts.version, prior, candidate))[0], gold)
+            value = METRICS[metric](
+                read_verdicts(replies, VerdictCalibration(prompts.version, prior, candidate))[0], gold
+            )
             if value > best_value + 1e-12:
                 best_band, best_value = candidate, value
     calibration.band = best_band
@@ -213,7 +217,9 @@ class CalibratedVerifier(Verifier):
             if not reply.choice_logprobs:
                 self.uncalibrated += 1
                 if self.uncalibrated == 1:
-                    logger.warning("%s gives no choice log-probabilities: verdicts are read uncalibrated.", self.inner.name)
+                    logger.warning(
+                        "%s gives no choice log-probabilities: verdicts are read uncalibrated.", self.inner.name
+                    )
                 continue
             reply.texts = [self.calibration.verdict(reply.choice_logprobs)]
         return replies

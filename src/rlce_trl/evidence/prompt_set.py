@@ -17,7 +17,10 @@ from pathlib import Path
 from .prompts import CONSTRUCTION_TEMPLATE, VALIDATION_TEMPLATE, VERDICTS, VERIFIER_SYSTEM_PROMPT, fill
 
 _SLOTS = {"validation": ("{test}",), "construction": ("{favoured}", "{other}")}
-_EXAMPLE_FIELDS = {"validation": ("context", "test", "verdict"), "construction": ("context", "favoured", "other", "test")}
+_EXAMPLE_FIELDS = {
+    "validation": ("context", "test", "verdict"),
+    "construction": ("context", "favoured", "other", "test"),
+}
 
 
 @dataclass(frozen=True)
@@ -90,16 +93,21 @@ def load_prompts(path: str | Path) -> VerifierPrompts:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
-        raise ValueError(f"Cannot read the prompts file {path}: {error.strerror}. Check `rlce_prompts_file`.") from None
-    try:
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
+        raise ValueError(
+            f"Cannot read the prompts file {path}: {error.strerror}. Check `rlce_prompts_file`."
+        ) from None
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
 
+        try:
             data = yaml.safe_load(text) or {}
-        else:
+        except yaml.YAMLError as error:
+            raise ValueError(f"The prompts file {path} is not valid YAML: {error}") from None
+    else:
+        try:
             data = json.loads(text) if text.strip() else {}
-    except Exception as error:  # yaml.YAMLError / json.JSONDecodeError
-        raise ValueError(f"The prompts file {path} is not valid {path.suffix.lstrip('.') or 'JSON'}: {error}") from None
+        except json.JSONDecodeError as error:
+            raise ValueError(f"The prompts file {path} is not valid JSON: {error}") from None
     if not isinstance(data, dict):
         raise ValueError(f"The prompts file {path} must hold one object (mapping), not {type(data).__name__}.")
     known = {"system", "construction", "validation", "examples", "version", "calibrated_on"}
