@@ -86,7 +86,7 @@ def test_prompts_file_roundtrip_and_errors(tmp_path):
     with pytest.raises(ValueError, match=r"needs the slot \{test\}.*example 0 needs `kind`"):
         load_prompts(tmp_path / "bad.json")
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(ValueError, match="not valid json"):
+    with pytest.raises(ValueError, match="not valid JSON"):
         load_prompts(tmp_path / "bad.json")
 
 
