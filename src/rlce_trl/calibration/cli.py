@@ -75,7 +75,7 @@ def _run(args) -> int:
     from .calibrator import CoactiveCalibrator, few_shot_proposer, list_proposer
     from .cases import load_cases
 
-    prompts, current = _prompts(args), _cases(args.cases, "all")
+    prompts, current = _prompts(args), _cases(args.cases, "all" if args.cases else "calibration")
     retained = load_cases(args.retained) if args.retained else []
     proposers = []
     if args.variants:
