@@ -201,7 +201,7 @@ class RLCEGRPOConfig(GRPOConfig):
     rlce_prompts_file: str | None = field(
         default=None,
         metadata={"help": "Verifier prompts file (JSON/YAML: construction / validation text, few-shot examples), e.g. "
-                  "from `rlce-trl calibrate run`. Label-light: never set by the paper recipes. None: built-in prompts."},
+                  "from `rlce-trl calibrate run`. Label-light: never in the paper recipes. None: built-in prompts."},
     )
     rlce_verdict_calibration_file: str | None = field(
         default=None,

@@ -160,7 +160,8 @@ class RLCEGRPOTrainer(GRPOTrainer):
         if args.rlce_verdict_calibration_file:  # opt-in, label-light: verdicts read through a fitted calibration
             from .calibration.scoring import CalibratedVerifier, VerdictCalibration
 
-            self.verifier = CalibratedVerifier(self.verifier, VerdictCalibration.load(args.rlce_verdict_calibration_file))
+            calibration = VerdictCalibration.load(args.rlce_verdict_calibration_file)
+            self.verifier = CalibratedVerifier(self.verifier, calibration)
         self._initial_model = None
         #: Scores whole rollout groups: `score(groups) -> (results, stats)`. The RLCE evidence pipeline by default.
         self.group_scorer = build_scorer(args.reward_method, self.verifier, args.evidence_settings())

@@ -185,7 +185,8 @@ class EvidencePipeline:
                         for text, verdict in cached
                     )
                 else:
-                    jobs.append((s, i, j, construction.pair_request(s, i, j, n, settings.construction_sampling, settings.prompts)))
+                    request = construction.pair_request(s, i, j, n, settings.construction_sampling, settings.prompts)
+                    jobs.append((s, i, j, request))
         self._run_construction(jobs, stats, tie_break=False)
 
     def _run_construction(self, jobs: list, stats: StepStats, tie_break: bool) -> None:
@@ -237,8 +238,9 @@ class EvidencePipeline:
     def _break_ties(self, tied: list[GroupState], stats: StepStats) -> None:
         """Ties: one more round of tests for the unresolved comparisons, then aggregate again (section 3.2)."""
         n = self.settings.tie_break_tests_per_direction
+        sampling, prompts = self.settings.construction_sampling, self.settings.prompts
         jobs = [
-            (s, i, j, construction.pair_request(s, i, j, n, self.settings.construction_sampling, self.settings.prompts))
+            (s, i, j, construction.pair_request(s, i, j, n, sampling, prompts))
             for s in tied
             for i, j in aggregation.unresolved_pairs(s.winners)
         ]

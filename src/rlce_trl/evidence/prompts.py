@@ -45,7 +45,7 @@ def render_context(prompt: str | Sequence[dict]) -> str:
 
 
 def _messages(context: str, instruction: str, prompts=None, kind: str = "") -> list[dict[str, str]]:
-    """System message, then (with a prompt set) its few-shot examples of this kind as earlier turns, then the request."""
+    """System message, then (with a prompt set) its few-shot examples of this kind as earlier turns, then the task."""
     system = prompts.system if prompts is not None else VERIFIER_SYSTEM_PROMPT
     shots = prompts.example_turns(kind) if prompts is not None else []
     return [

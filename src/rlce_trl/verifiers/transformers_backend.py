@@ -198,7 +198,8 @@ class TransformersVerifier(Verifier):
 def _scored_choice(request: Request) -> bool:
     """Greedy guided choice with one reply: answered by scoring each choice instead of decoding (same verdict for
     single-token choices, plus `Reply.choice_logprobs`)."""
-    return bool(request.choices) and request.json_schema is None and request.sampling.greedy and request.sampling.n == 1
+    sampling = request.sampling
+    return bool(request.choices) and request.json_schema is None and sampling.greedy and sampling.n == 1
 
 
 def _choice_scores(model, tokenizer, prompts: list[list[int]], options: list[list[int]]) -> torch.Tensor:
@@ -211,7 +212,9 @@ def _choice_scores(model, tokenizer, prompts: list[list[int]], options: list[lis
     mask = batch["attention_mask"]
     positions = (mask.cumsum(-1) - 1).clamp(min=0)  # left padding: positions count real tokens only
     keep = 1 if single else max(len(o) for o in options) + 1
-    logits = model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions, logits_to_keep=keep).logits
+    logits = model(
+        input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions, logits_to_keep=keep
+    ).logits
     logprobs = torch.log_softmax(logits.float(), dim=-1)
     if single:
         return logprobs[:, -1, [o[0] for o in options]]
@@ -220,7 +223,8 @@ def _choice_scores(model, tokenizer, prompts: list[list[int]], options: list[lis
         option = options[b % len(options)]
         m = len(option)
         steps = logprobs[b, keep - 1 - m : keep - 1]  # the positions that predict the option's tokens
-        scores[b // len(options), b % len(options)] = steps.gather(1, torch.tensor(option, device=steps.device)[:, None]).sum()
+        picked = steps.gather(1, torch.tensor(option, device=steps.device)[:, None])
+        scores[b // len(options), b % len(options)] = picked.sum()
     return scores
 
 
