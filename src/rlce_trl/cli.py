@@ -110,7 +110,15 @@ def _add_select(subparsers) -> None:
     parser.set_defaults(func=main_select)
 
 
-SUBCOMMANDS = [_add_prepare_prefeval, _add_evaluate, _add_analyze, _add_report, _add_sample, _add_select]
+def _add_calibrate(subparsers) -> None:
+    from .calibration.cli import add_calibrate
+
+    add_calibrate(subparsers)
+
+
+SUBCOMMANDS = [
+    _add_prepare_prefeval, _add_evaluate, _add_analyze, _add_report, _add_sample, _add_select, _add_calibrate
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -126,6 +126,12 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
             `rlce_trl.audit`); `rlce-trl report` shows it. Baselines record what they have (judgments, rubrics).
         rlce_evidence_max_mb (`float`, *optional*, defaults to `1024`):
             Size limit of the trail in MB; past it no more groups are recorded. `0`: no limit.
+        rlce_prompts_file (`str`, *optional*):
+            Verifier prompts as data (`evidence/prompt_set.py`): construction / validation text and few-shot examples.
+            Label-light (VeriFine-style calibration); the paper-reproduction recipes never set it.
+        rlce_verdict_calibration_file (`str`, *optional*):
+            Calibrated verdicts (`rlce-trl calibrate fit`): contextual calibration and an "unknown" band applied to the
+            verifier's per-choice probabilities. Label-light and opt-in.
     """
 
     verifier_mode: str = field(
@@ -232,6 +238,16 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
     rlce_evidence_max_mb: float = field(
         default=1024.0, metadata={"help": "Size limit of the evidence audit trail in MB (0: no limit)."}
     )
+    rlce_prompts_file: str | None = field(
+        default=None,
+        metadata={"help": "Verifier prompts file (JSON/YAML: construction / validation text, few-shot examples), e.g. "
+                  "from `rlce-trl calibrate run`. Label-light: never in the paper recipes. None: built-in prompts."},
+    )
+    rlce_verdict_calibration_file: str | None = field(
+        default=None,
+        metadata={"help": "Calibrated verdicts (from `rlce-trl calibrate fit`): validation verdicts are read from the "
+                  "verifier's choice probabilities through it. Label-light, opt-in; None reads the argmax verdict."},
+    )
 
     def __post_init__(self):
         problems = []
@@ -296,6 +312,20 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
         if self.verifier_batch_size < 1:
             problems.append("verifier_batch_size must be >= 1.")
         problems += self.video_problems()
+        if self.rlce_prompts_file is not None:
+            from .evidence.prompt_set import load_prompts
+
+            try:
+                load_prompts(self.rlce_prompts_file)
+            except ValueError as error:
+                problems.append(f"rlce_prompts_file: {error}")
+        if self.rlce_verdict_calibration_file is not None:
+            from .calibration.scoring import VerdictCalibration
+
+            try:
+                VerdictCalibration.load(self.rlce_verdict_calibration_file)
+            except ValueError as error:
+                problems.append(f"rlce_verdict_calibration_file: {error}")
         if problems:
             raise ValueError("Invalid RLCEGRPOConfig:\n- " + "\n- ".join(problems))
         super().__post_init__()
@@ -358,6 +388,7 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
     def evidence_settings(self) -> EvidenceSettings:
         """The pipeline settings these fields describe."""
         from .evidence.pipeline import EvidenceSettings
+        from .evidence.prompt_set import load_prompts
 
         return EvidenceSettings(
             mode=self.rlce_mode,
@@ -373,4 +404,5 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
             equivalence_max_tokens=self.rlce_equivalence_max_tokens,
             redact_answers=self.rlce_redact_answers,
             answer_fallback=self.rlce_answer_fallback,
+            prompts=load_prompts(self.rlce_prompts_file) if self.rlce_prompts_file else None,
         )

@@ -126,6 +126,23 @@ def verifier_source(trainer) -> str:
     return f"a frozen copy of the initial checkpoint ({describe_model(base)})"
 
 
+def _label_light(args) -> str | None:
+    """The "label-light" line when the verifier's prompts or verdicts were calibrated on labelled cases."""
+    parts = []
+    if getattr(args, "rlce_prompts_file", None):
+        from .evidence.prompt_set import load_prompts
+
+        prompts = load_prompts(args.rlce_prompts_file)
+        parts.append(f"prompts version `{prompts.version}` ({prompts.calibrated_on} labelled calibration cases, "
+                     f"{len(prompts.examples)} few-shot examples)")
+    if getattr(args, "rlce_verdict_calibration_file", None):
+        from .calibration.scoring import VerdictCalibration
+
+        fitted = VerdictCalibration.load(args.rlce_verdict_calibration_file).fitted_on
+        parts.append(f"calibrated verdicts fitted on {fitted} labelled claims")
+    return "**label-light**: " + "; ".join(parts) if parts else None
+
+
 def rlce_section(trainer, dataset_name: str | None = None) -> str:
     """The markdown section (between markers) for `trainer`, an `RLCEGRPOTrainer`."""
     args = trainer.args
@@ -146,15 +163,23 @@ def rlce_section(trainer, dataset_name: str | None = None) -> str:
                       f"steps={trainer.state.global_step}")),
         ("Paper", f"*{PAPER_TITLE}*"),
     ]
+    label_light = _label_light(args)
+    if label_light:
+        rows.insert(2, ("Verifier calibration", label_light))
     table = "\n".join(f"| {k} | {v} |" for k, v in rows)
     settings = "\n".join(f"- `{k}`: `{v}`" for k, v in public_settings(args).items())
+    provenance = (
+        "Rewards use no gold labels, but the verifier was calibrated on a small labelled set (label-light)."
+        if label_light
+        else "No gold labels are used."
+    )
     text = f"""{BEGIN}
 ## RLCE
 
 This model was trained with **RLCE** (Reinforcement Learning with Comparative Evidence, *{PAPER_TITLE}*) through
 [rlce-trl](https://github.com/rlce-trl/rlce-trl)'s `RLCEGRPOTrainer`: a frozen verifier builds and validates
 comparative evidence tests between the distinct answers of each rollout group, and the answer with the best evidence
-is rewarded. No gold labels are used.
+is rewarded. {provenance}
 
 | | |
 |---|---|

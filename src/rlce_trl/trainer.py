@@ -186,6 +186,11 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         self.reward_weights[: len(weights)] = torch.tensor(weights, dtype=torch.float32)
 
         self.verifier = verifier if verifier is not None else self._build_verifier(model)
+        if args.rlce_verdict_calibration_file:  # opt-in, label-light: verdicts read through a fitted calibration
+            from .calibration.scoring import CalibratedVerifier, VerdictCalibration
+
+            calibration = VerdictCalibration.load(args.rlce_verdict_calibration_file)
+            self.verifier = CalibratedVerifier(self.verifier, calibration)
         self._initial_model = None
         #: Scores whole rollout groups (a [`~rlce_trl.scoring.GroupScorer`]). The RLCE evidence pipeline by default.
         self.group_scorer: GroupScorer = group_scorer or build_scorer(

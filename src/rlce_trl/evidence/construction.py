@@ -17,7 +17,7 @@ from .state import EvidenceTest, GroupState
 #: A test longer than this is a runaway reply, not a checkable claim.
 MAX_TEST_CHARS = 600
 # List markers ("1.", "-", "*", "#") and a label ("Test 2:", "Evidence test:", "Claim:") before the claim itself.
-_LEAD = re.compile(r"^\s*(?:(?:[-*>#]+|\d+[.)])\s*)?(?:(?:(?:evidence\s+)?test|claim)\b\s*\d*\s*[:.-]\s*)?", re.I)
+_LEAD = re.compile(r"^\s*(?:(?:[-*>#]+|\d+[.)])\s*)?(?:(?:(?:evidence\s+)?test|claim)\b\s*\d*\s*[:.-]\s*)?", re.IGNORECASE)
 
 
 def ordered_pairs(num_answers: int) -> list[tuple[int, int]]:
@@ -25,9 +25,11 @@ def ordered_pairs(num_answers: int) -> list[tuple[int, int]]:
     return [p for i, j in itertools.combinations(range(num_answers), 2) for p in ((i, j), (j, i))]
 
 
-def pair_request(state: GroupState, favoured: int, against: int, n: int, sampling: Sampling) -> Request:
+def pair_request(
+    state: GroupState, favoured: int, against: int, n: int, sampling: Sampling, prompts=None
+) -> Request:
     sampling = Sampling(sampling.temperature, sampling.top_p, sampling.top_k, sampling.max_tokens, n)
-    messages = construction_messages(state.group.context, state.answers[favoured], state.answers[against])
+    messages = construction_messages(state.group.context, state.answers[favoured], state.answers[against], prompts)
     return Request(messages=messages, sampling=sampling, stage="construction")
 
 

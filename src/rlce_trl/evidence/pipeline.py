@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..scoring import GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from . import aggregation, canonicalization, construction, validation
+from .prompt_set import VerifierPrompts
 from .reward import verified_rewards
 from .state import MODES, EvidenceTest, Group, GroupState
 
@@ -39,6 +40,7 @@ class EvidenceSettings:
     equivalence_max_tokens: int = 256
     redact_answers: bool = True
     answer_fallback: bool = True
+    prompts: VerifierPrompts | None = None  # construction / validation text and few-shot examples; None: defaults
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -178,7 +180,8 @@ class EvidencePipeline(ScorerBase):
                         for text, verdict in cached
                     )
                 else:
-                    jobs.append((s, i, j, construction.pair_request(s, i, j, n, settings.construction_sampling)))
+                    request = construction.pair_request(s, i, j, n, settings.construction_sampling, settings.prompts)
+                    jobs.append((s, i, j, request))
         self._run_construction(jobs, stats, tie_break=False)
 
     def _run_construction(self, jobs: list, stats: StepStats, tie_break: bool) -> None:
@@ -205,7 +208,9 @@ class EvidencePipeline(ScorerBase):
                 if self.settings.redact_answers:
                     shown = validation.redact_answers(test.text, s.answers, labels)
                 jobs.append((s, test))
-                requests.append(validation.validation_request(s.group.context, shown, max_tokens, labels))
+                requests.append(
+                    validation.validation_request(s.group.context, shown, max_tokens, labels, self.settings.prompts)
+                )
         replies = self.verifier.generate(_with_media(requests, [job[0] for job in jobs]))
         for (state, test), reply in zip(jobs, replies, strict=True):
             state.failed_requests += reply.error is not None
@@ -243,8 +248,9 @@ class EvidencePipeline(ScorerBase):
         if not groups:
             return
         n = self.settings.tie_break_tests_per_direction
+        sampling, prompts = self.settings.construction_sampling, self.settings.prompts
         jobs = [
-            (s, i, j, construction.pair_request(s, i, j, n, self.settings.construction_sampling))
+            (s, i, j, construction.pair_request(s, i, j, n, sampling, prompts))
             for s in groups
             for i, j in self._unresolved(s)
         ]

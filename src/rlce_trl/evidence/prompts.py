@@ -52,6 +52,8 @@ MAX_ANSWER_CHARS = 2000
 def cap_answer(answer: str, limit: int = MAX_ANSWER_CHARS) -> str:
     """`answer`, cut to `limit` characters (with ` [...]`) when longer."""
     return answer if len(answer) <= limit else answer[:limit].rstrip() + " [...]"
+
+
 def _drop_options_lines(text: str, labels: Sequence[str] | None = None) -> str:
     """Remove `Options: a, b, c.` lines (the line `rlce_trl.data.hba.options_line` appends); with `labels`, only a
     line that names every label, so that an ordinary sentence starting with "Options:" survives."""
@@ -71,24 +73,48 @@ def context_without_options(context: str, labels: Sequence[str] | None) -> str:
     return _drop_options_lines(context, labels) if labels else context
 
 
-def _messages(context: str, instruction: str) -> list[dict[str, str]]:
+def _messages(context: str, instruction: str, prompts=None, kind: str = "") -> list[dict[str, str]]:
+    """System message, then (with a prompt set) its few-shot examples of this kind as earlier turns, then the task."""
+    system = prompts.system if prompts is not None else VERIFIER_SYSTEM_PROMPT
+    shots = prompts.example_turns(kind) if prompts is not None else []
     return [
-        {"role": "system", "content": VERIFIER_SYSTEM_PROMPT},
+        {"role": "system", "content": system},
+        *shots,
         {"role": "user", "content": f"### Input\n{context}\n\n### Task\n{instruction}"},
     ]
 
 
-def construction_messages(context: str, favoured: str, other: str) -> list[dict[str, str]]:
-    """Figure 11: one evidence test favouring `favoured` over `other` (Eq. 1)."""
-    instruction = (
-        "Two candidate answers to the final request in the input are being compared.\n"
-        f"Answer A: {cap_answer(favoured)}\n"
-        f"Answer B: {cap_answer(other)}\n\n"
-        "Write one evidence test: a short claim about something observable in the input (what was said, asked, "
-        "stated or shown) that, if it is true, favours Answer A over Answer B. Describe only the evidence itself; "
-        "do not mention or quote either answer. Reply with the claim as one sentence and nothing else."
-    )
-    return _messages(context, instruction)
+#: Default instruction of the construction prompt; `{favoured}` and `{other}` are filled in verbatim.
+CONSTRUCTION_TEMPLATE = (
+    "Two candidate answers to the final request in the input are being compared.\n"
+    "Answer A: {favoured}\n"
+    "Answer B: {other}\n\n"
+    "Write one evidence test: a short claim about something observable in the input (what was said, asked, "
+    "stated or shown) that, if it is true, favours Answer A over Answer B. Describe only the evidence itself; "
+    "do not mention or quote either answer. Reply with the claim as one sentence and nothing else."
+)
+
+#: Default instruction of the validation prompt; `{test}` is filled in verbatim.
+VALIDATION_TEMPLATE = (
+    "Claim: {test}\n\n"
+    "Is this claim supported by the input? Answer yes if the input shows it, no if the input shows it is "
+    "false or it is absent, unknown if the input is not enough to decide. Reply with one word: yes, no or "
+    "unknown."
+)
+
+
+def fill(template: str, **values: str) -> str:
+    """Put values into `{name}` slots by plain replacement (braces inside the values or elsewhere stay as they are)."""
+    for name, value in values.items():
+        template = template.replace("{" + name + "}", value)
+    return template
+
+
+def construction_messages(context: str, favoured: str, other: str, prompts=None) -> list[dict[str, str]]:
+    """Figure 11: one evidence test favouring `favoured` over `other` (Eq. 1). `prompts`: an optional
+    `VerifierPrompts` (evidence/prompt_set.py) replacing the default text."""
+    template = prompts.construction if prompts is not None else CONSTRUCTION_TEMPLATE
+    return _messages(context, fill(template, favoured=cap_answer(favoured), other=cap_answer(other)), prompts, "construction")
 
 
 def pointwise_construction_messages(context: str, answer: str) -> list[dict[str, str]]:
@@ -102,15 +128,11 @@ def pointwise_construction_messages(context: str, answer: str) -> list[dict[str,
     return _messages(context, instruction)
 
 
-def validation_messages(context: str, test: str) -> list[dict[str, str]]:
-    """Figure 12: is the claim of one test satisfied by the input? The candidate answers are not shown."""
-    instruction = (
-        f"Claim: {test}\n\n"
-        "Is this claim supported by the input? Answer yes if the input shows it, no if the input shows it is "
-        "false or it is absent, unknown if the input is not enough to decide. Reply with one word: yes, no or "
-        "unknown."
-    )
-    return _messages(context, instruction)
+def validation_messages(context: str, test: str, prompts=None) -> list[dict[str, str]]:
+    """Figure 12: is the claim of one test satisfied by the input? The candidate answers are not shown.
+    `prompts`: an optional `VerifierPrompts` replacing the default text."""
+    template = prompts.validation if prompts is not None else VALIDATION_TEMPLATE
+    return _messages(context, fill(template, test=test), prompts, "validation")
 
 
 def equivalence_messages(context: str, answers: Sequence[str], pairs: Sequence[tuple[int, int]]) -> list[dict]:

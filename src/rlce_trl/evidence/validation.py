@@ -59,10 +59,13 @@ def redact_answers(test: str, answers: Sequence[str], labels: Sequence[str] | No
     return test.replace("\x00", REDACTION)
 
 
-def validation_request(context: str, test: str, max_tokens: int, labels: Sequence[str] | None = None) -> Request:
-    """The validator's request: the context without the options line that lists `labels`, and the (redacted) test."""
+def validation_request(
+    context: str, test: str, max_tokens: int, labels: Sequence[str] | None = None, prompts=None
+) -> Request:
+    """The validator's request: the context without the options line that lists `labels`, and the (redacted) test;
+    `prompts` (an optional `VerifierPrompts`) replaces the default text."""
     return Request(
-        messages=validation_messages(context_without_options(context, labels), test),
+        messages=validation_messages(context_without_options(context, labels), test, prompts),
         sampling=Sampling(temperature=0.0, max_tokens=max_tokens),
         choices=VERDICTS,
         stage="validation",

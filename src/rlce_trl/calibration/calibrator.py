@@ -1,0 +1,230 @@
+"""Coactive calibration of the verifier's prompts (VeriFine section 3.4, mapped onto RLCE's frozen verifier).
+
+VeriFine revises a rubric judge in rounds: a revision is proposed, kept only if it agrees better with people on the
+current batch without a substantial regression on the cases retained from earlier rounds, and revision stops after a
+number of versions or when improvements stall. Here the revised object is the validation prompt (instruction text and
+few-shot examples, `VerifierPrompts`); the verifier's weights never change. The acceptance rule:
+
+    gain    = metric(candidate, current)  - metric(best, current)   > 0
+    regress = metric(best, retained)      - metric(candidate, retained) <= max_regression
+
+Stops: `max_versions` candidates scored, or a stall -- the mean gain (0 for a rejected candidate) of the last `patience`
+candidates below `min_gain`. The paper's stall rule reads "average improvement in Pearson correlation less than 0.2 for
+more than ten iterations"; 0.2 is the paper's figure (likely meant 0.02) and is configurable.
+
+Proposers (`propose(best, disagreements, n) -> VerifierPrompts | None`, `None` when exhausted):
+- `list_proposer(variants)`: a fixed list of alternative prompts, in order;
+- `few_shot_proposer(cases)`: add (or, when full, swap in) a case the current best version gets wrong, with its label,
+  as a few-shot example;
+- `llm_proposer(verifier)`: the frozen model rewrites the validation instruction given a few disagreements [ours].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..evidence.prompt_set import VerifierPrompts
+from ..verifiers.base import Request, Sampling, Verifier
+from .cases import CalibrationCase
+from .scoring import ask, score_prompts
+
+Proposer = Callable[[VerifierPrompts, list[CalibrationCase], int], "VerifierPrompts | None"]
+
+
+@dataclass
+class Revision:
+    """One scored candidate and the decision about it."""
+
+    version: str
+    proposer: str
+    current: float
+    retained: float | None
+    gain: float
+    regression: float | None
+    accepted: bool
+    reason: str
+
+    def line(self) -> str:
+        retained = "-" if self.retained is None else f"{self.retained:.3f}"
+        verdict = "accepted" if self.accepted else "rejected"
+        return f"{self.version:<24} {self.proposer:<10} current {self.current:.3f}  retained {retained}  {verdict} ({self.reason})"
+
+
+def _finite(x: float) -> float:
+    return 0.0 if x is None or math.isnan(x) else x
+
+
+class CoactiveCalibrator:
+    """Propose prompt revisions and keep those that agree better (module docstring).
+
+    Args:
+        verifier: the frozen verifier (its weights are never touched).
+        proposers: tried in order; when one is exhausted the next takes over.
+        scorer: `scorer(prompts, cases) -> (metric value, predictions)`; default: the verifier's validator agreement
+            (`metric`, no bootstrap).
+    """
+
+    def __init__(
+        self,
+        verifier: Verifier | None,
+        proposers: Sequence[Proposer],
+        max_versions: int = 20,
+        patience: int = 10,
+        min_gain: float = 0.2,
+        max_regression: float = 0.02,
+        metric: str = "kappa",
+        scorer: Callable[[VerifierPrompts, Sequence[CalibrationCase]], tuple[float, list[str]]] | None = None,
+    ):
+        problems = []
+        if max_versions < 1:
+            problems.append("max_versions must be >= 1")
+        if patience < 1:
+            problems.append("patience must be >= 1")
+        if max_regression < 0:
+            problems.append("max_regression must be >= 0")
+        if metric not in ("accuracy", "kappa"):
+            problems.append(f"metric must be accuracy or kappa, not {metric!r}")
+        if scorer is None and verifier is None:
+            problems.append("give a verifier or a scorer")
+        if problems:
+            raise ValueError("CoactiveCalibrator: " + "; ".join(problems) + ".")
+        self.verifier, self.proposers = verifier, list(proposers)
+        self.max_versions, self.patience, self.min_gain = max_versions, patience, min_gain
+        self.max_regression, self.metric = max_regression, metric
+        self.scorer = scorer
+        self.stop_reason = ""
+
+    def _both(self, prompts, current, retained):
+        if self.scorer is None:  # one batched verifier call per version: current and retained cases together
+            replies = ask(self.verifier, prompts, current + retained)
+            cur = score_prompts(self.verifier, prompts, current, resamples=0, replies=replies[: len(current)])
+            ret = score_prompts(self.verifier, prompts, retained, resamples=0, replies=replies[len(current) :])
+            return (
+                _finite(cur.metric(self.metric)),
+                _finite(ret.metric(self.metric)) if retained else None,
+                cur.predictions,
+            )
+        cur, predictions = self.scorer(prompts, current)
+        ret = _finite(self.scorer(prompts, retained)[0]) if retained else None
+        return _finite(cur), ret, predictions
+
+    def run(
+        self, prompts: VerifierPrompts, current: Sequence[CalibrationCase], retained: Sequence[CalibrationCase] = ()
+    ) -> tuple[VerifierPrompts, list[Revision]]:
+        """Calibrate from `prompts` on the `current` batch, guarding `retained` cases. Returns the best prompts and
+        the history (the starting version first, as an accepted entry)."""
+        current, retained = list(current), list(retained)
+        best = prompts
+        best_cur, best_ret, predictions = self._both(best, current, retained)
+        history = [Revision(best.version, "start", best_cur, best_ret, 0.0, None, True, "starting version")]
+        gains: list[float] = []
+        proposers = list(self.proposers)
+        self.stop_reason = "max_versions"
+        for n in range(1, self.max_versions + 1):
+            disagreements = [c for c, p in zip(current, predictions) if p != c.label]
+            candidate = None
+            while proposers and candidate is None:
+                candidate = proposers[0](best, disagreements, n)
+                if candidate is None:
+                    proposers.pop(0)
+            if candidate is None:
+                self.stop_reason = "no more proposals"
+                break
+            name = getattr(proposers[0], "__name__", "proposer")
+            candidate = (
+                candidate.revised(version=f"{prompts.version}.r{n}")
+                if candidate.version == best.version
+                else candidate
+            )
+            cur, ret, cand_predictions = self._both(candidate, current, retained)
+            gain = cur - best_cur
+            regression = None if ret is None or best_ret is None else best_ret - ret
+            if gain <= 0:
+                accepted, reason = False, f"no gain on current ({gain:+.3f})"
+            elif regression is not None and regression > self.max_regression + 1e-12:
+                accepted, reason = False, f"gain {gain:+.3f} but retained regresses by {regression:.3f}"
+            else:
+                accepted, reason = (
+                    True,
+                    f"gain {gain:+.3f}" + ("" if regression is None else f", retained {-regression:+.3f}"),
+                )
+            history.append(Revision(candidate.version, name, cur, ret, gain, regression, accepted, reason))
+            gains.append(gain if accepted else 0.0)
+            if accepted:
+                best, best_cur, best_ret, predictions = candidate, cur, ret, cand_predictions
+            if len(gains) >= self.patience and sum(gains[-self.patience :]) / self.patience < self.min_gain:
+                self.stop_reason = "patience"
+                break
+        return best, history
+
+
+def list_proposer(variants: Sequence[VerifierPrompts]) -> Proposer:
+    """Each variant once, in order."""
+    queue = list(variants)
+
+    def variants_(best: VerifierPrompts, disagreements: list[CalibrationCase], n: int) -> VerifierPrompts | None:
+        return queue.pop(0) if queue else None
+
+    variants_.__name__ = "variants"
+    return variants_
+
+
+def few_shot_proposer(pool: Sequence[CalibrationCase], max_examples: int = 4) -> Proposer:
+    """Add a disagreement case (with its label) as a validation example; when `max_examples` are in use, swap out the
+    oldest. Each case is offered at most once."""
+    offered: set[str] = set()
+    allowed = {c.id for c in pool}
+
+    def few_shot(best: VerifierPrompts, disagreements: list[CalibrationCase], n: int) -> VerifierPrompts | None:
+        fresh = [c for c in disagreements if c.id in allowed and c.id not in offered]
+        if not fresh:
+            return None
+        # alternate labels so the examples do not all teach one verdict
+        have = [e.get("verdict") for e in best.examples if e.get("kind") == "validation"]
+        fresh.sort(key=lambda c: (have.count(c.label), c.id))
+        case = fresh[0]
+        offered.add(case.id)
+        example = {"kind": "validation", "context": case.context, "test": case.test, "verdict": case.label}
+        examples = list(best.examples)
+        shots = [k for k, e in enumerate(examples) if e.get("kind") == "validation"]
+        if len(shots) >= max_examples:
+            examples.pop(shots[0])
+        return best.revised(examples=examples + [example])
+
+    return few_shot
+
+
+REWRITE_INSTRUCTION = (
+    "Below is an instruction given to a verifier, followed by claims it judged wrongly. Rewrite the instruction so "
+    "that a careful reader would judge such claims correctly. Keep the placeholder {{test}} exactly once, where the "
+    "claim goes. Reply with the new instruction only.\n\n### Instruction\n{instruction}\n\n### Judged wrongly\n{cases}"
+)
+
+
+def llm_proposer(verifier: Verifier, attempts: int = 3, max_tokens: int = 160, temperature: float = 0.7) -> Proposer:
+    """The frozen model rewrites the validation instruction given up to three disagreements [ours]. A rewrite that
+    loses the `{test}` slot gets it appended as `Claim: {test}`. Stops after `attempts` rewrites."""
+    count = [0]
+
+    def rewrite(best: VerifierPrompts, disagreements: list[CalibrationCase], n: int) -> VerifierPrompts | None:
+        if count[0] >= attempts or not disagreements:
+            return None
+        count[0] += 1
+        shown = "\n".join(f"- claim: {c.test} -> correct verdict: {c.label}" for c in disagreements[:3])
+        text = REWRITE_INSTRUCTION.format(instruction=best.validation, cases=shown)
+        request = Request(
+            messages=[{"role": "user", "content": text}],
+            sampling=Sampling(temperature=temperature, top_p=0.95, max_tokens=max_tokens),
+            stage="calibration",
+        )
+        reply = verifier.generate([request])[0]
+        new = (reply.texts[0] if reply.texts else "").strip()
+        if reply.error or not new:
+            return best.revised(version=f"{best.version}.llm{count[0]}-empty")  # scored, and rejected: no gain
+        if "{test}" not in new:
+            new = "Claim: {test}\n\n" + new
+        return best.revised(validation=new)
+
+    return rewrite

@@ -1,0 +1,233 @@
+"""Score a prompt version against labelled cases, and calibrated verdicts (opt-in, beyond the VeriFine paper).
+
+`score_prompts` asks the validator every case in one batched call, exactly as training does (same request builder,
+same tolerant verdict parser; an unreadable reply counts as "unknown" and is reported), and returns an [`Alignment`].
+
+`VerdictCalibration` reads a verdict from the per-choice log-probabilities of a guided-choice reply
+(`Reply.choice_logprobs`) instead of the argmax text:
+- **contextual calibration** (Zhao et al., 2021): the verdict distribution is divided by the model's prior for a
+  content-free claim ("N/A", "", "[MASK]") under the same prompt template and renormalised;
+- an **"unknown" band**: a yes/no verdict whose calibrated log-odds margin is below `band` becomes "unknown".
+Both are fitted on the calibration half of a case set (`fit_calibration`) and apply to one prompt version.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..evidence.prompt_set import VerifierPrompts
+from ..evidence.prompts import VERDICTS
+from ..evidence.validation import parse_verdict, validation_request
+from ..verifiers.base import Reply, Request, Verifier
+from .cases import CalibrationCase
+from .metrics import METRICS, Alignment, alignment
+
+logger = logging.getLogger(__name__)
+
+CONTENT_FREE_CLAIMS = ("N/A", "", "[MASK]")
+
+
+def _requests(prompts: VerifierPrompts, pairs: Sequence[tuple[str, str]], max_tokens: int) -> list[Request]:
+    return [validation_request(context, test, max_tokens, prompts=prompts) for context, test in pairs]
+
+
+def _normalised(logprobs: dict[str, float]) -> dict[str, float]:
+    top = max(logprobs.values())
+    weights = {k: math.exp(v - top) for k, v in logprobs.items()}
+    total = sum(weights.values())
+    return {k: w / total for k, w in weights.items()}
+
+
+@dataclass
+class VerdictCalibration:
+    """How to read a verdict from choice log-probabilities, fitted for one prompt version."""
+
+    version: str = "default"
+    prior: dict[str, float] | None = None  # content-free verdict distribution; None: no contextual calibration
+    band: float = 0.0  # yes/no log-odds margin below which the verdict is "unknown"
+    fitted_on: int = 0  # calibration cases used
+
+    def verdict(self, choice_logprobs: dict[str, float]) -> str:
+        probs = _normalised(choice_logprobs)
+        if self.prior:
+            probs = {k: p / max(self.prior.get(k, 1.0), 1e-9) for k, p in probs.items()}
+        best = max(probs, key=probs.get)
+        if self.band > 0 and best in ("yes", "no") and "yes" in probs and "no" in probs:
+            margin = abs(math.log(max(probs["yes"], 1e-30)) - math.log(max(probs["no"], 1e-30)))
+            if margin < self.band:
+                return "unknown"
+        return best
+
+    def save(self, path: str | Path) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> VerdictCalibration:
+        """Read a calibration file, or a built-in one by name (`smollm2-135m-instruct`: fitted on the calibration half
+        of the claim set for the built-in prompts)."""
+        path = builtin_calibration(path)
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            calibration = cls(**data)
+        except OSError as error:
+            raise ValueError(f"Cannot read the verdict calibration {path}: {error.strerror}.") from None
+        except (json.JSONDecodeError, TypeError) as error:
+            raise ValueError(
+                f"{path} is not a verdict calibration ({error}); write one with `rlce-trl calibrate fit`."
+            ) from None
+        if calibration.band < 0 or (
+            calibration.prior is not None and not all(v > 0 for v in calibration.prior.values())
+        ):
+            raise ValueError(f"{path}: `band` must be >= 0 and every `prior` value > 0.")
+        return calibration
+
+
+def builtin_calibration(name_or_path: str | Path) -> Path:
+    """A path as given, or the packaged `<name>.verdicts.json` when no such file exists and the name is built in."""
+    path = Path(name_or_path)
+    if path.exists() or path.name != str(name_or_path):  # an existing file, or a path rather than a bare name
+        return path
+    packaged = Path(__file__).with_name(f"{path.name}.verdicts.json")
+    return packaged if packaged.exists() else path
+
+
+def read_verdicts(replies: Sequence[Reply], calibration: VerdictCalibration | None = None) -> tuple[list[str], int]:
+    """One verdict per reply and the number of unreadable replies (counted as "unknown"). With a calibration, replies
+    carrying `choice_logprobs` are read through it."""
+    verdicts, unreadable = [], 0
+    for reply in replies:
+        if calibration is not None and reply.choice_logprobs and reply.error is None:
+            verdicts.append(calibration.verdict(reply.choice_logprobs))
+            continue
+        text, finish = (reply.texts[0], reply.finish_reasons[0]) if reply.texts else ("", "error")
+        verdict, _ = parse_verdict(text, "error" if reply.error else finish)
+        unreadable += verdict is None
+        verdicts.append(verdict or "unknown")
+    return verdicts, unreadable
+
+
+def ask(
+    verifier: Verifier, prompts: VerifierPrompts, cases: Sequence[CalibrationCase], max_tokens: int = 4
+) -> list[Reply]:
+    """The validator's replies to every case, in one batched call."""
+    return verifier.generate(_requests(prompts, [(c.context, c.test) for c in cases], max_tokens))
+
+
+def score_prompts(
+    verifier: Verifier,
+    prompts: VerifierPrompts,
+    cases: Sequence[CalibrationCase],
+    calibration: VerdictCalibration | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    replies: Sequence[Reply] | None = None,
+) -> Alignment:
+    """Validator agreement with the labels of `cases` (accuracy, kappa, yes-rate, each with a bootstrap CI)."""
+    replies = ask(verifier, prompts, cases) if replies is None else replies
+    verdicts, unreadable = read_verdicts(replies, calibration)
+    version = prompts.version + ("+calibrated" if calibration is not None else "")
+    return alignment(version, verdicts, [c.label for c in cases], unreadable, resamples, seed)
+
+
+def content_free_prior(
+    verifier: Verifier, prompts: VerifierPrompts, contexts: Sequence[str], max_contexts: int = 8
+) -> dict[str, float]:
+    """The mean verdict distribution for content-free claims under this template, over a few real contexts."""
+    contexts = list(dict.fromkeys(contexts))[:max_contexts] or [""]
+    pairs = [(context, claim) for context in contexts for claim in CONTENT_FREE_CLAIMS]
+    replies = verifier.generate(_requests(prompts, pairs, 4))
+    dists = [_normalised(r.choice_logprobs) for r in replies if r.choice_logprobs and r.error is None]
+    if not dists:
+        raise ValueError(
+            f"The verifier ({verifier.name}) returned no choice log-probabilities: calibrated verdicts need a backend "
+            "that scores guided choices (the transformers backend does)."
+        )
+    return {k: sum(d.get(k, 0.0) for d in dists) / len(dists) for k in VERDICTS if any(k in d for d in dists)}
+
+
+def fit_calibration(
+    verifier: Verifier,
+    prompts: VerifierPrompts,
+    cases: Sequence[CalibrationCase],
+    contextual: bool = True,
+    band: bool = True,
+    metric: str = "kappa",
+    replies: Sequence[Reply] | None = None,
+    prior: dict[str, float] | None = None,
+) -> VerdictCalibration:
+    """Fit the prior (content-free claims over the cases' contexts; or the `prior` given) and the band (the margin,
+    among 0 and the observed margins' quantiles, that maximises `metric` on `cases`). `replies`: the verifier's
+    replies to `cases`, when already asked."""
+    if metric not in METRICS or metric == "yes_rate":
+        raise ValueError(f"Fit on accuracy or kappa, not {metric!r}.")
+    if not contextual:
+        prior = None
+    elif prior is None:
+        prior = content_free_prior(verifier, prompts, [c.context for c in cases])
+    replies = ask(verifier, prompts, cases) if replies is None else replies
+    if not any(r.choice_logprobs for r in replies):
+        raise ValueError(f"The verifier ({verifier.name}) returned no choice log-probabilities for the cases.")
+    calibration = VerdictCalibration(prompts.version, prior, 0.0, len(cases))
+    gold = [c.label for c in cases]
+    best_band, best_value = 0.0, METRICS[metric](read_verdicts(replies, calibration)[0], gold)
+    if band:
+        margins = sorted(_margin(r.choice_logprobs, prior) for r in replies if r.choice_logprobs)
+        candidates = {margins[int(q * (len(margins) - 1))] + 1e-6 for q in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)}
+        for candidate in sorted(candidates):
+            value = METRICS[metric](
+                read_verdicts(replies, VerdictCalibration(prompts.version, prior, candidate))[0], gold
+            )
+            if value > best_value + 1e-12:
+                best_band, best_value = candidate, value
+    calibration.band = best_band
+    return calibration
+
+
+def _margin(logprobs: dict[str, float], prior: dict[str, float] | None) -> float:
+    probs = _normalised(logprobs)
+    if prior:
+        probs = {k: p / max(prior.get(k, 1.0), 1e-9) for k, p in probs.items()}
+    return abs(math.log(max(probs.get("yes", 1e-30), 1e-30)) - math.log(max(probs.get("no", 1e-30), 1e-30)))
+
+
+class CalibratedVerifier(Verifier):
+    """Opt-in wrapper for training: validation replies are re-read through a [`VerdictCalibration`]; everything
+    else passes through unchanged. Replies without choice log-probabilities keep their text (counted)."""
+
+    supports_structured_output = True
+
+    def __init__(self, inner: Verifier, calibration: VerdictCalibration):
+        super().__init__()
+        self.inner, self.calibration = inner, calibration
+        self.name = f"{inner.name}+calibrated"
+        self.supports_structured_output = inner.supports_structured_output
+        self.uncalibrated = 0
+
+    def _generate(self, requests: list[Request]) -> list[Reply]:
+        replies = self.inner.generate(requests)
+        for request, reply in zip(requests, replies):
+            if request.stage != "validation" or reply.error is not None:
+                continue
+            if not reply.choice_logprobs:
+                self.uncalibrated += 1
+                if self.uncalibrated == 1:
+                    logger.warning(
+                        "%s gives no choice log-probabilities: verdicts are read uncalibrated.", self.inner.name
+                    )
+                continue
+            reply.texts = [self.calibration.verdict(reply.choice_logprobs)]
+        return replies
+
+    def __getattr__(self, name):  # backend extras (server_stats, restarts, ...) come from the wrapped verifier
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def close(self) -> None:
+        self.inner.close()
