@@ -20,14 +20,19 @@ def ask(content, choices, **kw):
 
 
 def reference(verifier, content, choice):
-    """log p(choice | prompt) from one unpadded forward pass over prompt + choice."""
+    """log p(first token of choice | prompt) from one unpadded forward pass over the prompt: the value the backend
+    reports (`Reply.choice_logprobs` holds each choice's first-token log-probability, not renormalised; for the
+    one-token verdicts that is the choice's probability)."""
     tok = verifier.tokenizer
     prompt = tok(verifier._prompt(ask(content, None)), add_special_tokens=False)["input_ids"]
     option = tok(choice, add_special_tokens=False)["input_ids"]
     with torch.no_grad():
-        logits = verifier.model(torch.tensor([prompt + option])).logits[0].float()
-    logprobs = torch.log_softmax(logits, -1)
-    return sum(logprobs[len(prompt) - 1 + k, t].item() for k, t in enumerate(option))
+        logits = verifier.model(torch.tensor([prompt])).logits[0, -1].float()
+    return torch.log_softmax(logits, -1)[option[0]].item()
+
+
+def tok_first(verifier, choice):
+    return verifier.tokenizer(choice, add_special_tokens=False)["input_ids"][0]
 
 
 CONTENTS = ["the user said food yes", "no", "the user likes the food said the user likes food", "user"]
@@ -40,7 +45,9 @@ def test_choice_logprobs_match_an_unpadded_forward_pass(verifier, choices):
         assert set(reply.choice_logprobs) == set(choices)
         for choice, value in reply.choice_logprobs.items():
             assert value == pytest.approx(reference(verifier, content, choice), abs=1e-4)
-        assert reply.texts == [max(reply.choice_logprobs, key=reply.choice_logprobs.get)]
+        firsts = {tok_first(verifier, c) for c in choices}
+        if len(firsts) == len(choices):  # distinct first tokens: the decision is the arg-max choice
+            assert reply.texts == [max(reply.choice_logprobs, key=reply.choice_logprobs.get)]
         assert reply.finish_reasons == ["stop"]
     assert sum(math.exp(v) for v in replies[0].choice_logprobs.values()) <= 1.0 + 1e-6
 
