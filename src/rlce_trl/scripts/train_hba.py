@@ -5,6 +5,7 @@ RLCE on the Human Behavior Atlas video tasks (MOSEI sentiment, UR-FUNNY humour, 
 
     accelerate launch --config_file configs/accelerate/zero3.yaml examples/train_hba.py \
         --config configs/mosei_rlce.yaml --train_file /path/to/mosei/train.jsonl --media_root /path/to/media
+    # installed package: accelerate launch ... -m rlce_trl.cli train --config mosei_rlce --train_file ...
 
 Rows come from HBA's JSONL splits (`problem`, `answer`, `videos`) through `rlce_trl.data.hba`: the `<audio>` line is
 dropped, the options line is appended for MOSEI and UR-FUNNY, and each `<video>` becomes frames (1 fps, 2..8 frames,
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
 
 from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
-from rlce_trl.scripts_utils import (
+from rlce_trl.scripts.utils import (
     RLCEScriptArguments,
     add_prompt_suffix,
     card_info,

@@ -3,7 +3,8 @@
 RLCE on PrefEval: TRL's GRPO script with `RLCEGRPOTrainer` in place of `GRPOTrainer`.
 
     # quickstart: CPU, offline, a few minutes (SmolLM2-135M-Instruct, the bundled preference sample)
-    python examples/train_prefeval.py --config configs/quickstart.yaml
+    rlce-trl train --config quickstart            # installed package (recipes: `rlce-trl recipes`)
+    python examples/train_prefeval.py --config configs/quickstart.yaml   # a clone
 
     # the paper's recipe (GPUs; PrefEval from a local checkout)
     accelerate launch --config_file configs/accelerate/multi_gpu.yaml examples/train_prefeval.py \
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
 
 from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
-from rlce_trl.scripts_utils import (
+from rlce_trl.scripts.utils import (
     RLCEScriptArguments,
     add_prompt_suffix,
     card_info,

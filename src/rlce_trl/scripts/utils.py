@@ -1,4 +1,4 @@
-"""What the example training scripts (`examples/train_prefeval.py`, `examples/train_hba.py`) share.
+"""What the training scripts (`rlce_trl.scripts.train_prefeval`, `rlce_trl.scripts.train_hba`) share.
 
 The scripts follow the shape of TRL's own `trl/scripts/grpo.py`: a `TrlParser` over (script arguments,
 [`RLCEGRPOConfig`], `trl.ModelConfig`), a `--config recipe.yaml` whose keys are those dataclasses' fields, the trainer,
@@ -181,14 +181,14 @@ def validation_callbacks(
                 "Validation of free-text rows needs an LLM judge: set judge_base_url and judge_model (any "
                 "OpenAI-compatible endpoint, e.g. `vllm serve`), or unset validation_steps."
             )
-        from .evaluation.evaluate import Judge
-        from .evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
+        from ..evaluation.evaluate import Judge
+        from ..evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
 
         client = OpenAIJudgeClient(script_args.judge_base_url, script_args.judge_model,
                                    api_key_env=script_args.judge_api_key_env)
         prompts = load_prefeval_judge_prompts(prefeval_dir) if rows[0].get("task") == "prefeval" else None
         judge = Judge(client, prompts)
-    from .evaluation.callbacks import BestCheckpointCallback, make_validation_fn
+    from ..evaluation.callbacks import BestCheckpointCallback, make_validation_fn
 
     rows = rows[: script_args.validation_limit] if script_args.validation_limit else rows
     validate = make_validation_fn(rows, os.path.join(training_args.output_dir, "validation"), judge=judge,
