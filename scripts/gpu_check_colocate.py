@@ -138,7 +138,8 @@ def one_configuration(args) -> dict:
 
     from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
     from rlce_trl.data.sample import load_preference_sample
-    from rlce_trl.verifiers.vllm_process import ColocatedVLLMVerifier, VLLMServerProcess
+    from rlce_trl.verifiers.colocate import ColocatedVLLMVerifier
+    from rlce_trl.verifiers.vllm_process import VLLMServerProcess
 
     assert torch.cuda.is_available(), "this check needs a CUDA GPU"
     from datasets import Dataset
