@@ -80,3 +80,18 @@ def test_readme_table_is_the_scripts_output():
     assert memory_plan.markdown(memory_plan.default_plans()) in readme
     for key, value in memory_plan.OVERRIDES_80GB.items():
         assert f"--{key} {value}" in readme, key
+
+
+@pytest.mark.parametrize("name", sorted(PAPER_VERIFIER))
+def test_gpu_check_scales_each_paper_recipe_down_with_its_verifier_settings(name, tmp_path):
+    spec = importlib.util.spec_from_file_location("gpu_check_colocate", ROOT / "scripts" / "gpu_check_colocate.py")
+    check = sys.modules["gpu_check_colocate"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    from rlce_trl import RLCEGRPOConfig
+
+    config = RLCEGRPOConfig(**check.scale_down(str(ROOT / "configs" / f"{name}.yaml"), str(tmp_path), use_cpu=True))
+    mode, share, tp, policy_share = PAPER_VERIFIER[name]
+    assert (config.verifier_mode, config.verifier_gpu_memory_utilization, config.verifier_tensor_parallel_size,
+            config.vllm_gpu_memory_utilization) == (mode, share, tp, policy_share)
+    assert config.use_vllm and config.vllm_mode == "colocate" and config.max_steps == 1
+    assert config.generation_batch_size % config.num_generations == 0 and config.max_completion_length == 32
