@@ -56,6 +56,10 @@ def _add_evaluate(subparsers) -> None:
 
 
 def _analyze(args: argparse.Namespace) -> int:
+    if args.bench_args[:1] == ["ttt"]:  # test-time training runs side by side
+        from .analysis.ttt import main as ttt_main
+
+        return ttt_main(args.bench_args[1:])
     from .analysis.bench import main as bench_main
 
     return bench_main(args.bench_args) or 0

@@ -112,6 +112,8 @@ def rlce_section(trainer, dataset_name: str | None = None) -> str:
                       f"steps={trainer.state.global_step}")),
         ("Paper", f"*{PAPER_TITLE}*"),
     ]
+    if info.get("adaptation"):  # test-time adaptation (rlce_trl.scripts.tta): which split
+        rows.insert(6, ("Adaptation", info["adaptation"]))
     table = "\n".join(f"| {k} | {v} |" for k, v in rows)
     settings = "\n".join(f"- `{k}`: `{v}`" for k, v in public_settings(args).items())
     text = f"""{BEGIN}

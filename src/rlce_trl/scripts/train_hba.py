@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
 
 from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks, tta_card_info
 from rlce_trl.scripts.utils import (
     RLCEScriptArguments,
     add_prompt_suffix,
     card_info,
     filter_long_prompts,
+    make_judge,
     prepare_run,
     recipe_from_argv,
     train_and_save,
@@ -77,7 +79,10 @@ def main(script_args, training_args, model_args):
     if not (script_args.text_only or script_args.media_root):
         raise ValueError("Pass --media_root (the folder the clip paths are relative to), or --text_only.")
     prepare_run(script_args, training_args, model_args)
-    train_rows = load_hba_split(script_args.train_file, script_args.hba_task, "train")
+    # test-time adaptation: --train_file is the split to adapt on (read with its gold for the per-pass evaluation)
+    train_rows = load_hba_split(script_args.train_file, script_args.hba_task, script_args.tta_split or "train")
+    eval_rows = train_rows if script_args.tta_split else []
+    train_rows = adaptation_rows(train_rows) if script_args.tta_split else train_rows
     validation_rows = (load_hba_split(script_args.validation_file, script_args.hba_task, "validation")
                        if script_args.validation_file else [])
     if script_args.text_only:
@@ -89,6 +94,7 @@ def main(script_args, training_args, model_args):
     train_rows = add_prompt_suffix(train_rows, script_args.prompt_suffix)
     validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
 
+    check_no_gold(train_rows)
     train_dataset = to_dataset(train_rows)
     if not script_args.text_only:
         train_dataset = with_frames(train_dataset, script_args.media_root)
@@ -98,12 +104,17 @@ def main(script_args, training_args, model_args):
         train_dataset=train_dataset,
         callbacks=validation_callbacks(script_args, training_args, validation_rows,
                                        needs_judge=script_args.hba_task == "intentqa",
-                                       media_root=None if script_args.text_only else script_args.media_root),
+                                       media_root=None if script_args.text_only else script_args.media_root)
+        + tta_callbacks(script_args, training_args, text_only(eval_rows) if script_args.text_only else eval_rows,
+                        make_judge(script_args, eval_rows) if script_args.judge_base_url else None,
+                        media_root=None if script_args.text_only else script_args.media_root),
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )
     dataset = f"{DATASETS[script_args.hba_task]} (Human Behavior Atlas){', text only' * script_args.text_only}"
     card_info(trainer, dataset, recipe_from_argv())
+    if script_args.tta_split:
+        tta_card_info(trainer, script_args.tta_split, training_args.num_train_epochs)
     train_and_save(trainer, training_args)
     return trainer
 

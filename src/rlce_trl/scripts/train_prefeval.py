@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
 
 from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks, tta_card_info
 from rlce_trl.scripts.utils import (
     RLCEScriptArguments,
     add_prompt_suffix,
     card_info,
     filter_long_prompts,
+    make_judge,
     prepare_run,
     recipe_from_argv,
     train_and_save,
@@ -67,23 +69,27 @@ class PrefEvalScriptArguments(RLCEScriptArguments):
 
 
 def load_rows(script_args) -> tuple[list[dict], list[dict], str]:
-    """(train rows, validation rows, dataset description)."""
+    """(train rows, validation rows, dataset description); with `tta_split`, the rows of that split twice (the
+    caller removes the gold from the first copy)."""
     from rlce_trl.data import build_prefeval, load_preference_sample, read_jsonl
 
     forms = FORMS if script_args.prefeval_form == "all" else (script_args.prefeval_form,)
+    names = (script_args.tta_split,) * 2 if script_args.tta_split else ("train", "validation")
     if script_args.dataset_name == "sample":
-        return load_preference_sample("train"), load_preference_sample("test"), "rlce-trl preference sample"
+        names = tuple("test" if n == "validation" else n for n in names)  # the sample has train and test
+        if any(n not in ("train", "test") for n in names):
+            raise ValueError(f"tta_split={script_args.tta_split!r}: the preference sample has 'train' and 'test'.")
+        return load_preference_sample(names[0]), load_preference_sample(names[1]), "rlce-trl preference sample"
     if script_args.dataset_name == "prefeval":
         built = build_prefeval(script_args.prefeval_dir, forms=forms, seed=script_args.prefeval_seed)
-        splits = {s: [r for f in forms for r in built[f][s]] for s in ("train", "validation")}
+        splits = {s: [r for f in forms for r in built[f][s]] for s in set(names)}
     elif os.path.isdir(script_args.dataset_name):
         root = script_args.dataset_name
-        splits = {s: [r for f in forms for r in read_jsonl(os.path.join(root, f, f"{s}.jsonl"))]
-                  for s in ("train", "validation")}
+        splits = {s: [r for f in forms for r in read_jsonl(os.path.join(root, f, f"{s}.jsonl"))] for s in set(names)}
     else:
         raise ValueError(f"dataset_name={script_args.dataset_name!r}: use 'prefeval', 'sample' or a folder written "
                          "by `rlce-trl prepare-prefeval`.")
-    return splits["train"], splits["validation"], f"PrefEval ({script_args.prefeval_form} form{'s' * (len(forms) > 1)})"
+    return splits[names[0]], splits[names[1]], f"PrefEval ({script_args.prefeval_form} form{'s' * (len(forms) > 1)})"
 
 
 def main(script_args, training_args, model_args):
@@ -91,21 +97,32 @@ def main(script_args, training_args, model_args):
 
     prepare_run(script_args, training_args, model_args)
     train_rows, validation_rows, dataset = load_rows(script_args)
+    if script_args.tta_split:  # adapt on the split without its gold, evaluate on it with gold after every pass
+        train_rows = adaptation_rows(validation_rows)
     train_rows = add_prompt_suffix(train_rows, script_args.prompt_suffix)
     validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
     train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
                                      training_args.chat_template_kwargs)
+    check_no_gold(train_rows)
+    if script_args.tta_split:
+        judge = make_judge(script_args, validation_rows, script_args.prefeval_dir) if script_args.judge_base_url \
+            else None
+        callbacks = tta_callbacks(script_args, training_args, validation_rows, judge)
+    else:
+        callbacks = validation_callbacks(script_args, training_args, validation_rows, needs_judge=True,
+                                         prefeval_dir=script_args.prefeval_dir)
 
     trainer = RLCEGRPOTrainer(
         model=model_args.model_name_or_path,
         args=training_args,
         train_dataset=to_dataset(train_rows),
-        callbacks=validation_callbacks(script_args, training_args, validation_rows, needs_judge=True,
-                                       prefeval_dir=script_args.prefeval_dir),
+        callbacks=callbacks,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )
     card_info(trainer, dataset, recipe_from_argv())
+    if script_args.tta_split:
+        tta_card_info(trainer, script_args.tta_split, training_args.num_train_epochs)
     train_and_save(trainer, training_args)
     return trainer
 

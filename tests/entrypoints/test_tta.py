@@ -1,0 +1,112 @@
+"""Test-time adaptation (paper §4.2, appendix B.3): the adaptation rows never carry gold (checked when the dataset is
+built), one pass over the sample's test split for RLCE and for TTRL with the evaluation at the end of the pass on the
+same split with gold, the model card naming the split, and `rlce-trl analyze ttt` putting the runs side by side.
+
+The LLM judge of free-text rows cannot run here: `FakeJudge` (a FAKE) marks a response correct when it shares a word
+of 5+ letters with the row's question."""
+
+import json
+import re
+import sys
+
+import pytest
+from helpers import CONFIGS, TINY, load_example
+
+from rlce_trl.cli import main as cli_main
+from rlce_trl.scripts.tta import adaptation_rows, check_no_gold
+
+
+class FakeJudge:
+    """A FAKE free-text judge: `correct` when the response shares a 5+ letter word with the question."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, task, records):
+        self.calls += 1
+        words = lambda text: set(re.findall(r"[a-z]{5,}", (text or "").lower()))  # noqa: E731
+        return [{"correct": bool(words(r["response"]) & words(r["question"]))} for r in records]
+
+
+def test_gold_guard_names_the_column():
+    rows = [{"id": "a", "prompt": [], "gold": "x"}, {"id": "b", "prompt": [], "answer": "y"}]
+    with pytest.raises(ValueError, match="'gold'"):
+        check_no_gold(rows)
+    with pytest.raises(ValueError, match="'answer'"):
+        check_no_gold(rows[1:])
+    stripped = adaptation_rows(rows)
+    check_no_gold(stripped)
+    assert rows[0]["gold"] == "x" and "gold" not in stripped[0]  # the evaluation copy keeps its gold
+
+
+def test_training_rows_with_gold_fail_when_the_dataset_is_built(tmp_path, monkeypatch):
+    from rlce_trl.data import load_preference_sample, write_jsonl
+
+    folder = tmp_path / "data"
+    leaky = load_preference_sample("test")[:4]  # rows with `gold`, written as a train split by mistake
+    write_jsonl(leaky, folder / "explicit" / "train.jsonl")
+    write_jsonl(leaky, folder / "explicit" / "validation.jsonl")
+    script = load_example("train_prefeval")
+    argv = ["--config", str(CONFIGS / "quickstart.yaml"), "--dataset_name", str(folder), "--prefeval_form", "explicit",
+            "--output_dir", str(tmp_path / "o"), "--model_name_or_path", "unused"]
+    args = script.make_parser().parse_args_and_config(argv)
+    monkeypatch.setattr("rlce_trl.scripts.train_prefeval.filter_long_prompts", lambda rows, *a, **k: rows)
+    with pytest.raises(ValueError, match="column 'gold'"):
+        script.main(*args)
+
+
+def run_tta(model, out, method, monkeypatch, *extra):
+    judge = FakeJudge()
+    monkeypatch.setattr("rlce_trl.scripts.train_prefeval.make_judge", lambda *a, **k: judge)
+    argv = ["--config", str(CONFIGS / "quickstart.yaml"), "--model_name_or_path", model, "--output_dir", str(out),
+            "--tta_split", "test", "--num_train_epochs", "1", "--max_steps", "-1", "--save_strategy", "no",
+            "--reward_method", method, "--judge_base_url", "http://127.0.0.1:9/v1", "--judge_model", "fake",
+            "--validation_max_new_tokens", "16", *extra]
+    monkeypatch.setattr(sys, "argv", ["train_prefeval.py", *argv])
+    script = load_example("train_prefeval")
+    trainer = script.main(*script.make_parser().parse_args_and_config(argv))
+    return trainer, judge
+
+
+def check_run(trainer, judge, out):
+    record = json.loads((out / "tta" / "passes.json").read_text())
+    assert [p["pass"] for p in record["passes"]] == [0, 1]  # the base model, then the end of the pass
+    assert record["passes"][1]["step"] == trainer.state.global_step > 0
+    for index in (0, 1):
+        summary = json.loads((out / "tta" / f"pass-{index}" / "summary.json").read_text())
+        assert summary["complete"] and summary["num_rows"] == 8 and summary["score"] is not None
+    assert judge.calls >= 2
+    assert all("gold" not in row for row in trainer.train_dataset)  # adapted on the test rows without their gold
+    assert len(trainer.train_dataset) == 8
+    card = (out / "README.md").read_text()
+    assert "test-time adaptation on the unlabelled `test` split" in card
+    return record
+
+
+@pytest.mark.slow  # ~1-2 min on 2 shared cores: two runs with evaluations
+def test_tta_one_pass_rlce_and_ttrl_tiny_then_side_by_side(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    tiny = [*TINY[:-2], "--per_device_train_batch_size", "8"]
+    records = {}
+    for method in ("rlce", "ttrl"):
+        out = tmp_path / f"tta_{method}"
+        trainer, judge = run_tta(tiny_model_dir, out, method, monkeypatch, *tiny)
+        records[method] = check_run(trainer, judge, out)
+    assert records["rlce"]["method"] == "RLCE (G=4)" and records["ttrl"]["method"] == "TTRL (G=4)"
+    capsys.readouterr()
+    assert cli_main(["analyze", "ttt", str(tmp_path / "tta_rlce"), str(tmp_path / "tta_ttrl")]) == 0
+    table = capsys.readouterr().out
+    assert "| run | method | task | base | pass 1 | delta |" in table
+    assert "RLCE (G=4)" in table and "TTRL (G=4)" in table
+    with pytest.raises(SystemExit):
+        cli_main(["analyze", "ttt", str(tmp_path / "nothing")])
+
+
+@pytest.mark.slow
+def test_tta_one_pass_smollm2_rlce_and_ttrl(tmp_path, monkeypatch):
+    from rlce_trl.models import smollm2_instruct
+
+    model = smollm2_instruct()
+    for method in ("rlce", "ttrl"):
+        out = tmp_path / f"tta_{method}"
+        trainer, judge = run_tta(model, out, method, monkeypatch, "--per_device_train_batch_size", "8")
+        check_run(trainer, judge, out)
