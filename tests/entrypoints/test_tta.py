@@ -110,3 +110,26 @@ def test_tta_one_pass_smollm2_rlce_and_ttrl(tmp_path, monkeypatch):
         out = tmp_path / f"tta_{method}"
         trainer, judge = run_tta(model, out, method, monkeypatch, "--per_device_train_batch_size", "8")
         check_run(trainer, judge, out)
+
+
+TTA = {f"tta_{task}_{method}_g{G}": (task, method, G, passes)
+       for task, passes in (("prefeval", 3), ("intentqa", 3), ("urfunny", 3), ("mosei", 2))
+       for method, G in (("rlce", 4), ("ttrl", 4), ("ttrl", 16))}
+
+
+@pytest.mark.parametrize("name", sorted(TTA))
+def test_tta_recipe_is_its_training_recipe_in_test_time_mode(name):
+    import yaml
+
+    task, method, G, passes = TTA[name]
+    tta = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
+    base = yaml.safe_load((CONFIGS / f"{task}_rlce.yaml").read_text())
+    assert (tta["tta_split"], tta["num_train_epochs"], tta["max_steps"], tta["num_generations"]) == ("test", passes,
+                                                                                                     -1, G)
+    assert tta.get("reward_method", "rlce") == method and tta["tta_eval_base"] is True
+    # G=16 keeps the prompts per cycle and per optimizer step
+    assert tta["generation_batch_size"] // G == base["generation_batch_size"] // 4
+    assert tta["gradient_accumulation_steps"] * 4 // G == base["gradient_accumulation_steps"]
+    changed = {"tta_split", "tta_eval_base", "num_train_epochs", "max_steps", "num_generations", "reward_method",
+               "generation_batch_size", "gradient_accumulation_steps", "save_strategy", "save_steps", "output_dir"}
+    assert {k: v for k, v in tta.items() if k not in changed} == {k: v for k, v in base.items() if k not in changed}
