@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
 
 from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
-from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks, tta_card_info
+from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks
 from rlce_trl.scripts.utils import (
     RLCEScriptArguments,
     add_prompt_suffix,
@@ -120,9 +120,7 @@ def main(script_args, training_args, model_args):
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )
-    card_info(trainer, dataset, recipe_from_argv())
-    if script_args.tta_split:
-        tta_card_info(trainer, script_args.tta_split, training_args.num_train_epochs)
+    card_info(trainer, dataset, recipe_from_argv(), script_args)
     train_and_save(trainer, training_args)
     return trainer
 

@@ -210,9 +210,14 @@ def make_judge(script_args, rows: list[dict], prefeval_dir=None):
     return Judge(client, prompts)
 
 
-def card_info(trainer, dataset: str, recipe: str | None) -> None:
-    """What the RLCE model card names besides the trainer's own settings: the dataset and the recipe."""
+def card_info(trainer, dataset: str, recipe: str | None, script_args=None) -> None:
+    """What the RLCE model card names besides the trainer's own settings: the dataset, the recipe and, for test-time
+    adaptation, the split adapted on."""
     trainer.rlce_card_info = {"dataset": dataset, "recipe": recipe}
+    if script_args is not None and script_args.tta_split:
+        from .tta import tta_card_info
+
+        tta_card_info(trainer, script_args.tta_split, trainer.args.num_train_epochs)
 
 
 def train_and_save(trainer, training_args) -> None:
