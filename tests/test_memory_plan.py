@@ -78,6 +78,12 @@ def test_a_share_that_does_not_fit_is_reported(monkeypatch):
 def test_readme_table_is_the_scripts_output():
     readme = (ROOT / "README.md").read_text()
     assert memory_plan.markdown(memory_plan.default_plans()) in readme
+    shares = {(r[3], r[1]) for r in PAPER_VERIFIER.values()}
+    assert len(shares) == 1  # one plan for every paper recipe, the one the README states
+    (policy_share, verifier_share), = shares
+    assert f"vllm_gpu_memory_utilization: {policy_share}" in readme
+    assert f"verifier_gpu_memory_utilization: {verifier_share}" in readme
+    assert "verifier_mode: colocate" in readme and "`verifier_tensor_parallel_size: 1`" in readme
     for key, value in memory_plan.OVERRIDES_80GB.items():
         assert f"--{key} {value}" in readme, key
 
