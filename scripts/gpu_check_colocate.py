@@ -199,7 +199,8 @@ def recipe_configuration(args) -> dict:
         "verifier_mode": config.verifier_mode, "verifier_budget_gib": config.verifier_gpu_memory_utilization
         * sampler.total / GIB, "verifier_peak_gib": sum(sampler.peak.get(p, 0) for p in tree) / GIB,
         "policy_engine_budget_gib": config.vllm_gpu_memory_utilization * sampler.total / GIB,
-        "trainer_process_peak_gib": sampler.peak.get(os.getpid(), 0) / GIB, "gpu_used_peak_gib": sampler.peak_used / GIB,
+        "trainer_process_peak_gib": sampler.peak.get(os.getpid(), 0) / GIB,
+        "gpu_used_peak_gib": sampler.peak_used / GIB,
         "seconds": {"trainer_init": init_s, "train_step": train_s},
         "verifier_calls": sum(e.get("rlce/verifier_calls", 0) for e in logs),
         "verifier_failed_requests": sum(e.get("rlce/verifier_failed_requests", 0) for e in logs),

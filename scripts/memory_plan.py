@@ -77,7 +77,8 @@ class Arch:
         linear = self.layers - self.full_attention_layers
         if not linear:
             return 0
-        key_dim, value_dim = self.linear_key_heads * self.linear_head_dim, self.linear_value_heads * self.linear_head_dim
+        key_dim = self.linear_key_heads * self.linear_head_dim
+        value_dim = self.linear_value_heads * self.linear_head_dim
         recurrent = self.linear_value_heads * self.linear_head_dim * self.linear_head_dim * 4
         conv = (2 * key_dim + value_dim) * (self.linear_conv_kernel - 1) * 2
         return linear * (recurrent + conv)
@@ -86,7 +87,8 @@ class Arch:
 QWEN35_9B = Arch(
     name="Qwen3.5-9B",
     source="Qwen/Qwen3.5-9B config.json (text_config); equal to the defaults of transformers' Qwen3_5TextConfig: "
-    "32 layers = 8 x (3 Gated DeltaNet + 1 gated attention), untied embeddings; vision encoder 27 x 1152 (Qwen3_5VisionConfig)",
+    "32 layers = 8 x (3 Gated DeltaNet + 1 gated attention), untied embeddings; vision encoder 27 x 1152 "
+    "(Qwen3_5VisionConfig)",
     vocab=248320, hidden=4096, ffn=12288, layers=32, heads=16, kv_heads=4, head_dim=256, tied_embeddings=False,
     full_attention_layers=8, linear_key_heads=16, linear_value_heads=32, linear_head_dim=128, linear_conv_kernel=4,
     vision_params=456_010_480,
@@ -121,8 +123,8 @@ SETUPS = {
     "80gb": Setup("1 x 80 GB, Qwen3-1.7B", 1, GPU80_GIB, QWEN3_1_7B, ("prefeval_rlce",), OVERRIDES_80GB),
 }
 CONTEXT_GIB = 1.5  # per GPU: the trainer's CUDA context and NCCL buffers (~1 GiB) + the verifier process's (~0.5 GiB)
-ZERO3_LIVE_PARAMETERS = 1e9
-MIN_CONCURRENT = 8  # full-length sequences each engine must hold at once (vLLM queues the rest)  # DeepSpeed's stage3_max_live_parameters default
+ZERO3_LIVE_PARAMETERS = 1e9  # DeepSpeed's stage3_max_live_parameters default
+MIN_CONCURRENT = 8  # full-length sequences each engine must hold at once (vLLM queues the rest)
 
 
 def load_recipe(name: str) -> dict:
@@ -176,11 +178,11 @@ def plan(setup: Setup, recipe_name: str) -> dict:
         per_sequence = seq * arch.kv_bytes_per_token() + arch.state_bytes_per_sequence()
         engines[engine] = {"share_gib": share, "weights_gib": weights_bf16, "kv_gib": pool,
                            "full_sequences": int(pool * GIB / per_sequence) if pool > 0 else 0}
+    fits = total <= setup.gpu_gib and all(e["full_sequences"] >= MIN_CONCURRENT for e in engines.values())
     return {"setup": setup.name, "recipe": recipe_name, "model": arch.name, "params": params, "rows": rows,
-            "total_gib": total, "gpu_gib": setup.gpu_gib, "fits": total <= setup.gpu_gib and all(
-                e["full_sequences"] >= MIN_CONCURRENT for e in engines.values()), "engines": engines,
-            "rollout_tokens_per_rank": needed_tokens, "micro_batch": f"{batch} x {seq}", "shares": (recipe["vllm_gpu_memory_utilization"],
-                                                                  recipe["verifier_gpu_memory_utilization"])}
+            "total_gib": total, "gpu_gib": setup.gpu_gib, "fits": fits, "engines": engines,
+            "rollout_tokens_per_rank": needed_tokens, "micro_batch": f"{batch} x {seq}",
+            "shares": (recipe["vllm_gpu_memory_utilization"], recipe["verifier_gpu_memory_utilization"])}
 
 
 def markdown(plans: list[dict]) -> str:
@@ -218,8 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         plans = default_plans()
     for arch in {p["model"]: s.arch for p in plans for s in SETUPS.values() if s.arch.name == p["model"]}.values():
-        print(f"{arch.name}: {arch.parameter_count() / 1e9:.2f} B parameters, KV {arch.kv_bytes_per_token() / 1024:.0f}"
-              f" KiB/token, state {arch.state_bytes_per_sequence() / 2**20:.0f} MiB/sequence ({arch.source})")
+        print(f"{arch.name}: {arch.parameter_count() / 1e9:.2f} B parameters, "
+              f"KV {arch.kv_bytes_per_token() / 1024:.0f} KiB/token, "
+              f"state {arch.state_bytes_per_sequence() / 2**20:.0f} MiB/sequence ({arch.source})")
     print()
     print(markdown(plans))
     bad = [f"{p['setup']} / {p['recipe']}" for p in plans if not p["fits"]]

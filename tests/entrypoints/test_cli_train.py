@@ -62,4 +62,5 @@ def test_wheel_ships_the_recipes_and_scripts(tmp_path):
     for path in CONFIGS.glob("*.yaml"):
         assert f"rlce_trl/recipes/{path.name}" in names
     assert "rlce_trl/recipes/accelerate/zero3.yaml" in names
-    assert {"rlce_trl/scripts/train_prefeval.py", "rlce_trl/scripts/train_hba.py", "rlce_trl/scripts/utils.py"} <= names
+    scripts = {f"rlce_trl/scripts/{name}.py" for name in ("train_prefeval", "train_hba", "utils", "recipes", "tta")}
+    assert scripts <= names

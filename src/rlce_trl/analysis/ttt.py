@@ -19,7 +19,7 @@ def load_run(path: str | Path) -> dict:
             try:
                 record = json.loads(candidate.read_text(encoding="utf-8"))
             except json.JSONDecodeError as error:
-                raise ValueError(f"{candidate} is not valid JSON ({error}); rerun the evaluation of that run.") from None
+                raise ValueError(f"{candidate} is not valid JSON ({error}); rerun that run's evaluation.") from None
             if not isinstance(record, dict) or not isinstance(record.get("passes"), list):
                 raise ValueError(f"{candidate} has no 'passes' list: is it a test-time adaptation record?")
             record["run"] = path.name if path.is_dir() else path.parent.name

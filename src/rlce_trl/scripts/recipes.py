@@ -62,7 +62,7 @@ def script_for(recipe: Path) -> str:
     try:
         content = yaml.safe_load(recipe.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as error:
-        raise ValueError(f"{recipe.name} is not valid YAML ({error}); fix the file or pass another --config.") from None
+        raise ValueError(f"{recipe.name} is not valid YAML ({error}); fix it or pass another --config.") from None
     if not isinstance(content, dict):
         raise ValueError(f"{recipe.name} is not a recipe (a YAML mapping of argument names to values).")
     return SCRIPTS["hba" if "hba_task" in content else "prefeval"]
