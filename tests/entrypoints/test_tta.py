@@ -133,3 +133,27 @@ def test_tta_recipe_is_its_training_recipe_in_test_time_mode(name):
     changed = {"tta_split", "tta_eval_base", "num_train_epochs", "max_steps", "num_generations", "reward_method",
                "generation_batch_size", "gradient_accumulation_steps", "save_strategy", "save_steps", "output_dir"}
     assert {k: v for k, v in tta.items() if k not in changed} == {k: v for k, v in base.items() if k not in changed}
+
+
+@pytest.mark.slow  # ~20 s: a tiny model, one pass over 4 rows, two evaluations
+def test_tta_hba_text_only_closed_labels_score_without_a_judge(tiny_model_dir, tmp_path, monkeypatch):
+    """train_hba with `tta_split`: the HBA split is adapted on without `gold` and scored with MOSEI's F1 per pass."""
+    rows = [{"problem": f"<video>\n<audio>\nthe user said the food {w}. What is the sentiment?", "answer": label,
+             "videos": [f"clip{i}.mp4"]} for i, (w, label) in enumerate([("yes", "positive"), ("no", "negative")] * 2)]
+    split = tmp_path / "test.jsonl"
+    split.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "tta_mosei"
+    argv = ["--config", str(CONFIGS / "tta_mosei_rlce_g4.yaml"), "--model_name_or_path", tiny_model_dir,
+            "--output_dir", str(out), "--train_file", str(split), "--text_only", "true", "--num_train_epochs", "1",
+            "--save_strategy", "no", "--use_vllm", "false", "--use_cpu", "true", "--bf16", "false",
+            "--verifier_mode", "transformers", "--generation_batch_size", "4", "--per_device_train_batch_size", "4",
+            "--gradient_accumulation_steps", "1", "--report_to", "none", "--beta", "0.0",
+            "--validation_max_new_tokens", "8", *TINY[:-2]]
+    monkeypatch.setattr(sys, "argv", ["train_hba.py", *argv])
+    script = load_example("train_hba")
+    trainer = script.main(*script.make_parser().parse_args_and_config(argv))
+    assert all("gold" not in row for row in trainer.train_dataset) and len(trainer.train_dataset) == 4
+    record = json.loads((out / "tta" / "passes.json").read_text())
+    assert [p["pass"] for p in record["passes"]] == [0, 1] and record["task"] == "mosei"
+    assert all(p["score"] is not None and p["metric"] for p in record["passes"])  # closed labels: no judge needed
+    assert "test-time adaptation on the unlabelled `test` split (1 pass," in (out / "README.md").read_text()

@@ -93,6 +93,7 @@ def main(script_args, training_args, model_args):
         print("max_prompt_length applies to --text_only runs; video prompts are bounded by the 8-frame cap.")
     train_rows = add_prompt_suffix(train_rows, script_args.prompt_suffix)
     validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
+    eval_rows = add_prompt_suffix(eval_rows, script_args.prompt_suffix)
 
     check_no_gold(train_rows)
     train_dataset = to_dataset(train_rows)
