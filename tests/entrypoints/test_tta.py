@@ -108,7 +108,8 @@ def test_tta_one_pass_smollm2_rlce_and_ttrl(tmp_path, monkeypatch):
     model = smollm2_instruct()
     for method in ("rlce", "ttrl"):
         out = tmp_path / f"tta_{method}"
-        trainer, judge = run_tta(model, out, method, monkeypatch, "--per_device_train_batch_size", "8")
+        # the 8 test prompts in one step (G=4): one batched verifier call per stage for the whole pass
+        trainer, judge = run_tta(model, out, method, monkeypatch, "--per_device_train_batch_size", "32")
         check_run(trainer, judge, out)
 
 
