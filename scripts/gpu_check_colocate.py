@@ -5,6 +5,12 @@ training, of the policy engine and of the verifier. Runs each configuration in a
     python scripts/gpu_check_colocate.py                      # TRL sleep mode off, then on (a few minutes)
     python scripts/gpu_check_colocate.py --trl-sleep off      # one configuration
     python scripts/gpu_check_colocate.py --model /path/to/SmolLM2-135M-Instruct --verifier-sleep
+    python scripts/gpu_check_colocate.py --recipe configs/prefeval_rlce.yaml   # a recipe, scaled down
+    python scripts/gpu_check_colocate.py --recipe configs/prefeval_rlce.yaml --dry-run   # print its config (CPU)
+
+`--recipe` runs one step with the recipe's own settings (GRPO, rollouts, the two vLLM engines' shares, tensor
+parallel and sleep settings, RLCE) through the trainer's own `verifier_mode="colocate"` path (the trainer starts the
+verifier server), scaled down to one GPU: a tiny model, 1-2 prompts, short lengths (`scale_down`).
 
 Needs an environment with CUDA vLLM (0.22-0.31 for TRL 1.16), trl==1.16.*, and this package (`pip install -e .`).
 The verifier server runs on the same interpreter unless `RLCE_VLLM_PYTHON` names another. Nothing is downloaded:
@@ -133,12 +139,85 @@ def process_tree(root: int) -> set[int]:
     return out
 
 
+#: What `--recipe` shrinks (everything else keeps the recipe's value).
+SCALED_DOWN = {
+    "max_steps": 1, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "max_completion_length": 32,
+    "vllm_max_model_length": 2048, "verifier_max_model_length": 2048, "rlce_construction_max_tokens": 32,
+    "rlce_validation_max_tokens": 4, "rlce_equivalence_max_tokens": 64, "logging_steps": 1, "report_to": "none",
+    "save_strategy": "no", "gradient_checkpointing": False, "activation_checkpointing": False, "seed": 0,
+}
+#: Recipe keys that are not RLCEGRPOConfig fields (script and model arguments).
+NOT_CONFIG = {"model_name_or_path", "dtype", "dataset_name", "prefeval_form", "hba_task", "max_prompt_length",
+              "prompt_suffix", "validation_steps", "judge_base_url", "judge_model", "train_file", "validation_file",
+              "media_root", "output_dir", "tta_split", "tta_passes", "tta_eval_base"}
+
+
+def scale_down(recipe_path: str, output_dir: str, use_cpu: bool = False) -> dict:
+    """The RLCEGRPOConfig keyword arguments of `recipe_path` for a one-step, one-GPU run of its settings."""
+    import yaml
+
+    recipe = yaml.safe_load(Path(recipe_path).read_text())
+    kwargs = {k: v for k, v in recipe.items() if k not in NOT_CONFIG}
+    kwargs.update(SCALED_DOWN, output_dir=output_dir)
+    G = kwargs.get("num_generations", 4)
+    kwargs["per_device_train_batch_size"] = max(G, kwargs["per_device_train_batch_size"] // G * G)
+    kwargs["generation_batch_size"] = kwargs["per_device_train_batch_size"]  # one generation per step
+    if use_cpu:  # --dry-run on a machine without a GPU: the config must still be valid
+        kwargs.update(bf16=False, use_cpu=True)
+    return kwargs
+
+
+def recipe_configuration(args) -> dict:
+    """One step with a recipe's settings scaled down, the verifier started by the trainer (verifier_mode colocate)."""
+    import torch
+
+    from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+    from rlce_trl.data.sample import load_preference_sample
+
+    assert torch.cuda.is_available(), "this check needs a CUDA GPU"
+    from datasets import Dataset
+
+    work = Path(tempfile.mkdtemp(prefix="rlce-gpu-recipe-"))
+    model = args.model or build_tiny_model(work / "tiny-model")
+    config = RLCEGRPOConfig(**scale_down(args.recipe, str(work / "out")))
+    sampler = GpuSampler(0).start()
+    rows = load_preference_sample("train")[: config.generation_batch_size // config.num_generations]
+    t0 = time.perf_counter()
+    trainer = RLCEGRPOTrainer(model=model, args=config, train_dataset=Dataset.from_list(rows))
+    init_s = time.perf_counter() - t0
+    try:
+        tree = process_tree(trainer.verifier.process.pid)
+        t1 = time.perf_counter()
+        trainer.train()
+        train_s = time.perf_counter() - t1
+        logs = [e for e in trainer.state.log_history if "rewards/rlce_verified/mean" in e]
+    finally:
+        trainer.verifier.close()
+        sampler.stop()
+    result = {
+        "recipe": Path(args.recipe).name, "model": model, "gpu_total_gib": sampler.total / GIB,
+        "verifier_mode": config.verifier_mode, "verifier_budget_gib": config.verifier_gpu_memory_utilization
+        * sampler.total / GIB, "verifier_peak_gib": sum(sampler.peak.get(p, 0) for p in tree) / GIB,
+        "policy_engine_budget_gib": config.vllm_gpu_memory_utilization * sampler.total / GIB,
+        "trainer_process_peak_gib": sampler.peak.get(os.getpid(), 0) / GIB,
+        "gpu_used_peak_gib": sampler.peak_used / GIB,
+        "seconds": {"trainer_init": init_s, "train_step": train_s},
+        "verifier_calls": sum(e.get("rlce/verifier_calls", 0) for e in logs),
+        "verifier_failed_requests": sum(e.get("rlce/verifier_failed_requests", 0) for e in logs),
+        "steps_logged": len(logs),
+    }
+    result["ok"] = (result["steps_logged"] == 1 and result["verifier_calls"] >= 1
+                    and result["verifier_failed_requests"] == 0 and result["verifier_peak_gib"] > 0)
+    return result
+
+
 def one_configuration(args) -> dict:
     import torch
 
     from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
     from rlce_trl.data.sample import load_preference_sample
-    from rlce_trl.verifiers.vllm_process import ColocatedVLLMVerifier, VLLMServerProcess
+    from rlce_trl.verifiers.colocate import ColocatedVLLMVerifier
+    from rlce_trl.verifiers.vllm_process import VLLMServerProcess
 
     assert torch.cuda.is_available(), "this check needs a CUDA GPU"
     from datasets import Dataset
@@ -247,11 +326,23 @@ def main() -> int:
     parser.add_argument("--verifier-mem", type=float, default=0.10, help="verifier_gpu_memory_utilization")
     parser.add_argument("--max-model-len", type=int, default=2048)
     parser.add_argument("--cuda-graphs", action="store_true", help="do not pass --enforce-eager to the verifier")
+    parser.add_argument("--recipe", help="run one step of this recipe's settings, scaled down (see scale_down)")
+    parser.add_argument("--dry-run", action="store_true", help="with --recipe: build and print the config, no GPU")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+    if args.recipe and args.dry_run:
+        from rlce_trl import RLCEGRPOConfig
+
+        kwargs = scale_down(args.recipe, tempfile.mkdtemp(prefix="rlce-gpu-recipe-"), use_cpu=True)
+        config = RLCEGRPOConfig(**kwargs)  # the same checks a real run makes
+        print(json.dumps({k: getattr(config, k) for k in sorted(kwargs)}, indent=1, default=str))
+        return 0
+    if args.recipe and not args.child:
+        print(json.dumps(recipe_configuration(args), indent=1))
+        return 0
     if args.child:
         print("RESULT " + json.dumps(one_configuration(args)), flush=True)
         return 0

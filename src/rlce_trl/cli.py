@@ -55,6 +55,10 @@ def _add_evaluate(subparsers) -> None:
 
 
 def _analyze(args: argparse.Namespace) -> int:
+    if args.bench_args[:1] == ["ttt"]:  # test-time training runs side by side
+        from .analysis.ttt import main as ttt_main
+
+        return ttt_main(args.bench_args[1:])
     from .analysis.cli import main as bench_main
 
     return bench_main(args.bench_args) or 0
@@ -116,8 +120,62 @@ def _add_calibrate(subparsers) -> None:
     add_calibrate(subparsers)
 
 
+def _train(argv: list[str]) -> int:
+    from .scripts.recipes import train
+
+    if argv[:1] in (["-h"], ["--help"]) or not argv:
+        print("usage: rlce-trl train --config <recipe> [--<argument> <value> ...]\n\nRun a recipe (a YAML path or "
+              "a name from `rlce-trl recipes`) with its training script; any recipe key can be overridden. Several "
+              "GPUs: accelerate launch --config_file <accelerate.yaml> -m rlce_trl.cli train --config <recipe>.\n"
+              "Arguments: python -m rlce_trl.scripts.train_prefeval --help (or train_hba).")
+        return 0 if argv else 2
+    try:
+        return train(argv)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _add_train(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "train", help="Train with a recipe: rlce-trl train --config <recipe or path> [overrides].", add_help=False
+    )
+    parser.add_argument("train_args", nargs=argparse.REMAINDER)
+    parser.set_defaults(func=lambda args: _train(args.train_args))
+
+
+def _recipes(args: argparse.Namespace) -> int:
+    from .scripts.recipes import describe, list_recipes, resolve_recipe
+
+    try:
+        if args.name:
+            path = resolve_recipe(args.name)
+            print(path if args.path else path.read_text(encoding="utf-8"), end="\n" if args.path else "")
+            return 0
+        recipes = list_recipes()
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    width = max(len(p.stem) for p in recipes)
+    for path in recipes:
+        print(f"{path.stem:<{width}}  {describe(path)}")
+    print(f"\n{len(recipes)} recipes in {recipes[0].parent}. `rlce-trl recipes NAME` prints one; "
+          "`rlce-trl train --config NAME` runs it.")
+    return 0
+
+
+def _add_recipes(subparsers) -> None:
+    parser = subparsers.add_parser("recipes", help="List the shipped training recipes, or print one.")
+    parser.add_argument("name", nargs="?", help="Recipe to print (e.g. prefeval_rlce).")
+    parser.add_argument("--path", action="store_true", help="Print the recipe's file path instead of its content.")
+    parser.set_defaults(func=_recipes)
+
+
+
+
 SUBCOMMANDS = [
-    _add_prepare_prefeval, _add_evaluate, _add_analyze, _add_report, _add_sample, _add_select, _add_calibrate
+    _add_prepare_prefeval, _add_evaluate, _add_analyze, _add_report, _add_sample, _add_select, _add_calibrate,
+    _add_train, _add_recipes,
 ]
 
 
@@ -134,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] == ["analyze"]:  # its own parser, help included
             return _analyze(argparse.Namespace(bench_args=argv[1:]))
+        if argv[:1] == ["train"]:  # the training script's own parser takes the rest
+            return _train(argv[1:])
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):

@@ -163,6 +163,8 @@ def rlce_section(trainer, dataset_name: str | None = None) -> str:
                       f"steps={trainer.state.global_step}")),
         ("Paper", f"*{PAPER_TITLE}*"),
     ]
+    if info.get("adaptation"):  # test-time adaptation (rlce_trl.scripts.tta): which split
+        rows.insert(6, ("Adaptation", info["adaptation"]))
     label_light = _label_light(args)
     if label_light:
         rows.insert(2, ("Verifier calibration", label_light))

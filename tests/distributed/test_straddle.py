@@ -6,16 +6,11 @@ import subprocess
 import sys
 from collections import Counter
 
+from rlce_trl.verifiers.vllm_process import free_port
+
 
 HERE = os.path.dirname(__file__)
 
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_groups_straddling_two_processes_are_scored_once_and_whole(tiny_model_dir, tmp_path):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
+
+from rlce_trl.verifiers.vllm_process import free_port  # noqa: F401 - re-exported for the test modules
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES, CONFIGS = ROOT / "examples", ROOT / "configs"
@@ -24,12 +25,6 @@ def load_example(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def clean_env(**extra) -> dict:

@@ -47,7 +47,7 @@ def test_quickstart_recipe_trains_checkpoints_and_logs(tiny_model_dir, tmp_path,
 
 
 def test_model_alias_resolves_offline(monkeypatch, tmp_path):
-    from rlce_trl import scripts_utils
+    from rlce_trl.scripts import utils as scripts_utils
 
     monkeypatch.setattr("rlce_trl.models.smollm2_instruct", lambda: str(tmp_path / "smol"))
     assert scripts_utils.resolve_model("smollm2-135m-instruct") == str(tmp_path / "smol")
@@ -136,7 +136,8 @@ def test_hba_script_text_only_trains_on_mosei_rows(tiny_model_dir, tmp_path, mon
             "--output_dir", str(tmp_path / "hba"), "--train_file", str(train_file), "--text_only", "true",
             "--max_steps", "1", "--save_strategy", "no", "--use_vllm", "false", "--use_cpu", "true", "--bf16", "false",
             "--generation_batch_size", "4", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
-            "--num_generations", "4", "--report_to", "none", "--beta", "0.0", *TINY[:-2]]
+            "--num_generations", "4", "--report_to", "none", "--beta", "0.0", "--verifier_mode", "transformers",
+            *TINY[:-2]]
     trainer = run_script("train_hba", argv, monkeypatch)
     assert trainer.state.global_step == 1
     row = trainer.train_dataset[0]

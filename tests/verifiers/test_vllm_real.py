@@ -20,7 +20,8 @@ from verifier_helpers import wait_gone
 
 from rlce_trl.verifiers.base import Request, Sampling
 from rlce_trl.verifiers.server import ServerVerifier
-from rlce_trl.verifiers.vllm_process import ColocatedVLLMVerifier, VLLMServerProcess
+from rlce_trl.verifiers.colocate import ColocatedVLLMVerifier
+from rlce_trl.verifiers.vllm_process import VLLMServerProcess
 
 pytestmark = [
     pytest.mark.vllm,

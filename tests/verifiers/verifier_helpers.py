@@ -16,11 +16,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from rlce_trl.verifiers.vllm_process import free_port  # noqa: F401 - re-exported for the test modules
 
 
 class FakeOpenAIServer:

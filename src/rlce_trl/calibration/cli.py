@@ -16,7 +16,7 @@ import sys
 
 
 def _verifier(args):
-    from ..scripts_utils import resolve_model
+    from ..scripts.utils import resolve_model
     from ..verifiers.transformers_backend import TransformersVerifier, load_frozen_model
 
     model, tokenizer = load_frozen_model(resolve_model(args.verifier_model_name_or_path), dtype="float32")

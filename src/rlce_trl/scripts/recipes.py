@@ -1,0 +1,85 @@
+"""The shipped YAML recipes and the training script each belongs to (`rlce-trl recipes`, `rlce-trl train`).
+
+The recipes live in `configs/` of a clone; a wheel carries the same files as package data in `rlce_trl/recipes/`
+(copied there at build time by `setup.py`), so `rlce-trl train --config prefeval_rlce` works after
+`pip install rlce-trl` alone. A recipe is named by its file name (with or without `.yaml`) or given as a path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Training script (module under `rlce_trl.scripts`) of a recipe: HBA recipes name their task.
+SCRIPTS = {"prefeval": "rlce_trl.scripts.train_prefeval", "hba": "rlce_trl.scripts.train_hba"}
+
+
+def recipes_dir() -> Path:
+    """The folder of shipped recipes: the wheel's package data, else the `configs/` of the checkout this module
+    runs from."""
+    packaged = Path(__file__).resolve().parents[1] / "recipes"
+    if packaged.is_dir():
+        return packaged
+    checkout = Path(__file__).resolve().parents[3] / "configs"
+    if checkout.is_dir():
+        return checkout
+    raise FileNotFoundError(
+        "No shipped recipes found (neither rlce_trl/recipes/ nor a checkout's configs/): reinstall rlce-trl from a "
+        "wheel or run from a clone."
+    )
+
+
+def list_recipes() -> list[Path]:
+    """The training recipes (`*.yaml` directly in the recipes folder; accelerate configs excluded)."""
+    return sorted(recipes_dir().glob("*.yaml"))
+
+
+def describe(path: Path) -> str:
+    """The first comment line of a recipe (its title)."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            return line.lstrip("# ").strip()
+    return ""
+
+
+def resolve_recipe(name_or_path: str) -> Path:
+    """A path that exists, else a shipped recipe by name (`prefeval_rlce` or `prefeval_rlce.yaml`)."""
+    path = Path(os.path.expanduser(name_or_path))
+    if path.is_file():
+        return path
+    stem = path.name[: -len(".yaml")] if path.name.endswith(".yaml") else path.name
+    shipped = recipes_dir() / f"{stem}.yaml"
+    if shipped.is_file():
+        return shipped
+    names = ", ".join(p.stem for p in list_recipes())
+    raise FileNotFoundError(f"No recipe {name_or_path!r}: give a YAML path or one of the shipped recipes: {names}.")
+
+
+def script_for(recipe: Path) -> str:
+    """The module that trains `recipe`: `train_hba` when it names an `hba_task`, else `train_prefeval`."""
+    import yaml
+
+    try:
+        content = yaml.safe_load(recipe.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        raise ValueError(f"{recipe.name} is not valid YAML ({error}); fix it or pass another --config.") from None
+    if not isinstance(content, dict):
+        raise ValueError(f"{recipe.name} is not a recipe (a YAML mapping of argument names to values).")
+    return SCRIPTS["hba" if "hba_task" in content else "prefeval"]
+
+
+def train(argv: list[str]) -> int:
+    """`rlce-trl train --config <recipe> [overrides]`: run the recipe's training script in this process (under
+    `accelerate launch -m rlce_trl.cli train ...` for several GPUs)."""
+    import importlib
+
+    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
+        raise ValueError("rlce-trl train needs --config <recipe>: a YAML path or a name from `rlce-trl recipes`.")
+    argv = list(argv)
+    at = argv.index("--config") + 1
+    recipe = resolve_recipe(argv[at])
+    argv[at] = str(recipe)
+    script = importlib.import_module(script_for(recipe))
+    script_args, training_args, model_args = script.make_parser().parse_args_and_config(argv)
+    script.main(script_args, training_args, model_args)
+    return 0

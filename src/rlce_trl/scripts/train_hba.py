@@ -1,0 +1,134 @@
+# Copyright the rlce-trl developers. Licensed under the Apache License, Version 2.0.
+"""
+RLCE on the Human Behavior Atlas video tasks (MOSEI sentiment, UR-FUNNY humour, IntentQA): TRL's GRPO script with
+`RLCEGRPOTrainer` in place of `GRPOTrainer`.
+
+    accelerate launch --config_file configs/accelerate/zero3.yaml examples/train_hba.py \
+        --config configs/mosei_rlce.yaml --train_file /path/to/mosei/train.jsonl --media_root /path/to/media
+    # installed package: accelerate launch ... -m rlce_trl.cli train --config mosei_rlce --train_file ...
+
+Rows come from HBA's JSONL splits (`problem`, `answer`, `videos`) through `rlce_trl.data.hba`: the `<audio>` line is
+dropped, the options line is appended for MOSEI and UR-FUNNY, and each `<video>` becomes frames (`video_fps`,
+`video_min_frames`..`video_max_frames`, `video_frame_height` x `video_frame_width`; the paper's 1 fps, 2..8 frames,
+176x320 by default) decoded when a row is read. The policy is then a vision-language model whose processor takes
+video (the paper: Qwen3.5-9B): with `video_input: video` (the default) the clip reaches generation, every
+log-probability forward of the loss and the frozen verifier (`rlce_trl.video`). `--text_only` (or
+`video_input: text`) drops the videos and keeps the text (transcript and question), for a text-only policy or a
+smoke test. Missing or empty clips stop the run before training, naming them. Train rows never carry the gold answer:
+RLCE uses no labels.
+"""
+
+from dataclasses import dataclass, field
+
+from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
+
+from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks
+from rlce_trl.scripts.utils import (
+    RLCEScriptArguments,
+    add_prompt_suffix,
+    card_info,
+    filter_long_prompts,
+    make_judge,
+    prepare_run,
+    recipe_from_argv,
+    train_and_save,
+    validation_callbacks,
+)
+
+DATASETS = {"mosei": "CMU-MOSEI sentiment", "urfunny": "UR-FUNNY", "intentqa": "IntentQA"}
+
+
+@dataclass
+class HBAScriptArguments(RLCEScriptArguments):
+    """
+    Args:
+        hba_task (`str`, *optional*, defaults to `"mosei"`):
+            `"mosei"`, `"urfunny"` or `"intentqa"`.
+        train_file (`str`, *optional*):
+            The task's training split (HBA JSONL).
+        validation_file (`str`, *optional*):
+            The task's validation split (HBA JSONL), for `validation_steps`.
+        media_root (`str`, *optional*):
+            Folder the `videos` paths are relative to.
+        text_only (`bool`, *optional*, defaults to `False`):
+            Drop the videos and train on the text alone.
+    """
+
+    hba_task: str = field(default="mosei", metadata={"help": "HBA task.", "choices": list(DATASETS)})
+    train_file: str | None = field(default=None, metadata={"help": "Training split (HBA JSONL)."})
+    validation_file: str | None = field(default=None, metadata={"help": "Validation split (HBA JSONL)."})
+    media_root: str | None = field(default=None, metadata={"help": "Folder the clip paths are relative to."})
+    text_only: bool = field(default=False, metadata={"help": "Drop the videos; train on the text alone."})
+
+
+def text_only(rows: list[dict]) -> list[dict]:
+    """Rows whose messages are plain strings without the video blocks (for a text-only policy)."""
+    def flatten(content):
+        if isinstance(content, str):
+            return content
+        return "\n".join(b["text"] for b in content if b.get("type") == "text" and b.get("text"))
+
+    return [{**{k: v for k, v in row.items() if k != "videos"},
+             "prompt": [{"role": m["role"], "content": flatten(m["content"])} for m in row["prompt"]]}
+            for row in rows]
+
+
+def main(script_args, training_args, model_args):
+    from rlce_trl.data import to_dataset
+    from rlce_trl.data.hba import check_clips, load_hba_split, with_frames
+
+    if training_args.video_input == "text":
+        script_args.text_only = True
+    if not script_args.train_file:
+        raise ValueError("Pass --train_file (the task's HBA training split, JSONL).")
+    if not (script_args.text_only or script_args.media_root):
+        raise ValueError("Pass --media_root (the folder the clip paths are relative to), or --text_only.")
+    prepare_run(script_args, training_args, model_args)
+    # test-time adaptation: --train_file is the split to adapt on (read with its gold for the per-pass evaluation)
+    train_rows = load_hba_split(script_args.train_file, script_args.hba_task, script_args.tta_split or "train")
+    eval_rows = train_rows if script_args.tta_split else []
+    train_rows = adaptation_rows(train_rows) if script_args.tta_split else train_rows
+    validation_rows = (load_hba_split(script_args.validation_file, script_args.hba_task, "validation")
+                       if script_args.validation_file else [])
+    if script_args.text_only:
+        train_rows, validation_rows = text_only(train_rows), text_only(validation_rows)
+        train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
+                                         training_args.chat_template_kwargs)
+    elif script_args.max_prompt_length:  # frames count as tokens only after the processor ran: not filtered here
+        print("max_prompt_length applies to --text_only runs; video prompts are bounded by the 8-frame cap.")
+    train_rows = add_prompt_suffix(train_rows, script_args.prompt_suffix)
+    validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
+    eval_rows = add_prompt_suffix(eval_rows, script_args.prompt_suffix)
+
+    check_no_gold(train_rows)
+    train_dataset = to_dataset(train_rows)
+    if not script_args.text_only:
+        check_clips(train_rows + validation_rows, script_args.media_root)
+        train_dataset = with_frames(train_dataset, script_args.media_root, **training_args.frame_kwargs())
+    trainer = RLCEGRPOTrainer(
+        model=model_args.model_name_or_path,
+        args=training_args,
+        train_dataset=train_dataset,
+        callbacks=validation_callbacks(script_args, training_args, validation_rows,
+                                       needs_judge=script_args.hba_task == "intentqa",
+                                       media_root=None if script_args.text_only else script_args.media_root)
+        + tta_callbacks(script_args, training_args, text_only(eval_rows) if script_args.text_only else eval_rows,
+                        make_judge(script_args, eval_rows) if script_args.judge_base_url else None,
+                        media_root=None if script_args.text_only else script_args.media_root),
+        peft_config=get_peft_config(model_args),
+        quantization_config=get_quantization_config(model_args),
+    )
+    dataset = f"{DATASETS[script_args.hba_task]} (Human Behavior Atlas){', text only' * script_args.text_only}"
+    card_info(trainer, dataset, recipe_from_argv(), script_args)
+    train_and_save(trainer, training_args)
+    return trainer
+
+
+def make_parser():
+    return TrlParser((HBAScriptArguments, RLCEGRPOConfig, ModelConfig))
+
+
+if __name__ == "__main__":
+    script_args, training_args, model_args = make_parser().parse_args_and_config()
+    main(script_args, training_args, model_args)

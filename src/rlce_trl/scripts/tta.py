@@ -1,0 +1,114 @@
+"""Test-time adaptation (paper §4.2 and appendix B.3, following TTRL's protocol): the base model adapts directly on
+the unlabelled rows of a split (usually `test`), for a budget of passes over it, and is evaluated at the end of each
+pass on the same split with its gold answers.
+
+- [`adaptation_rows`] drops the gold answer from the rows the policy adapts on, and [`check_no_gold`] (run by the
+  training scripts on every training set when the dataset is built) refuses rows that still carry one, naming the
+  column: TRL hands every dataset column to the reward functions.
+- [`PassEvaluationCallback`] evaluates at the end of every pass (and, with `tta_eval_base`, the base model before the
+  first), writing `<output_dir>/tta/pass-<k>/{predictions.jsonl,summary.json}` and `<output_dir>/tta/passes.json`,
+  which `rlce-trl analyze --ttt` puts side by side ([`rlce_trl.analysis.ttt`]).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+#: Columns that hold a gold answer in rlce-trl rows (`gold`) or in raw task records (`answer`, `label`).
+GOLD_COLUMNS = ("gold", "gold_answer", "answer", "label", "labels")
+
+
+def check_no_gold(rows: Sequence[dict], what: str = "training") -> None:
+    """Raise when a row meant for adaptation or training carries a gold answer."""
+    for i, row in enumerate(rows):
+        found = [c for c in GOLD_COLUMNS if c in row]
+        if found:
+            raise ValueError(
+                f"{what} row {i} (id {row.get('id', '?')!r}) carries the gold answer in column {found[0]!r}: "
+                "rows the policy learns from must not hold labels (TRL passes every column to the rewards). Drop "
+                "the column, or build the rows with rlce_trl.scripts.tta.adaptation_rows."
+            )
+
+
+def adaptation_rows(rows: Sequence[dict]) -> list[dict]:
+    """The rows without their gold answer (the evaluation keeps its own copy with gold)."""
+    return [{k: v for k, v in row.items() if k not in GOLD_COLUMNS} for row in rows]
+
+
+def tta_card_info(trainer, split: str, passes: float) -> None:
+    """Tell the model card that this run is test-time adaptation, and on which split."""
+    info = dict(getattr(trainer, "rlce_card_info", None) or {})
+    info["adaptation"] = (f"test-time adaptation on the unlabelled `{split}` split ({passes:g} "
+                          f"pass{'es' * (passes != 1)}, gold withheld until the per-pass evaluation)")
+    trainer.rlce_card_info = info
+
+
+class PassEvaluationCallback(TrainerCallback):
+    """Evaluate the policy on `rows` (with `gold`) at the end of every pass over the adaptation split.
+
+    Args:
+        rows: the evaluation rows (the adaptation split with its gold).
+        output_dir: where `pass-<k>/` and `passes.json` go (e.g. `<output_dir>/tta`).
+        judge: `judge(task, records)` for free-text rows (PrefEval, IntentQA); `None` leaves them unjudged (the
+            summary then says so and the score is `None`).
+        eval_base: also evaluate the base model before the first step (pass 0).
+        method: the label of this run in the side-by-side table (e.g. `RLCE (G=4)`).
+    Runs on the main process; the model must be generatable there (not sharded with ZeRO-3).
+    """
+
+    def __init__(self, rows: Sequence[dict], output_dir: str | Path, judge: Callable | None = None,
+                 eval_base: bool = False, method: str = "", max_new_tokens: int = 512, batch_size: int = 8,
+                 media_root: str | Path | None = None):
+        if not rows or any("gold" not in r for r in rows):
+            raise ValueError("The per-pass evaluation needs the adaptation split's rows with their `gold` column.")
+        self.rows, self.output_dir, self.judge = list(rows), Path(output_dir), judge
+        self.eval_base, self.method, self.media_root = eval_base, method, media_root
+        self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
+        self.passes: list[dict] = []
+
+    def _evaluate(self, state, model, processing_class, index: int) -> None:
+        if not state.is_world_process_zero:
+            return
+        from ..evaluation.evaluate import evaluate_rows
+        from ..evaluation.generation import TransformersGenerator, VisionLanguageGenerator
+
+        backend = VisionLanguageGenerator if any(r.get("videos") for r in self.rows) else TransformersGenerator
+        generate = backend(model, processing_class, max_new_tokens=self.max_new_tokens, batch_size=self.batch_size)
+        was_training = model.training
+        model.eval()
+        try:
+            summary = evaluate_rows(self.rows, generate, self.output_dir / f"pass-{index}", judge=self.judge,
+                                    batch_size=self.batch_size, progress=False, media_root=self.media_root)
+        finally:
+            model.train(was_training)
+        self.passes.append({"pass": index, "step": state.global_step, "score": summary.get("score"),
+                            "metric": summary.get("metric"), "summary": f"pass-{index}/summary.json"})
+        record = {"method": self.method, "task": summary.get("task"), "num_rows": len(self.rows),
+                  "passes": self.passes}
+        (self.output_dir / "passes.json").write_text(json.dumps(record, indent=2))
+        state.log_history.append({"step": state.global_step, "tta_pass": index, "tta_score": summary.get("score")})
+
+    def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
+        if self.eval_base and not any(p["pass"] == 0 for p in self.passes):
+            self._evaluate(state, model, processing_class, 0)
+        return control
+
+    def on_epoch_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        self._evaluate(state, model, processing_class, len([p for p in self.passes if p["pass"] > 0]) + 1)
+        return control
+
+
+def tta_callbacks(script_args, training_args, eval_rows: Sequence[dict], judge, media_root=None) -> list:
+    """`[PassEvaluationCallback]` for a run with `tta_split` set, else `[]`."""
+    if not script_args.tta_split:
+        return []
+    method = training_args.reward_method.upper() if training_args.reward_method != "rlce" else "RLCE"
+    return [PassEvaluationCallback(
+        eval_rows, Path(training_args.output_dir) / "tta", judge=judge, eval_base=script_args.tta_eval_base,
+        method=f"{method} (G={training_args.num_generations})", max_new_tokens=script_args.validation_max_new_tokens,
+        media_root=media_root,
+    )]

@@ -1,0 +1,66 @@
+"""`rlce-trl recipes` and `rlce-trl train`: the shipped recipes are reachable by name, each recipe picks its training
+script, a recipe trains through the installed entry point, and a wheel carries the recipes as package data."""
+
+import subprocess
+import sys
+import zipfile
+
+import pytest
+from helpers import CONFIGS, ROOT, TINY
+
+from rlce_trl.cli import main
+from rlce_trl.scripts.recipes import list_recipes, recipes_dir, resolve_recipe, script_for
+
+
+def test_recipes_are_the_configs_and_resolve_by_name():
+    assert recipes_dir() == CONFIGS
+    assert [p.name for p in list_recipes()] == sorted(p.name for p in CONFIGS.glob("*.yaml"))
+    assert resolve_recipe("prefeval_rlce") == resolve_recipe("prefeval_rlce.yaml") == CONFIGS / "prefeval_rlce.yaml"
+    with pytest.raises(FileNotFoundError, match="quickstart"):
+        resolve_recipe("no_such_recipe")
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_each_recipe_has_a_script(path):
+    expected = "train_hba" if "hba_task:" in path.read_text() else "train_prefeval"
+    assert script_for(path) == f"rlce_trl.scripts.{expected}"
+
+
+def test_script_for_rejects_a_non_mapping(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- just\n- a list\n")
+    with pytest.raises(ValueError, match="not a recipe"):
+        script_for(bad)
+
+
+def test_recipes_command_lists_and_prints(capsys):
+    assert main(["recipes"]) == 0
+    listing = capsys.readouterr().out
+    assert "prefeval_rlce" in listing and "quickstart" in listing
+    assert main(["recipes", "quickstart"]) == 0
+    assert capsys.readouterr().out == (CONFIGS / "quickstart.yaml").read_text()
+    assert main(["recipes", "nope"]) == 2 and "shipped recipes" in capsys.readouterr().err
+    assert main(["train", "--config", "nope"]) == 2
+    assert main(["train", "--max_steps", "1"]) == 2 and "--config" in capsys.readouterr().err
+
+
+def test_train_runs_a_shipped_recipe_by_name(tiny_model_dir, tmp_path, monkeypatch):
+    out = tmp_path / "quick"
+    monkeypatch.setattr(sys, "argv", ["rlce-trl", "train", "--config", "quickstart"])
+    code = main(["train", "--config", "quickstart", "--model_name_or_path", tiny_model_dir, "--output_dir", str(out),
+                 "--max_steps", "1", "--save_steps", "1", *TINY])
+    assert code == 0
+    assert (out / "model.safetensors").exists() and "`quickstart`" in (out / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_recipes_and_scripts(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path)], check=True, cwd=tmp_path, timeout=600)
+    (wheel,) = tmp_path.glob("rlce_trl-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for path in CONFIGS.glob("*.yaml"):
+        assert f"rlce_trl/recipes/{path.name}" in names
+    assert "rlce_trl/recipes/accelerate/zero3.yaml" in names
+    scripts = {f"rlce_trl/scripts/{name}.py" for name in ("train_prefeval", "train_hba", "utils", "recipes", "tta")}
+    assert scripts <= names
