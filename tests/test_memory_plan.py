@@ -25,7 +25,10 @@ def test_paper_recipe_verifier_settings(name):
     mode, share, tp, policy_share = PAPER_VERIFIER[name]
     assert (recipe["verifier_mode"], recipe["verifier_gpu_memory_utilization"],
             recipe["verifier_tensor_parallel_size"]) == (mode, share, tp)
-    assert recipe["use_vllm"] and recipe["vllm_mode"] == "colocate"
+    if recipe.get("video_input") == "video":  # TRL's vLLM engine cannot take the clips: the policy generates itself
+        assert recipe["use_vllm"] is False
+    else:
+        assert recipe["use_vllm"] and recipe["vllm_mode"] == "colocate"
     assert recipe["vllm_gpu_memory_utilization"] == policy_share
     assert recipe["verifier_enable_sleep_mode"] is False and recipe["vllm_enable_sleep_mode"] is False
     assert share + policy_share < 0.95  # RLCEGRPOConfig's own check
@@ -99,5 +102,7 @@ def test_gpu_check_scales_each_paper_recipe_down_with_its_verifier_settings(name
     mode, share, tp, policy_share = PAPER_VERIFIER[name]
     assert (config.verifier_mode, config.verifier_gpu_memory_utilization, config.verifier_tensor_parallel_size,
             config.vllm_gpu_memory_utilization) == (mode, share, tp, policy_share)
-    assert config.use_vllm and config.vllm_mode == "colocate" and config.max_steps == 1
+    recipe = yaml.safe_load((ROOT / "configs" / f"{name}.yaml").read_text())
+    assert config.use_vllm == (recipe.get("video_input") != "video") and config.vllm_mode == "colocate"
+    assert config.max_steps == 1
     assert config.generation_batch_size % config.num_generations == 0 and config.max_completion_length == 32

@@ -235,7 +235,7 @@ def train_and_save(trainer, training_args) -> None:
         name = os.path.basename(os.path.normpath(training_args.output_dir))
         trainer.create_model_card(model_name=name)  # README.md next to the final weights (main process only)
     if trainer.accelerator.is_main_process:  # the run report: curves, every group's evidence, completions
-        from .report import build_report
+        from ..report import build_report
 
         print(f"Training report: {build_report(training_args.output_dir)[0]} (open it in a browser)")
     if hasattr(trainer, "end"):  # transformers >= 5.18: finish trackers, destroy the process group
