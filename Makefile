@@ -59,8 +59,9 @@ RUFF ?= $(BIN)/ruff
 quality:  # lint (rules in pyproject.toml); `pip install ruff` or `make setup` with the dev extra
 	$(RUFF) check src tests
 
-gpu-check:  # on a machine with CUDA, vLLM, trl and this package installed
+gpu-check:  # on a machine with CUDA, vLLM, trl and this package installed: the co-located step, then video learning
 	python scripts/gpu_check_colocate.py
+	python scripts/gpu_check_video.py
 
 clean:
 	rm -rf $(VENV) .venv-vllm .venv-vlm build dist src/*.egg-info
