@@ -52,7 +52,10 @@ def test_recipe_trains_on_video_and_evaluate_scores_the_checkpoint(task, tmp_pat
             "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1", "--num_generations", "2",
             "--max_completion_length", "4", "--rlce_construction_max_tokens", "4", "--rlce_validation_max_tokens",
             "2", "--rlce_equivalence_max_tokens", "4", "--rlce_tests_per_direction", "1", "--report_to", "none",
-            "--log_completions", "false"]
+            "--log_completions", "false",
+            # the recipe's co-located vLLM verifier needs a GPU (and vLLM's CPU build lives in its own venv): on CPU
+            # the verifier runs on the transformers backend, as the recipe's comment says
+            "--verifier_mode", "transformers"]
     monkeypatch.setattr(sys, "argv", ["train_hba.py", *argv])
     script = load_script()
     trainer = script.main(*script.make_parser().parse_args_and_config(argv))
