@@ -56,8 +56,9 @@ bench: setup vllm-env
 
 RUFF ?= $(BIN)/ruff
 
-quality:  # lint (rules in pyproject.toml); `pip install ruff` or `make setup` with the dev extra
-	$(RUFF) check src tests
+# lint (rules in pyproject.toml); ruff comes with the test extra of `make setup`, or pass RUFF=<a ruff binary>
+quality: $(if $(filter $(BIN)/ruff,$(RUFF)),setup)
+	$(RUFF) check src tests benchmarks scripts examples
 
 gpu-check:  # on a machine with CUDA, vLLM, trl and this package installed: the co-located step, then video learning
 	python scripts/gpu_check_colocate.py

@@ -72,7 +72,7 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.model == "tiny":
-        from tiny import build_tiny_model
+        from testing_utils import build_tiny_model
 
         path = build_tiny_model(tempfile.mkdtemp() + "/tiny", hidden_size=64, num_heads=2)
     elif args.model == "smollm2":

@@ -34,14 +34,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-ANSWERS = [
-    "Suggest options that respect what the user said about themselves earlier.",
-    "Give the most popular recommendation without any special constraints.",
-    "Recommend the cheapest option and nothing else.",
-    "Ask the user a clarifying question before recommending anything.",
-    "Suggest something new that the user has never tried before.",
-    "Refuse to recommend anything.",
-]
+sys.path.insert(0, str(REPO / "tests"))  # testing_utils: the sample answers the SmolLM2 tests use too
+from testing_utils import ANSWERS as SAMPLE_ANSWERS  # noqa: E402
+
+ANSWERS = [*SAMPLE_ANSWERS, "Refuse to recommend anything."]
 #: rollouts per group: indices into ANSWERS (G=4: 3 distinct answers, G=8: 6 distinct)
 LAYOUTS = {4: [0, 1, 0, 2], 8: [0, 1, 2, 3, 4, 5, 0, 1]}
 
@@ -124,7 +120,7 @@ def previous_padding(backend, requests, replies) -> float:
         lengths = [replies[k].num_tokens / n for k in chunk]  # mean tokens of a row of this request
         steps = max(max(lengths), 1)
         slots += n * len(chunk) * (width + steps)
-        pads += n * sum(width - len(ids[k]) + steps - t for k, t in zip(chunk, lengths))
+        pads += n * sum(width - len(ids[k]) + steps - t for k, t in zip(chunk, lengths, strict=True))
     return pads / slots if slots else 0.0
 
 
@@ -211,7 +207,8 @@ def main(argv=None) -> dict:
                 row[key] += value
             if all(r.sampling.greedy for r in requests):
                 row["decisions"] += len(requests)
-                row["different_decisions"] += sum(a.texts != b.texts for a, b in zip(old_replies, new_replies))
+                pairs = zip(old_replies, new_replies, strict=True)
+                row["different_decisions"] += sum(a.texts != b.texts for a, b in pairs)
             share = previous_padding(old, requests, old_replies)
             row["old_pad_slots"] += share * len(requests)
             row["new_pad"] += work.pad_tokens
@@ -239,14 +236,16 @@ def print_size(size: int, groups: int, source: str, stages: dict, command: str) 
     for stage, s in stages.items():
         decisions = f"{s['decisions'] - s['different_decisions']}/{s['decisions']}" if s["decisions"] else "sampled"
         print(f"{stage:<14}{s['requests']:>5}{s['old_s']:>8.2f}{s['new_s']:>8.2f}{s['old_s'] / s['new_s']:>7.2f}x"
-              f"{s['old_s'] / s['forward_s']:>8.2f}{s['new_s'] / s['forward_s']:>8.2f}{s['new_s'] / s['shared_s']:>11.2f}"
+              f"{s['old_s'] / s['forward_s']:>8.2f}{s['new_s'] / s['forward_s']:>8.2f}"
+              f"{s['new_s'] / s['shared_s']:>11.2f}"
               f"{s['old_tokens'] / s['old_s']:>10.1f}{s['new_tokens'] / s['new_s']:>10.1f}{decisions:>12}"
               f"{s['old_pad_slots'] / s['requests']:>8.1%}{s['new_pad'] / max(s['new_slots'], 1):>8.1%}")
     c = stages.get("construction")
     if c and "raw_decode_tokens_per_s" in c:
         print(f"construction: new {c['new_tokens'] / c['new_s']:.1f} tok/s over the whole stage (prefill included), "
               f"old {c['old_tokens'] / c['old_s']:.1f}; new decode steps alone "
-              f"{c['new_rows'] / max(c['new_decode_s'], 1e-9):.1f} tok/s; raw cached decode loop with {c['raw_decode_rows']} rows: "
+              f"{c['new_rows'] / max(c['new_decode_s'], 1e-9):.1f} tok/s; "
+              f"raw cached decode loop with {c['raw_decode_rows']} rows: "
               f"{c['raw_decode_tokens_per_s']:.1f} tok/s")
 
 

@@ -77,8 +77,10 @@ class Recorder:
                 replies = inner.generate(requests)
                 seconds = time.perf_counter() - start
                 after = prefix_counters(url) if url else (0.0, 0.0)
-                print(f"  vllm         {','.join(sorted({r.stage for r in requests})):<14} {len(requests):4d} requests "
-                      f"{sum(r.num_tokens for r in replies):6d} tokens {time.perf_counter() - start:7.2f} s", flush=True)
+                stages = ",".join(sorted({r.stage for r in requests}))
+                print(f"  vllm         {stages:<14} {len(requests):4d} requests "
+                      f"{sum(r.num_tokens for r in replies):6d} tokens {time.perf_counter() - start:7.2f} s",
+                      flush=True)
                 self.calls.append({
                     "requests": requests,
                     "stage": ",".join(sorted({r.stage for r in requests})),
@@ -126,9 +128,9 @@ def compare_whole_replies(url: str, calls: list[dict]) -> dict:
                 row[f"{name}_s"] = row.get(f"{name}_s", 0.0) + time.perf_counter() - start
                 row[f"{name}_tokens"] = row.get(f"{name}_tokens", 0) + sum(r.num_tokens for r in replies)
                 row[name] = [parse_equivalence(r.texts[0], len(q.json_schema["required"]))[0]
-                             if q.json_schema else r.texts[0] for q, r in zip(requests, replies)]
+                             if q.json_schema else r.texts[0] for q, r in zip(requests, replies, strict=True)]
         row["requests"] += len(requests)
-        row["differ"] += sum(a != b for a, b in zip(row.pop("whole"), row.pop("one_token")))
+        row["differ"] += sum(a != b for a, b in zip(row.pop("whole"), row.pop("one_token"), strict=True))
     for stage, row in out.items():
         print(f"vLLM {stage}: whole replies {row['whole_s']:.2f} s / {row['whole_tokens']} tokens, one-token "
               f"decisions {row['one_token_s']:.2f} s / {row['one_token_tokens']} tokens; "

@@ -2,7 +2,7 @@
 
 Each clip is a few frames of one colour (red or blue, random shade and noise); the prompt asks for the colour and is
 the same text for every clip, so only the frames tell the answer. The policy (the tiny random Qwen3.5 VLM of
-tests/vlm/tiny_vlm.py, or `--model`) answers with one token, sampled among `R` and `B` (other tokens suppressed at
+tests/testing_utils.py, or `--model`) answers with one token, sampled among `R` and `B` (other tokens suppressed at
 sampling; the loss still uses the full softmax); the gold reward is 1 for the right letter. Two runs from the same
 initial weights:
 
@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "vlm"))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests"))  # testing_utils: the tiny VLM and the clip writer of the tests
 
 QUESTION = "What colour is this clip? Answer R for red or B for blue."
 COLOURS = {"red": "R", "blue": "B"}
@@ -71,7 +70,7 @@ def make_rows(folder: Path, count: int, seed: int) -> list[dict]:
 
 
 def gold_reward(completions, gold, **kwargs):
-    return [1.0 if c[0]["content"].strip()[:1] == g else 0.0 for c, g in zip(completions, gold)]
+    return [1.0 if c[0]["content"].strip()[:1] == g else 0.0 for c, g in zip(completions, gold, strict=True)]
 
 
 def held_out_accuracy(model, processor, rows, media, frame_kwargs, strip: bool) -> float:
@@ -158,7 +157,7 @@ def main(argv=None) -> int:
     train, test = make_rows(media, args.train, seed=1), make_rows(media, args.test, seed=2)
     model_dir = args.model
     if model_dir is None:
-        from tiny_vlm import build_tiny_vlm
+        from testing_utils import build_tiny_vlm
 
         model_dir = str(build_tiny_vlm(Path(args.workdir) / "tiny-vlm", seed=args.seed))
     results = [run(mode, model_dir, train, test, media, args) for mode in args.modes.split(",")]

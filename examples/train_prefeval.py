@@ -2,7 +2,8 @@
 """The script a clone runs: `rlce_trl.scripts.train_prefeval` (installed with the package, also reachable as
 `rlce-trl train --config <recipe>`). See that module for the data options.
 
-    accelerate launch --config_file configs/accelerate/zero3.yaml examples/train_prefeval.py --config configs/<recipe>.yaml
+    accelerate launch --config_file configs/accelerate/zero3.yaml examples/train_prefeval.py \
+        --config configs/<recipe>.yaml
 """
 
 from rlce_trl.scripts.train_prefeval import main, make_parser

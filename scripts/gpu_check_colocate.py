@@ -44,37 +44,13 @@ from pathlib import Path
 GIB = 1024**3
 
 
-def build_tiny_model(directory: Path, hidden_size: int = 256, num_heads: int = 4, layers: int = 2) -> str:
-    """A random Llama with a locally trained byte-level BPE tokenizer and a ChatML template (vLLM needs a realistic
-    head size: 256 / 4 = 64)."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+def build_tiny_model(directory: Path) -> str:
+    """The tests' tiny chat model (tests/testing_utils.py) at GPU-check size: 256 / 4 = head size 64, which vLLM
+    needs, and positions for `--max-model-len` up to 4096."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from testing_utils import build_tiny_chat_model
 
-    directory.mkdir(parents=True, exist_ok=True)
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    corpus = ["The user is vegetarian and asked for a recipe. yes no unknown same different \\boxed{answer}"] * 50
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(
-        vocab_size=512, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>",
-                                   pad_token="<|endoftext|>", unk_token="<|endoftext|>")
-    fast.chat_template = (
-        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-    fast.save_pretrained(directory)
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(fast), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-                         num_hidden_layers=layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,
-                         max_position_embeddings=4096, bos_token_id=fast.bos_token_id,
-                         eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, tie_word_embeddings=False)
-    model = LlamaForCausalLM(config)
-    model.generation_config.eos_token_id = fast.eos_token_id
-    model.generation_config.pad_token_id = fast.pad_token_id
-    model.save_pretrained(directory)
-    return str(directory)
+    return str(build_tiny_chat_model(directory, hidden_size=256, num_heads=4, max_positions=4096))
 
 
 class GpuSampler:

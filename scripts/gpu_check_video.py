@@ -36,12 +36,11 @@ def parity() -> dict:
 
 
 def speed(steps: int = 3) -> dict:
-    sys.path[:0] = [str(ROOT / "tests" / "vlm"), str(ROOT / "tests")]
+    sys.path.insert(0, str(ROOT / "tests"))  # testing_utils: the tiny VLM and the clip writer of the tests
     import torch
     from datasets import Dataset
-    from tiny_vlm import build_tiny_vlm
+    from testing_utils import build_tiny_vlm, make_video
     from trl import GRPOConfig, GRPOTrainer
-    from videos import make_video
 
     from rlce_trl.data.hba import with_frames
     from rlce_trl.video.trainer import VideoGRPOMixin

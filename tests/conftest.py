@@ -1,17 +1,62 @@
+"""Session-wide test set-up: offline Hub, and the fixtures more than one folder uses. Helpers are imported by name from
+`testing_utils.py` (tiny models) and `fakes.py` (fakes); `pythonpath = ["tests"]` in pyproject.toml."""
+
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from fakes import FakeOpenAIServer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-sys.path.insert(0, str(Path(__file__).parent))  # tests/tiny.py, tests/scripted.py
+
+
+@pytest.fixture
+def real_prefeval() -> Path:
+    """The real PrefEval checkout named by PREFEVAL_DIR (CC BY-NC: read in place, never copied); skips without one."""
+    path = Path(os.environ.get("PREFEVAL_DIR", ""))
+    if not os.environ.get("PREFEVAL_DIR") or not (path / "benchmark_dataset").is_dir():
+        pytest.skip("no PrefEval checkout: set PREFEVAL_DIR to one (.ci/run does)")
+    return path
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> str:
-    from tiny import build_tiny_model
+    from testing_utils import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="session")
+def tiny_chat_model(tmp_path_factory) -> Path:
+    from testing_utils import build_tiny_chat_model
+
+    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny-chat-model"))
+
+
+@pytest.fixture
+def fake_server_factory():
+    """`make(script=None)`: start a FakeOpenAIServer (stopped at teardown); `script` writes the replies (judges)."""
+    servers: list[FakeOpenAIServer] = []
+
+    def make(script=None) -> FakeOpenAIServer:
+        server = FakeOpenAIServer(script=script).start()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def fake_server(fake_server_factory):
+    return fake_server_factory()
+
+
+@pytest.fixture
+def fake_judge(fake_server_factory):
+    """`fake_judge(script)`: a FakeOpenAIServer whose replies `script(prompt_text, call_index)` writes (an int: that
+    HTTP status)."""
+    return fake_server_factory

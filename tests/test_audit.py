@@ -6,13 +6,13 @@ import json
 import os
 
 import pytest
-from scripted import ScriptedVerifier, answers_of, claim_of
+from fakes import ScriptedVerifier, answers_of, claim_of
 
 from rlce_trl.audit import EvidenceLog, EvidenceRecorder, group_record, write_group_evidence
-from rlce_trl.methods import build_scorer
 from rlce_trl.data.jsonl import read_jsonl_lenient
 from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
 from rlce_trl.evidence.state import Group
+from rlce_trl.methods import build_scorer
 
 LABELS = ("positive", "negative")
 PLAIN = EvidenceSettings(redact_answers=False)
@@ -23,7 +23,7 @@ class ProbabilityVerifier(ScriptedVerifier):
 
     def _generate(self, requests):
         replies = super()._generate(requests)
-        for request, reply in zip(requests, replies):
+        for request, reply in zip(requests, replies, strict=True):
             if request.stage == "validation":
                 reply.choice_logprobs = {"yes": -0.1, "no": -2.5, "unknown": -4.0}
         return replies
@@ -118,7 +118,7 @@ def test_a_fresh_run_starts_a_fresh_trail_and_ids_are_per_step(tmp_path):
 
 
 def test_config_rejects_a_negative_size_limit(tmp_path):
-    from tiny import tiny_grpo_args
+    from testing_utils import tiny_grpo_args
 
     with pytest.raises(ValueError, match="rlce_evidence_max_mb must be >= 0"):
         tiny_grpo_args(tmp_path, rlce_evidence_max_mb=-1)
@@ -128,7 +128,7 @@ def test_config_rejects_a_negative_size_limit(tmp_path):
 def test_a_real_run_writes_the_trail_links_completions_and_resumes(tiny_model_dir, tmp_path):
     import pandas as pd
     from datasets import Dataset
-    from tiny import preference_rows, tiny_grpo_args
+    from testing_utils import preference_rows, tiny_grpo_args
 
     from rlce_trl import RLCEGRPOTrainer
 

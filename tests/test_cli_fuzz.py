@@ -14,9 +14,10 @@ import sys
 import pytest
 
 from rlce_trl.cli import main
+from rlce_trl.data.hba import URFUNNY_LABELS
 
 GOOD_ROW = {"id": "r0", "task": "urfunny", "prompt": [{"role": "user", "content": "clip 0: funny?"}],
-            "answer_options": ["humour", "not humour"], "gold": "humour"}
+            "answer_options": list(URFUNNY_LABELS), "gold": "humour"}
 GOOD_RECORD = {"prompt_id": "p0", "gold": "a", "labels": ["a", "b"], "rollouts": ["a", "b"], "correct": [True, False],
                "methods": {"rlce": {"rewards": [1.0, 0.0], "answers": ["a", "b"], "answer_correct": [True, False],
                                     "tests": [{"favoured": 0, "against": 1, "verdict": "yes"}], "calls": 2},

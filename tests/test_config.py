@@ -2,7 +2,12 @@ import pytest
 
 from rlce_trl import RLCEGRPOConfig
 
-CPU = dict(output_dir="/tmp/rlce-config-test", bf16=False, use_cpu=True, report_to="none")
+CPU = dict(output_dir="out", bf16=False, use_cpu=True, report_to="none")  # relative: inside tmp_path (below)
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.mark.parametrize(

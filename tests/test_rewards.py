@@ -1,7 +1,7 @@
 """The reward-function form of RLCE (`RLCEReward`, `rlce_format`) with TRL's contract, for a plain GRPOTrainer."""
 
 import pytest
-from scripted import evidence_verifier
+from fakes import evidence_verifier
 
 from rlce_trl import RLCEReward, rlce_format
 from rlce_trl.evidence.pipeline import EvidenceSettings

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from datasets import Dataset
-from tiny import preference_rows, tiny_grpo_args
+from testing_utils import preference_rows, tiny_grpo_args
 from user_scorer import CenteredOnBatch, ShortestWins
 
 from rlce_trl import RLCEGRPOConfig

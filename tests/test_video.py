@@ -8,7 +8,7 @@ import json
 
 import pytest
 from datasets import Dataset
-from scripted import ScriptedVerifier, evidence_verifier
+from fakes import ScriptedVerifier, evidence_verifier
 
 from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer, RLCEReward
 from rlce_trl.data.hba import check_clips, expand_videos, load_hba_split, read_video_frames, with_frames
@@ -18,7 +18,7 @@ from rlce_trl.video.media import resolve, text_only_prompt
 from rlce_trl.video.trainer import OVERRIDDEN, check_trl_version, video_problems
 
 pytest.importorskip("av")
-from videos import make_video
+from testing_utils import make_video
 
 PROBLEM = "<video>\nQuestion {k}: what does the person intend?"
 

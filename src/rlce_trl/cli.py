@@ -59,6 +59,10 @@ def _analyze(args: argparse.Namespace) -> int:
         from .analysis.ttt import main as ttt_main
 
         return ttt_main(args.bench_args[1:])
+    if args.bench_args[:1] == ["coevolve"]:  # co-evolution runs: validation per round, hours, ratio to RLCE
+        from .analysis.coevolve import main as coevolve_main
+
+        return coevolve_main(args.bench_args[1:])
     from .analysis.cli import main as bench_main
 
     return bench_main(args.bench_args) or 0
@@ -164,6 +168,21 @@ def _recipes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _coevolve(argv: list[str]) -> int:
+    from .coevolution.commands import main as coevolve_main
+
+    return coevolve_main(argv)
+
+
+def _add_coevolve(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "coevolve", add_help=False,
+        help="Co-evolution baselines (RLAC; VisPlay, Video-Zero): phases round after round, resumable.",
+    )
+    parser.add_argument("coevolve_args", nargs=argparse.REMAINDER)
+    parser.set_defaults(func=lambda args: _coevolve(args.coevolve_args))
+
+
 def _add_recipes(subparsers) -> None:
     parser = subparsers.add_parser("recipes", help="List the shipped training recipes, or print one.")
     parser.add_argument("name", nargs="?", help="Recipe to print (e.g. prefeval_rlce).")
@@ -175,7 +194,7 @@ def _add_recipes(subparsers) -> None:
 
 SUBCOMMANDS = [
     _add_prepare_prefeval, _add_evaluate, _add_analyze, _add_report, _add_sample, _add_select, _add_calibrate,
-    _add_train, _add_recipes,
+    _add_train, _add_recipes, _add_coevolve,
 ]
 
 
@@ -194,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
             return _analyze(argparse.Namespace(bench_args=argv[1:]))
         if argv[:1] == ["train"]:  # the training script's own parser takes the rest
             return _train(argv[1:])
+        if argv[:1] == ["coevolve"]:  # its own parser (recipe overrides pass through)
+            return _coevolve(argv[1:])
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):

@@ -10,6 +10,7 @@ from trl import GRPOConfig
 
 from .evidence.state import MODES as RLCE_MODES
 from .verifiers.base import Sampling
+from .verifiers.partner import PartnerArguments
 from .video.config import VideoArguments
 
 if TYPE_CHECKING:  # the registry and the evidence pipeline are imported when used, never with the config
@@ -19,15 +20,16 @@ VERIFIER_MODES = ("transformers", "server", "colocate")
 
 
 @dataclass
-class RLCEGRPOConfig(VideoArguments, GRPOConfig):
+class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
     r"""
     Configuration class for [`RLCEGRPOTrainer`].
 
     Everything of [`~trl.GRPOConfig`] applies unchanged; this class only adds the frozen verifier (`verifier_*`) and
     the comparative-evidence reward (`rlce_*`), plus the video settings of [`~rlce_trl.video.VideoArguments`]
-    (`video_*`: how clips enter the policy, frame sampling). Defaults are the paper's settings (appendix C) for PrefEval and
-    IntentQA; the recipes under `configs/` set the per-task values (e.g. 3 tests per direction for MOSEI, 6 for
-    UR-FUNNY).
+    (`video_*`: how clips enter the policy, frame sampling) and the frozen partner model of the co-evolution phases
+    (`partner_*`, [`~rlce_trl.verifiers.partner.PartnerArguments`]). Defaults are the paper's settings (appendix C)
+    for PrefEval and IntentQA; the recipes under `configs/` set the per-task values (e.g. 3 tests per direction for
+    MOSEI, 6 for UR-FUNNY).
 
     > Parameters that control the verifier
 
@@ -312,6 +314,7 @@ class RLCEGRPOConfig(VideoArguments, GRPOConfig):
         if self.verifier_batch_size < 1:
             problems.append("verifier_batch_size must be >= 1.")
         problems += self.video_problems()
+        problems += self.partner_problems()
         if self.rlce_prompts_file is not None:
             from .evidence.prompt_set import load_prompts
 

@@ -7,6 +7,11 @@
 - `ttrl`: TTRL majority-vote pseudo-label. No call.
 - `rar`: Rubrics as Rewards, static seed rubrics (D.3). Seed (first visit), judge.
 - `rler`: Evolving Rubrics of DR Tulu (D.3). Seed (first visit), generation, judge.
+- `rlac_generator` / `rlac_critic`: RLAC's two phases (D.6; `rlce_trl.coevolution.rlac`, run by `rlce-trl coevolve`).
+  Critic (partner; generator phase only), meta-verification (paraphrase checks only), validation.
+- `visplay_questioner`: VisPlay's Questioner phase (D.4) against a frozen `partner`: one call (m answers each).
+- `vz_questioner`: Video-Zero's Questioner phase (D.5) against a frozen `partner`: one call (m with clip, m blind).
+- `visplay_reasoner` / `vz_solver`: the Reasoner's / Solver's pseudo-label rewards as group scorers (no call).
 
 (* free text only.) `rlce_static` and `rlce_pointwise` are aliases of `rlce` with that mode (`RLCEGRPOConfig` turns
 them into `rlce_mode`, its one knob for the ablation). A name of the form `package.module:Class` builds your own
@@ -25,6 +30,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import inspect
+import logging
 import re
 from collections.abc import Callable
 
@@ -32,6 +39,10 @@ from .baselines.judge import PolicyJudgeScorer
 from .baselines.rubrics import RubricScorer
 from .baselines.ttrl import TTRLScorer
 from .baselines.usc import USCScorer
+from .coevolution.rlac import RLACCriticScorer, RLACGeneratorScorer
+from .coevolution.selfplay_methods import PseudoLabelScorer, VZSolverScorer
+from .coevolution.video_zero import VZQuestionerScorer
+from .coevolution.visplay import VisPlayQuestionerScorer
 from .evidence.pipeline import EvidencePipeline, EvidenceSettings
 from .scoring import GroupScorer, as_group_scorer
 from .verifiers.base import Verifier
@@ -44,12 +55,20 @@ REWARD_METHODS: dict[str, Callable[..., GroupScorer]] = {
     "ttrl": TTRLScorer,
     "rar": functools.partial(RubricScorer, evolving=False),
     "rler": functools.partial(RubricScorer, evolving=True),
+    "rlac_generator": RLACGeneratorScorer,
+    "rlac_critic": RLACCriticScorer,
+    "visplay_questioner": VisPlayQuestionerScorer,
+    "visplay_reasoner": PseudoLabelScorer,
+    "vz_questioner": VZQuestionerScorer,
+    "vz_solver": VZSolverScorer,
 }
 #: Documented aliases: `name -> (method, RLCE mode)`.
 METHOD_ALIASES: dict[str, tuple[str, str]] = {
     "rlce_static": ("rlce", "static"),
     "rlce_pointwise": ("rlce", "pointwise"),
 }
+
+logger = logging.getLogger(__name__)
 
 _DOTTED = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -93,9 +112,19 @@ def scorer_name(name: str) -> str:
     return getattr(factory, "name", "") or getattr(factory, "__name__", method).lower()
 
 
-def build_scorer(name: str, verifier: Verifier, settings: EvidenceSettings | None = None, **kwargs) -> GroupScorer:
+def takes_partner(factory: Callable[..., object]) -> bool:
+    """Whether a scorer factory has a `partner` parameter (the co-evolution phases' frozen opponent)."""
+    try:
+        return "partner" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: no signature to read
+        return False
+
+
+def build_scorer(name: str, verifier: Verifier, settings: EvidenceSettings | None = None, *,
+                 partner: Verifier | None = None, **kwargs) -> GroupScorer:
     """The group scorer of reward method `name`: a key of [`REWARD_METHODS`], an alias of [`METHOD_ALIASES`], or
-    `package.module:Class`; built as `factory(verifier, settings, **kwargs)`."""
+    `package.module:Class`; built as `factory(verifier, settings, **kwargs)`, plus `partner=partner` when a partner
+    model is given and the factory has a `partner` parameter (scorers without one are not passed it)."""
     problem = method_name_problem(name)
     if problem:
         raise ValueError(problem)
@@ -104,8 +133,14 @@ def build_scorer(name: str, verifier: Verifier, settings: EvidenceSettings | Non
     if mode is not None:
         settings = dataclasses.replace(settings, mode=mode)
     factory = REWARD_METHODS[method] if method in REWARD_METHODS else _import(method)
+    if partner is not None:
+        if takes_partner(factory):
+            kwargs = {**kwargs, "partner": partner}
+        else:
+            logger.warning("reward_method=%r takes no partner model: the configured partner is not used.", name)
     try:
         scorer = factory(verifier, settings, **kwargs)
     except TypeError as error:
-        raise TypeError(f"reward_method={name!r} with reward_method_kwargs={kwargs}: {error}") from None
+        shown = {k: v for k, v in kwargs.items() if k != "partner"}
+        raise TypeError(f"reward_method={name!r} with reward_method_kwargs={shown}: {error}") from None
     return as_group_scorer(scorer)

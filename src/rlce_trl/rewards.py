@@ -32,9 +32,10 @@ def rlce_format(completions, **kwargs) -> list[float]:
 
 
 def build_groups(prompts: Sequence, completions: Sequence, labels: Sequence | None, num_generations: int,
-                 questions: Sequence | None = None) -> list[Group]:
+                 questions: Sequence | None = None, columns: Sequence[dict] | None = None) -> list[Group]:
     """Cut a flat, sampler-ordered batch into rollout groups: rows `g*G .. (g+1)*G - 1` are group `g`. `labels` and
-    `questions` are per-row dataset columns (a row's closed label set; its bare question), or `None`."""
+    `questions` are per-row dataset columns (a row's closed label set; its bare question), or `None`; `columns`, per
+    row, the other dataset columns a scorer asked for (`Group.columns`)."""
     if len(prompts) % num_generations:
         raise ValueError(
             f"{len(prompts)} completions do not split into groups of num_generations={num_generations}: RLCE needs "
@@ -52,6 +53,7 @@ def build_groups(prompts: Sequence, completions: Sequence, labels: Sequence | No
                 labels=tuple(options) if options else None,
                 question=questions[start] if questions is not None else None,
                 media=media,
+                columns=dict(columns[start]) if columns is not None else None,
                 key=hashlib.sha1((context + media_key(media)).encode()).hexdigest() if media else None,
             )
         )

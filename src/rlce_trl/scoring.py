@@ -40,6 +40,8 @@ class Group:
             of the context.
         question: the question alone, for roles that must not see the context (USC's selector); optional.
         media: the sample's clips (`Request.media`), shown to the verifier by every stage; `None` for text.
+        columns: the row's dataset columns named in the scorer's `columns` attribute (e.g. the response a critic
+            phase attacks, a pseudo-label); `None` when the scorer names none.
     """
 
     context: str
@@ -48,6 +50,7 @@ class Group:
     key: str | None = None
     question: str | None = None
     media: list[dict] | None = None
+    columns: dict[str, Any] | None = None
 
     @property
     def prompt_key(self) -> str:
@@ -164,6 +167,8 @@ class ScorerBase:
 
     #: Metric prefix and reward-function name in the trainer's logs; the class name by default.
     name: str = ""
+    #: Dataset columns the trainer copies into `Group.columns` (gathered with the group); none by default.
+    columns: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -20,6 +20,7 @@ from .rewards import build_groups, completion_text, group_log_columns, rlce_form
 from .scoring import GroupScorer, StepStats, as_group_scorer
 from .verifiers.base import Reply, Verifier, VerifierUnavailableError
 from .verifiers.from_config import remote_verifier
+from .verifiers.partner import server_partner
 from .verifiers.transformers_backend import TransformersVerifier, load_frozen_model
 from .video.trainer import VideoGRPOMixin
 
@@ -152,6 +153,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             initial = model if isinstance(model, str) else model.config._name_or_path
             source = args.verifier_model_name_or_path or initial
             verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")))
+        #: The frozen partner of a co-evolution phase (`partner_*`), passed to scorers that take `partner=`.
+        self.partner: Verifier | None = server_partner(args) if args.partner_mode == "server" else None
 
         # A model given in memory without a checkpoint on disk or the Hub: keep an untouched copy as verifier.
         self._initial_model = None
@@ -192,9 +195,15 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             calibration = VerdictCalibration.load(args.rlce_verdict_calibration_file)
             self.verifier = CalibratedVerifier(self.verifier, calibration)
         self._initial_model = None
+        if self.partner is None and args.partner_model_name_or_path is not None:  # loaded once, like the verifier
+            dtype = (args.model_init_kwargs or {}).get("dtype", "auto")
+            partner_model, partner_tokenizer = load_frozen_model(args.partner_model_name_or_path,
+                                                                 device=self.accelerator.device, dtype=dtype)
+            self.partner = TransformersVerifier(partner_model, partner_tokenizer, args.verifier_batch_size)
         #: Scores whole rollout groups (a [`~rlce_trl.scoring.GroupScorer`]). The RLCE evidence pipeline by default.
         self.group_scorer: GroupScorer = group_scorer or build_scorer(
-            args.reward_method, self.verifier, args.evidence_settings(), **(args.reward_method_kwargs or {})
+            args.reward_method, self.verifier, args.evidence_settings(), partner=self.partner,
+            **(args.reward_method_kwargs or {})
         )
         #: The evidence audit trail (`<output_dir>/rlce_evidence.jsonl`, see `rlce_trl.audit`).
         self.evidence = EvidenceRecorder(os.path.join(args.output_dir, EVIDENCE_FILE), self.method_name,
@@ -240,13 +249,14 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         labels_column = self.args.rlce_labels_column
 
         # 1. Whole groups: every process sees the whole generation batch, in sampler order.
+        wanted = tuple(getattr(self.group_scorer, "columns", ()))  # dataset columns the scorer reads (Group.columns)
         local = [
-            (p, completion_text(c), ex.get(labels_column), ex.get("question"))
+            (p, completion_text(c), ex.get(labels_column), ex.get("question"), {k: ex.get(k) for k in wanted})
             for p, c, ex in zip(prompts, completions, inputs, strict=True)
         ]
         batch = gather_object(local)
-        rows, texts, labels, questions = (list(column) for column in zip(*batch, strict=True))
-        groups = build_groups(rows, texts, labels, num_generations, questions)
+        rows, texts, labels, questions, extra = (list(column) for column in zip(*batch, strict=True))
+        groups = build_groups(rows, texts, labels, num_generations, questions, extra if wanted else None)
 
         # 2. Each group scored once, by process g % world.
         owned = list(range(rank, len(groups), world))
@@ -315,12 +325,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         metrics[f"{prefix}/verifier_calls"].append(float(sum(w.calls for w in work)))
         metrics[f"{prefix}/verifier_generated_tokens"].append(float(sum(w.generated_tokens for w in work)))
         metrics[f"{prefix}/verifier_failed_requests"].append(float(sum(w.failed_requests for w in work)))
-        transport = getattr(self.verifier, "server_stats", None)  # server and colocate modes: cumulative counters
-        if transport is not None:
-            metrics[f"{prefix}/verifier_retries_total"].append(float(transport.retries))
-            metrics[f"{prefix}/verifier_timeouts_total"].append(float(transport.timeouts))
-        if hasattr(self.verifier, "restarts"):
-            metrics[f"{prefix}/verifier_restarts_total"].append(float(self.verifier.restarts))
+        for name, value in self.verifier.transport_metrics().items():  # server and colocate: cumulative counters
+            metrics[f"{prefix}/{name}"].append(value)
         failures = total.verdict_failures
         if failures:
             logger.info("%s: %d unreadable verdicts counted as abstentions (%s).", prefix, sum(failures.values()),
@@ -346,6 +352,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             output = super().train(*args, **kwargs)
         except BaseException:
             self.verifier.close()
+            if self.partner is not None:
+                self.partner.close()
             raise
         if self.is_world_process_zero():  # the metrics `rlce-trl report` draws, also for a run without checkpoints
             os.makedirs(self.args.output_dir, exist_ok=True)

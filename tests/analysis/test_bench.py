@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from scripted import evidence_verifier
+from fakes import evidence_verifier
 
 from rlce_trl.analysis.bench import log_groups, main, markdown_table, read_jsonl, summarize, write_jsonl
 from rlce_trl.analysis.simulation import SyntheticVerifier, synthetic_groups

@@ -46,7 +46,9 @@ def test_verdict_credit(spec, random_credit, wrong_credit):
 
 def test_incorrect_tests():
     three = [True, False, False]
-    group = make_tests(("0>1", "yes"), ("0>1", "no"), ("1>0", "yes"), ("1>0", "no"), ("1>2", "yes"), ("0>2", "unknown"))
+    group = make_tests(
+        ("0>1", "yes"), ("0>1", "no"), ("1>0", "yes"), ("1>0", "no"), ("1>2", "yes"), ("0>2", "unknown")
+    )
     flags = [is_incorrect_test(t, three) for t in group]
     assert flags == [False, True, True, False, None, None]  # 1>2 is between two wrong answers: uninformative
     assert incorrect_fraction(group, three) == 0.5

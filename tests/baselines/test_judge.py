@@ -2,7 +2,7 @@
 
 import re
 
-from scripted import ScriptedVerifier
+from fakes import ScriptedVerifier
 
 from rlce_trl.baselines import PolicyJudgeScorer
 from rlce_trl.baselines.prompts import parse_yes_no
@@ -13,7 +13,8 @@ LABELS = ("positive", "negative", "neutral")
 
 
 def judged(request):
-    return re.search(r"Proposed answer to the final request in the input: (.*)\n", request.messages[-1]["content"]).group(1)
+    pattern = r"Proposed answer to the final request in the input: (.*)\n"
+    return re.search(pattern, request.messages[-1]["content"]).group(1)
 
 
 def test_pointwise_judgments_shared_by_rollouts_and_batched():

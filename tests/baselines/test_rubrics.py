@@ -4,7 +4,7 @@ import json
 import re
 
 import pytest
-from scripted import ScriptedVerifier
+from fakes import ScriptedVerifier
 
 from rlce_trl.baselines import RubricScorer, rubric_score
 from rlce_trl.baselines.prompts import parse_rubric_score, parse_rubrics

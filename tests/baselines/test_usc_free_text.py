@@ -1,6 +1,6 @@
 """USC on free text: one greedy selection per group, batched, shown the question and responses only."""
 
-from scripted import ScriptedVerifier
+from fakes import ScriptedVerifier
 
 from rlce_trl.baselines import USCScorer
 from rlce_trl.baselines.prompts import parse_usc_choice, question_of

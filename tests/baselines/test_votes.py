@@ -1,7 +1,7 @@
 """TTRL and closed-label USC: majority votes, no verifier call (hand-computed groups)."""
 
 import pytest
-from scripted import ScriptedVerifier
+from fakes import ScriptedVerifier
 
 from rlce_trl.baselines import TTRLScorer, USCScorer
 from rlce_trl.evidence.pipeline import EvidenceSettings

@@ -14,7 +14,7 @@ SCORE = [10, 15, 20, 25, 25, 25, 25, 25, 25]
 
 
 def fired(detector, rewards, scores):
-    return [k for k, (r, p) in enumerate(zip(rewards, scores)) if detector.update(r, p)]
+    return [k for k, (r, p) in enumerate(zip(rewards, scores, strict=True)) if detector.update(r, p)]
 
 
 def test_fires_at_exactly_the_predicted_check():
@@ -48,7 +48,7 @@ def test_callback_checks_every_n_steps_writes_the_series_and_can_stop(tmp_path):
     callback = BoundaryCallback(validation, check_every=2, window=4, stop_on_trigger=True, groups_file=str(groups))
     args = SimpleNamespace(output_dir=str(tmp_path))
     stopped_at = None
-    for check, (reward, score) in enumerate(zip(REWARD, SCORE)):
+    for check, (reward, score) in enumerate(zip(REWARD, SCORE, strict=True)):
         for step in (2 * check + 1, 2 * check + 2):
             state = SimpleNamespace(global_step=step, is_world_process_zero=True)
             control = SimpleNamespace(should_training_stop=False)
@@ -62,7 +62,8 @@ def test_callback_checks_every_n_steps_writes_the_series_and_can_stop(tmp_path):
     event = json.loads((tmp_path / "calibration" / "boundary-step-16.json").read_text())
     assert [p[0] for p in event["series"]] == pytest.approx(REWARD[:8])
     queries = (tmp_path / "calibration" / "queries-step-16.jsonl").read_text().splitlines()
-    assert json.loads(queries[0])["query_categories"] == ["uncertain", "inconsistent", "high_impact"]  # no tests logged
+    # no tests logged
+    assert json.loads(queries[0])["query_categories"] == ["uncertain", "inconsistent", "high_impact"]
 
 
 def group(rollouts, winner, judge=None, tests=None, status="verified"):

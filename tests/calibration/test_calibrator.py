@@ -1,4 +1,5 @@
-"""Coactive calibration: acceptance / rejection, stopping rules, and a synthetic reproduction of VeriFine's R1 -> R2."""
+"""Coactive calibration: acceptance / rejection, stopping rules, and a synthetic reproduction of VeriFine's
+R1 -> R2."""
 
 import pytest
 from fakes import PromptSensitiveSyntheticVerifier, synthetic_cases
@@ -82,7 +83,8 @@ def test_few_shot_proposer_adds_disagreements_with_their_labels():
     verifier = PromptSensitiveSyntheticVerifier({("", "A"): 0.5})
     cases = synthetic_cases("A", 20)
     proposer = few_shot_proposer(cases, max_examples=2)
-    wrong = [c for c, p in zip(cases, score_prompts(verifier, BASE, cases, resamples=0).predictions) if p != c.label]
+    predictions = score_prompts(verifier, BASE, cases, resamples=0).predictions
+    wrong = [c for c, p in zip(cases, predictions, strict=True) if p != c.label]
     first = proposer(BASE, wrong, 1)
     by_test = {c.test: c.label for c in wrong}
     assert len(first.examples) == 1 and by_test[first.examples[0]["test"]] == first.examples[0]["verdict"]

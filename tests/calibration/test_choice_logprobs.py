@@ -41,7 +41,7 @@ CONTENTS = ["the user said food yes", "no", "the user likes the food said the us
 @pytest.mark.parametrize("choices", [VERDICTS, ("yes no", "food", "the user likes")])
 def test_choice_logprobs_match_an_unpadded_forward_pass(verifier, choices):
     replies = verifier.generate([ask(c, choices, stage="validation") for c in CONTENTS])  # mixed lengths: padding
-    for content, reply in zip(CONTENTS, replies):
+    for content, reply in zip(CONTENTS, replies, strict=True):
         assert set(reply.choice_logprobs) == set(choices)
         for choice, value in reply.choice_logprobs.items():
             assert value == pytest.approx(reference(verifier, content, choice), abs=1e-4)

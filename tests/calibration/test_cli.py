@@ -34,7 +34,8 @@ def test_export(tmp_path, capsys):
         "answers": ["a", "b"], "assignment": [0, 1, 1, 1], "status": "verified", "verified_answer": "a",
         "tests": [{"favoured": 0, "against": 1, "verdict": "yes"}]}}}
     (tmp_path / "g.jsonl").write_text(json.dumps(record) + "\n" + json.dumps({"bad": 1}) + "\n")
-    assert main(["calibrate", "export", "--groups", str(tmp_path / "g.jsonl"), "--out", str(tmp_path / "q.jsonl")]) == 0
+    args = ["calibrate", "export", "--groups", str(tmp_path / "g.jsonl"), "--out", str(tmp_path / "q.jsonl")]
+    assert main(args) == 0
     out = capsys.readouterr().out
     assert "1 queries" in out and "skipped 1 malformed" in out
     assert json.loads((tmp_path / "q.jsonl").read_text())["query_categories"] == ["inconsistent", "high_impact"]

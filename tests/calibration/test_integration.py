@@ -60,7 +60,7 @@ class Recording(LogprobVerifier):
         self.seen += requests
         return [
             r if q.stage == "validation" else type(r)(["The user said so."] * q.sampling.n, ["stop"] * q.sampling.n)
-            for q, r in zip(requests, super()._generate(requests))
+            for q, r in zip(requests, super()._generate(requests), strict=True)
         ]
 
 

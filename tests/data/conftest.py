@@ -1,15 +1,13 @@
 """Fixtures for the data builders: a synthetic PrefEval-shaped checkout written by the tests (never real PrefEval
-content, which is CC BY-NC) and the path of the real checkout when one is available."""
+content, which is CC BY-NC). The real checkout, when PREFEVAL_DIR names one, is the `real_prefeval` fixture of
+tests/conftest.py."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-
-REAL_PREFEVAL = os.environ.get("PREFEVAL_DIR", "/work/shared/data/PrefEval")
 
 FAKE_TOPICS = {"cooking_tools": 10, "garden_plants": 7}
 
@@ -81,11 +79,3 @@ def fake_topics() -> dict[str, int]:
 @pytest.fixture
 def fake_prefeval(tmp_path) -> Path:
     return make_fake_prefeval(tmp_path / "PrefEval")
-
-
-@pytest.fixture
-def real_prefeval() -> Path:
-    path = Path(REAL_PREFEVAL)
-    if not (path / "benchmark_dataset").is_dir():
-        pytest.skip(f"no PrefEval checkout at {path} (set PREFEVAL_DIR)")
-    return path

@@ -1,9 +1,11 @@
 import json
 
 import pytest
-from videos import make_video
+from testing_utils import make_video
 
 from rlce_trl.data.hba import (
+    MOSEI_LABELS,
+    URFUNNY_LABELS,
     build_hba_row,
     clean_problem,
     expand_videos,
@@ -15,7 +17,6 @@ from rlce_trl.data.hba import (
     strip_frames,
     with_frames,
 )
-from rlce_trl.evaluation.metrics import MOSEI_LABELS, URFUNNY_LABELS
 
 av = pytest.importorskip("av")
 np = pytest.importorskip("numpy")

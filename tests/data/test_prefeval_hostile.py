@@ -6,15 +6,11 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
-from pathlib import Path
 
 import pytest
+from test_cli_fuzz import mutate
 
 from rlce_trl.cli import main
-
-sys.path.insert(0, str(Path(__file__).parent.parent))
-from test_cli_fuzz import mutate  # noqa: E402
 
 
 def _run(capsys, *argv):

@@ -8,12 +8,10 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from datasets import Dataset
+from testing_utils import preference_rows  # tests/ is on PYTHONPATH (test_straddle.py sets it)
 
-from datasets import Dataset  # noqa: E402
-from tiny import preference_rows  # noqa: E402
-
-from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer  # noqa: E402
+from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
 
 
 def main(model_dir: str, out_dir: str) -> None:
@@ -25,7 +23,7 @@ def main(model_dir: str, out_dir: str) -> None:
         rlce_validation_max_tokens=4, rlce_equivalence_max_tokens=8, logging_steps=1,
     )
     rows = [dict(row, prompt=[{"role": "user", "content": f"the user said food {w}"}])
-            for row, w in zip(preference_rows(3), ["yes", "no", "likes"])]
+            for row, w in zip(preference_rows(3), ["yes", "no", "likes"], strict=True)]
     trainer = RLCEGRPOTrainer(model=model_dir, args=args, train_dataset=Dataset.from_list(rows))
     record = {"rank": rank, "local_prompts": [], "scored": [], "rewards": []}
 

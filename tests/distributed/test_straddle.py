@@ -8,14 +8,14 @@ from collections import Counter
 
 from rlce_trl.verifiers.vllm_process import free_port
 
-
 HERE = os.path.dirname(__file__)
 
 
 
 def test_groups_straddling_two_processes_are_scored_once_and_whole(tiny_model_dir, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")}
-    env.update(OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(filter(None, [HERE, env.get("PYTHONPATH")])))
+    tests = os.path.dirname(HERE)  # testing_utils.py
+    env.update(OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(filter(None, [HERE, tests, env.get("PYTHONPATH")])))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
            "--master_port", str(free_port()), os.path.join(HERE, "straddle_run.py"), tiny_model_dir, str(tmp_path)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

@@ -19,7 +19,7 @@ def output(answer="B", frames="2, 4", think_words=544, order=("think", "keyframe
 def total(completion, **columns):
     funcs, weights = make_elect_reward_funcs(ElectRewardConfig())
     values = [f(prompts=[None], completions=[completion], **columns)[0] for f in funcs]
-    return sum(w * (v or 0.0) for w, v in zip(weights, values)), values
+    return sum(w * (v or 0.0) for w, v in zip(weights, values, strict=True)), values
 
 
 def test_names_weights_and_range():
@@ -87,7 +87,7 @@ def test_config_errors_name_the_fix():
 
 
 def test_stock_grpo_trainer_two_steps_logs_elect_rewards(tiny_model_dir, tmp_path):
-    from tiny import preference_rows
+    from testing_utils import preference_rows
     from trl import GRPOConfig, GRPOTrainer
 
     rows = [{**r, "solution": "positive", "num_frames": 4} for r in preference_rows(8)]
@@ -104,8 +104,8 @@ def test_stock_grpo_trainer_two_steps_logs_elect_rewards(tiny_model_dir, tmp_pat
 
 
 def test_rlce_trainer_gate_is_one_for_winners_zero_for_losers_none_for_ties(tiny_model_dir, tmp_path):
-    from scripted import evidence_verifier
-    from tiny import preference_rows, tiny_grpo_args
+    from fakes import evidence_verifier
+    from testing_utils import preference_rows, tiny_grpo_args
 
     from rlce_trl import RLCEGRPOTrainer
 
@@ -114,7 +114,7 @@ def test_rlce_trainer_gate_is_one_for_winners_zero_for_losers_none_for_ties(tiny
 
     def recorder(prompts, completions, **kwargs):
         values = funcs[0](prompts, completions, **kwargs)
-        seen.extend(zip(kwargs["rlce_answer"], kwargs["rlce_verified_answer"], values))
+        seen.extend(zip(kwargs["rlce_answer"], kwargs["rlce_verified_answer"], values, strict=True))
         return values
 
     verifier = evidence_verifier({"positive>negative": "yes", "negative>positive": "no"})

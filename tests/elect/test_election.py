@@ -106,7 +106,7 @@ def brute_force(sets, weights, T):
     best, best_value = (), 0.0
     for size in range(1, T + 1):
         for subset in itertools.combinations(range(1, T + 1), size):
-            value = sum(w * jaccard(F(subset), k) for k, w in zip(sets, weights))
+            value = sum(w * jaccard(F(subset), k) for k, w in zip(sets, weights, strict=True))
             if value > best_value + 1e-12 or (abs(value - best_value) <= 1e-12 and (size, subset) < (len(best), best)):
                 best, best_value = subset, value
     return F(best), best_value
@@ -122,7 +122,7 @@ def test_consensus_solver_matches_brute_force():
         expected, value = brute_force(sets, weights, T)
         got = consensus_keyframes(sets, weights)
         assert got == expected, (sets, weights)
-        assert sum(w * jaccard(got, k) for k, w in zip(sets, weights)) == pytest.approx(value)
+        assert sum(w * jaccard(got, k) for k, w in zip(sets, weights, strict=True)) == pytest.approx(value)
 
 
 def test_consensus_greedy_above_exact_limit_is_a_local_optimum():

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES, CONFIGS = ROOT / "examples", ROOT / "configs"
 HERE = Path(__file__).resolve().parent
 
-# Overrides that shrink a recipe to a tiny CPU run (the tiny word-level model of tests/tiny.py).
+# Overrides that shrink a recipe to a tiny CPU run (the tiny word-level model of tests/testing_utils.py).
 TINY = ["--max_completion_length", "8", "--rlce_construction_max_tokens", "16", "--rlce_validation_max_tokens", "4",
         "--rlce_equivalence_max_tokens", "8", "--learning_rate", "0.1", "--per_device_train_batch_size", "4"]
 

@@ -10,7 +10,6 @@ import sys
 
 from helpers import load_example
 
-
 DURING = {}
 
 

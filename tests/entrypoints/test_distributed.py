@@ -41,7 +41,8 @@ def test_zero3_two_processes_two_steps_and_reload(tiny_model_dir, tmp_path):
     initial = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     for folder in (out / "checkpoint-2", out):
         trained = AutoModelForCausalLM.from_pretrained(folder)
-        assert any(not torch.equal(a, b) for a, b in zip(initial.state_dict().values(), trained.state_dict().values()))
+        pairs = zip(initial.state_dict().values(), trained.state_dict().values(), strict=True)
+        assert any(not torch.equal(a, b) for a, b in pairs)
     assert (out / "checkpoint-2" / "trainer_state.json").exists()
 
 

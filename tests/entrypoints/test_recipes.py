@@ -8,7 +8,8 @@ import torch
 import yaml
 from helpers import CONFIGS, load_example
 
-RECIPES = sorted(CONFIGS.glob("*.yaml"))
+# TRL-parser recipes; the Elect one (it names a `gate`) has an argparse script: tests/elect/test_elect_recipe.py
+RECIPES = sorted(p for p in CONFIGS.glob("*.yaml") if "gate" not in yaml.safe_load(p.read_text()))
 PAPER = {  # recipe: (examples per cycle, PPO mini-batch, max cycles, tests per direction, rlce_mode)
     "prefeval_rlce": (48, 16, 20, 1, "evolving"),
     "prefeval_rlce_static": (48, 16, 20, 1, "static"),
@@ -21,7 +22,10 @@ PAPER = {  # recipe: (examples per cycle, PPO mini-batch, max cycles, tests per 
 
 def parse(path):
     recipe = yaml.safe_load(path.read_text())
-    script = load_example("train_hba" if "hba_task" in recipe else "train_prefeval")
+    if "coevolve_method" in recipe:  # co-evolution recipes: every phase parses them with the phase parser
+        from rlce_trl.coevolution import phase as script
+    else:
+        script = load_example("train_hba" if "hba_task" in recipe else "train_prefeval")
     args = ["--config", str(path)]
     if recipe.get("bf16") and not torch.cuda.is_available():
         args += ["--bf16", "false"]  # transformers refuses bf16 without an accelerator; everything else as written

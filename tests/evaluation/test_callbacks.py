@@ -1,18 +1,12 @@
 import json
-import sys
-from pathlib import Path
 
 import pytest
-
-torch = pytest.importorskip("torch")
-
-sys.path.insert(0, str(Path(__file__).parent))
-from tiny_model import build_tiny_model
+from testing_utils import build_corpus_model
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny"), ["hello world it is a test of the best checkpoint"])
+    return build_corpus_model(tmp_path_factory.mktemp("tiny"), ["hello world it is a test of the best checkpoint"])
 
 
 def _train(tiny, tmp_path, callback, max_steps):
@@ -62,8 +56,8 @@ def test_keeps_best_and_stops_early(tiny, tmp_path):
 
 
 def test_validates_at_end_and_with_rows(tiny, tmp_path):
+    from rlce_trl.data.hba import URFUNNY_LABELS
     from rlce_trl.evaluation.callbacks import BestCheckpointCallback, make_validation_fn
-    from rlce_trl.evaluation.metrics import URFUNNY_LABELS
 
     rows = [
         {

@@ -1,17 +1,15 @@
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from testing_utils import build_corpus_model
 
-from rlce_trl.data import load_preference_sample, write_jsonl
+from rlce_trl.data import PREFEVAL_FORMS, load_preference_sample, write_jsonl
+from rlce_trl.data.hba import URFUNNY_LABELS
 from rlce_trl.evaluation.evaluate import Judge, evaluate_prefeval_forms, evaluate_rows
 from rlce_trl.evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
-from rlce_trl.evaluation.metrics import URFUNNY_LABELS, urfunny_weighted_f1
-
-sys.path.insert(0, str(Path(__file__).parent))
-from tiny_model import build_tiny_model
+from rlce_trl.evaluation.metrics import urfunny_weighted_f1
 
 
 def urfunny_rows(n=6):
@@ -101,7 +99,7 @@ def _judge_all_good(prompt, index):
 def test_prefeval_forms_macro(tmp_path, fake_judge, stand_in_prefeval):
     data = tmp_path / "data"
     base = load_preference_sample("test")[:3]
-    for form in ("explicit", "choice", "persona"):
+    for form in PREFEVAL_FORMS:
         write_jsonl([{**r, "form": form, "id": f"{form}/{r['id']}"} for r in base], data / form / "test.jsonl")
     server = fake_judge(_judge_all_good)
     judge = Judge(
@@ -110,7 +108,7 @@ def test_prefeval_forms_macro(tmp_path, fake_judge, stand_in_prefeval):
     # explicit: all good; choice: one bad of three; persona: all bad
     replies = {"explicit": ["good"] * 3, "choice": ["good", "bad", "good"], "persona": ["bad"] * 3}
 
-    calls = iter(["explicit", "choice", "persona"])
+    calls = iter(PREFEVAL_FORMS)
 
     def per_form(prompts):
         form = next(calls)
@@ -136,7 +134,7 @@ def test_cli_with_tiny_model_and_judge(tmp_path, fake_judge, stand_in_prefeval, 
     monkeypatch.setattr(generation_module, "vllm_available", lambda: False)
     rows = load_preference_sample("test")
     corpus = [m["content"] for r in rows for m in r["prompt"]]
-    model = build_tiny_model(tmp_path / "tiny", corpus)
+    model = build_corpus_model(tmp_path / "tiny", corpus)
     server = fake_judge(_judge_all_good)
     args = [
         "evaluate",

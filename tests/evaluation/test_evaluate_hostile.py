@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from test_evaluate import _judge_all_good, read, scripted, urfunny_rows  # noqa: E402
 
 from rlce_trl.data import load_preference_sample
 from rlce_trl.errors import InputError
 from rlce_trl.evaluation.evaluate import Judge, OutputLock, evaluate_rows
 from rlce_trl.evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_evaluate import _judge_all_good, read, scripted, urfunny_rows  # noqa: E402
 
 
 def test_a_cut_last_line_is_repaired_before_appending_and_the_summary_matches_the_file(tmp_path):

@@ -12,7 +12,7 @@ import os
 import subprocess
 
 import pytest
-from tiny import VLLM_PYTHON, build_tiny_chat_model, vllm_env_available
+from testing_utils import VLLM_PYTHON, build_tiny_chat_model, vllm_env_available
 
 from rlce_trl.cli import main
 
@@ -56,7 +56,7 @@ def test_vllm_backend_end_to_end_and_against_transformers(tmp_path):
     assert main(evaluate_args(model, hf_out, "transformers")) == 0
     hf_records = read(hf_out / "predictions.jsonl")
     assert [r["id"] for r in hf_records] == [r["id"] for r in records]
-    same = sum(a["response"] == b["response"] for a, b in zip(records, hf_records))
+    same = sum(a["response"] == b["response"] for a, b in zip(records, hf_records, strict=True))
     print(f"vLLM vs transformers greedy: {same}/{ROWS} identical responses")
     # (all rows agree when run; allow one near-tie in the argmax, which the two kernels may break differently)
     assert same >= ROWS - 1
@@ -75,7 +75,8 @@ def test_judges_against_a_real_vllm_server(tmp_path, stand_in_prefeval):
     from rlce_trl.verifiers.vllm_process import VLLMServerProcess
 
     real = os.environ.get("PREFEVAL_DIR", "")
-    prompts = load_prefeval_judge_prompts(real if os.path.isdir(os.path.join(real, "error_type")) else stand_in_prefeval)
+    source = real if os.path.isdir(os.path.join(real, "error_type")) else stand_in_prefeval
+    prompts = load_prefeval_judge_prompts(source)
     model = build_tiny_chat_model(tmp_path / "model", hidden_size=128)
     server = VLLMServerProcess(
         model, python=str(VLLM_PYTHON), max_model_len=2048, enforce_eager=True, dtype="float32",

@@ -1,6 +1,4 @@
-import os
 import re
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +12,6 @@ from rlce_trl.evaluation.judges import (
     prefeval_error_types,
     summarize_prefeval,
 )
-
-REAL_PREFEVAL = Path(os.environ.get("PREFEVAL_DIR", "/work/shared/data/PrefEval"))
 
 
 def xml(answer, preference=None):
@@ -109,33 +105,18 @@ def test_unreachable_endpoint_is_unjudged():
 
 
 def test_a_trickling_judge_is_cut_at_its_deadline_and_a_huge_reply_refused(fake_judge):
-    import threading
     import time
 
     server = fake_judge(lambda prompt, i: '{"correct": true}')
     client = OpenAIJudgeClient(server.base_url, "m", timeout=5, deadline=1.0, max_retries=0, concurrency=1)
-    release = threading.Event()
-
-    def trickle(self):  # a hostile endpoint: headers at once, then one byte every 0.3 s
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.send_response(200)
-        self.send_header("Content-Length", "100000")
-        self.end_headers()
-        while not release.is_set():
-            self.wfile.write(b" ")
-            self.wfile.flush()
-            time.sleep(0.3)
-
-    handler = server.server.RequestHandlerClass
-    original, handler.do_POST = handler.do_POST, trickle
+    server.trickle_s = 0.3  # a hostile endpoint: headers at once, then one byte every 0.3 s
     try:
         start = time.monotonic()
         [result] = judge_intentqa(client, [{"question": "q", "gold": "g", "prediction": "p"}])
         assert time.monotonic() - start < 2.5
         assert result["judge_failed"] and "deadline" in result["judge_error"]
     finally:
-        release.set()
-        handler.do_POST = original
+        server.trickle_s = 0.0
     big = OpenAIJudgeClient(server.base_url, "m", max_reply_bytes=64, max_retries=0, concurrency=1)
     [result] = judge_intentqa(big, [{"question": "q", "gold": "g", "prediction": "p" * 10}])
     assert result["judge_failed"] and "exceeds the cap of 64 bytes" in result["judge_error"]
@@ -173,7 +154,7 @@ def test_prefeval_judge(fake_judge, stand_in_prefeval):
     items = [{"question": "What should I cook?", "gold": "I am vegan.", "prediction": f"{k} response"} for k in kinds]
     items.append({"question": "q", "gold": "p", "prediction": ""})
     results = judge_prefeval(client, items, prompts, max_attempts=2)
-    by_kind = dict(zip(kinds + ["none"], results))
+    by_kind = dict(zip(kinds + ["none"], results, strict=True))
     assert by_kind["good"]["correct"] and by_kind["good"]["hallucination"] == "no"
     assert by_kind["unaware"]["preference_unaware_violation"] and not by_kind["unaware"]["correct"]
     assert by_kind["halluc"]["hallucinated_preference_violation"]
@@ -203,12 +184,12 @@ def test_missing_prompts_say_where_to_get_them(tmp_path):
         load_prefeval_judge_prompts(tmp_path)
 
 
-def test_real_prompts_fill_every_slot():
-    if not (REAL_PREFEVAL / "error_type").is_dir():
-        pytest.skip("no PrefEval checkout")
+def test_real_prompts_fill_every_slot(real_prefeval):
+    if not (real_prefeval / "error_type").is_dir():
+        pytest.skip(f"no error_type/ prompts in {real_prefeval}")
     from rlce_trl.evaluation.judges import prefeval_check_messages
 
-    prompts = load_prefeval_judge_prompts(REAL_PREFEVAL)
+    prompts = load_prefeval_judge_prompts(real_prefeval)
     for check in prompts:
         [message] = prefeval_check_messages(check, prompts, "QQ", "PP", "RR", "SS")
         assert not re.search(r"\{(question|end_generation|preference|assistant_restatement)\}", message["content"])

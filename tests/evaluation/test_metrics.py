@@ -3,9 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from rlce_trl.data.hba import MOSEI_LABELS, URFUNNY_LABELS
 from rlce_trl.evaluation.metrics import (
-    MOSEI_LABELS,
-    URFUNNY_LABELS,
     accuracy,
     extract_prediction,
     macro_average,

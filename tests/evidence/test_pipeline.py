@@ -1,7 +1,7 @@
 """The whole evidence pipeline with a scripted (fake) verifier: which calls are made and what the rewards are."""
 
 import pytest
-from scripted import answers_of, evidence_verifier
+from fakes import answers_of, evidence_verifier
 
 from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
 from rlce_trl.evidence.state import Group
@@ -63,7 +63,7 @@ def test_all_abstaining_resolved_by_the_extra_round():
 
 
 def test_a_verifier_that_failed_everything_gets_no_extra_round():
-    from scripted import ScriptedVerifier
+    from fakes import ScriptedVerifier
 
     from rlce_trl.verifiers.base import Reply
 
@@ -232,7 +232,7 @@ def test_unknown_mode_names_the_choices():
 
 
 def test_failed_verifier_requests_give_no_reward_and_are_counted():
-    from scripted import ScriptedVerifier
+    from fakes import ScriptedVerifier
 
     from rlce_trl.verifiers.base import Reply
 

@@ -40,7 +40,7 @@ def test_a_model_alias_folder_is_named_by_its_hub_id(tmp_path):
 @pytest.mark.slow
 def test_card_and_report_after_a_real_run(tiny_model_dir, tmp_path, capsys):
     from datasets import Dataset
-    from tiny import preference_rows, tiny_grpo_args
+    from testing_utils import preference_rows, tiny_grpo_args
 
     from rlce_trl import RLCEGRPOTrainer
     from rlce_trl.scripts.utils import train_and_save

@@ -18,7 +18,7 @@ ARTIFACTS = Path(os.environ.get("RLCE_TEST_ARTIFACTS", Path(__file__).resolve().
 @pytest.fixture(scope="module")
 def report_page(tiny_model_dir, tmp_path_factory):
     from datasets import Dataset
-    from tiny import preference_rows, tiny_grpo_args
+    from testing_utils import preference_rows, tiny_grpo_args
 
     from rlce_trl import RLCEGRPOTrainer
 

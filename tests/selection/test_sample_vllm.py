@@ -8,7 +8,7 @@ import os
 import subprocess
 
 import pytest
-from tiny import VLLM_PYTHON, build_tiny_chat_model, vllm_env_available
+from testing_utils import VLLM_PYTHON, build_tiny_chat_model, vllm_env_available
 
 pytestmark = [
     pytest.mark.vllm,

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from scripted import ScriptedVerifier, evidence_verifier
+from fakes import ScriptedVerifier, evidence_verifier
 
 from rlce_trl.evidence.pipeline import EvidenceSettings
 from rlce_trl.selection import (
@@ -174,7 +174,8 @@ def test_sample_pool_counts_malformed_rows_and_resumes(tmp_path):
 
     rows = [{"id": 1, "prompt": "x"}, {"prompt": "no id"}, "junk", {"id": 2, "prompt": ""}, {"id": 3, "prompt": "y"}]
     counts = sample_pool(rows, fake_sampler, tmp_path, n=2, log=lambda _: None)
-    assert counts == {"rows": 5, "sampled": 2, "resumed": 0, "skipped_malformed": 3}
+    assert counts == {"rows": 5, "sampled": 2, "resumed": 0, "skipped_malformed": 3,
+                      "skipped_unreadable_clip": 0}
     with (tmp_path / "pool.jsonl").open("a") as f:
         f.write('{"id": "4", "cut')  # a line cut by an interruption
     again = sample_pool(rows + [{"id": 4, "prompt": "z"}], fake_sampler, tmp_path, n=2, log=lambda _: None)
@@ -182,3 +183,24 @@ def test_sample_pool_counts_malformed_rows_and_resumes(tmp_path):
     pool, problems = read_pool(tmp_path)
     assert [r.id for r in pool] == ["1", "3", "4"] and problems == []  # the cut line was dropped before appending
     assert pool[0].candidates[0].confidence == pytest.approx(0.8187, abs=1e-4)  # last ceil(25% of 2) = 1 token
+
+
+def test_winner_agreement_by_hand():
+    """Group-level agreement: the selector's own winner vs gold, on the cells where it did not fall back."""
+    from rlce_trl.selection import format_table
+
+    def cell(correct, status="selected"):
+        return {"answer": "x", "status": status, "samples": 4, "correct": correct, "subset": [0, 1, 2, 3],
+                "any_correct": True}
+
+    rows = [(True, "selected", False), (True, "selected", True), (False, "selected", True), (True, "tie", False)]
+    records = [{"id": str(i), "n": 4, "cost": {},
+                "results": {"majority": {"4": [cell(ref)]}, "rlce": {"4": [cell(correct, status)]}}}
+               for i, (correct, status, ref) in enumerate(rows)]
+    summary = summarize(records, resamples=200)
+    m = summary["selectors"]["rlce"]["budgets"]["4"]
+    assert m["winner_cells"] == 3  # the tie fell back: not a winner
+    assert m["winner_accuracy"] == pytest.approx(2 / 3) and m["reference_on_winner_cells"] == pytest.approx(2 / 3)
+    lo, hi = m["winner_ci95"]
+    assert 0.0 <= lo <= 2 / 3 <= hi <= 1.0
+    assert "| rlce | 4 | 3 | 66.7 [" in format_table(summary)

@@ -79,10 +79,11 @@ def test_equivalence_is_decided_field_by_field_in_rounds_with_other_requests_in_
     server = ScriptedServer(answer)
     replies = decide([equivalence[0], free, equivalence[1]], server)
     assert [len(b) for b in server.batches] == [3, 2, 2]  # 3 fields: 3 rounds, both groups in each
-    assert server.batches[2][0].messages[-1] == {"role": "assistant", "content": '{"P1":"same","P2":"different","P3":"'}
+    prefix = '{"P1":"same","P2":"different","P3":"'
+    assert server.batches[2][0].messages[-1] == {"role": "assistant", "content": prefix}
     assert server.batches[2][0].payload_extra["continue_final_message"] is True
     assert replies[1].texts == ["free text"] and replies[1].choice_logprobs is None
-    for group, reply in zip("AB", (replies[0], replies[2])):
+    for group, reply in zip("AB", (replies[0], replies[2]), strict=True):
         assert json.loads(reply.texts[0]) == {f"P{m + 1}": d for m, d in enumerate(decisions[group])}
         assert reply.num_tokens == 3 and reply.choice_logprobs[f"P1={decisions[group][0]}"] == -0.1
         other = "different" if decisions[group][0] == "same" else "same"

@@ -83,14 +83,15 @@ def test_equivalence_json_equals_generate(verifier):
     assert all(r.finish_reasons == ["stop"] for r in new)
     assert work.decode_steps == 0  # no token-by-token decoding: forced text is fed with each decision
     slots = slot_logprobs(new[0].choice_logprobs)
-    assert set(slots) == {f"P{m}" for m in range(1, 7)} and all(set(s) == {"same", "different"} for s in slots.values())
+    assert set(slots) == {f"P{m}" for m in range(1, 7)}
+    assert all(set(s) == {"same", "different"} for s in slots.values())
 
 
 def test_choice_logprobs_are_the_logits_at_the_decision_slot(verifier):
     requests = validation_requests()[:4]
     replies = verifier.generate(requests)
     tok, model = verifier.tokenizer, verifier.model
-    for request, reply in zip(requests, replies):
+    for request, reply in zip(requests, replies, strict=True):
         ids = tok(verifier._prompt(request), add_special_tokens=False)["input_ids"]
         with torch.no_grad():
             logp = torch.log_softmax(model(torch.tensor([ids])).logits[0, -1].float(), dim=-1)

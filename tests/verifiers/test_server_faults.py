@@ -7,7 +7,8 @@ import threading
 import time
 
 import pytest
-from verifier_helpers import FakeOpenAIServer, free_port
+from fakes import FakeOpenAIServer
+from testing_utils import free_port
 
 from rlce_trl.verifiers.base import Request, Sampling
 from rlce_trl.verifiers.server import ServerVerifier, VerifierUnavailableError, prefix_blocks
@@ -39,7 +40,7 @@ def test_happy_path_payload_order_and_model_discovery(fake_server):
         requests = _requests(n=2)
         replies = verifier.generate(requests)
     assert len(replies) == len(requests)
-    for request, reply in zip(requests, replies):
+    for request, reply in zip(requests, replies, strict=True):
         assert reply.error is None and len(reply.texts) == 2 and reply.finish_reasons == ["stop", "stop"]
         assert request.messages[-1]["content"][-40:] in reply.texts[0]  # replies come back in request order
         assert reply.num_tokens == 6
@@ -74,7 +75,8 @@ def test_structured_output_rejected_falls_back_to_free_text(fake_server):
 def test_guided_mode_uses_old_vllm_field_names(fake_server):
     with _fast(fake_server.url, structured_output="guided") as verifier:
         verifier.generate([Request(messages=[{"role": "user", "content": "x"}], choices=("yes", "no"))])
-    assert fake_server.bodies[0]["guided_choice"] == ["yes", "no"] and "structured_outputs" not in fake_server.bodies[0]
+    assert fake_server.bodies[0]["guided_choice"] == ["yes", "no"]
+    assert "structured_outputs" not in fake_server.bodies[0]
 
 
 def test_requests_sharing_a_prefix_are_sent_together():

@@ -1,5 +1,5 @@
 """Server and colocate modes send a request's clip as OpenAI-compatible content parts (against the FAKE server of
-verifier_helpers; a real vLLM serving a vision-language model is tried in tests/vlm)."""
+fakes.py; a real vLLM serving a vision-language model is tried in tests/vlm)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rlce_trl.verifiers.base import Request
 from rlce_trl.video.media import media_items, openai_messages
 
 pytest.importorskip("av")
-from videos import make_video
+from testing_utils import make_video
 
 
 @pytest.fixture(scope="module")

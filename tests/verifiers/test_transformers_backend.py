@@ -83,7 +83,8 @@ def test_json_constrained_generation_with_a_real_model(verifier):
     from rlce_trl.evidence.prompts import equivalence_schema
 
     # the tiny word-level vocabulary cannot spell JSON (its pieces are unknown tokens): unreadable, nothing merged
-    (reply,) = verifier.generate([ask("the user", sampling=Sampling(max_tokens=20), json_schema=equivalence_schema(1))])
+    request = ask("the user", sampling=Sampling(max_tokens=20), json_schema=equivalence_schema(1))
+    (reply,) = verifier.generate([request])
     assert parse_equivalence(reply.texts[0], 1) == ([None], False)
 
 

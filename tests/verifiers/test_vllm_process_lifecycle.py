@@ -13,11 +13,12 @@ import textwrap
 import time
 
 import pytest
-from verifier_helpers import make_fake_vllm, pid_alive, wait_gone
+from fakes import make_fake_vllm
+from testing_utils import pid_alive, wait_gone
 
 from rlce_trl.verifiers.base import Request
-from rlce_trl.verifiers.server import VerifierUnavailableError
 from rlce_trl.verifiers.colocate import ColocatedVLLMVerifier, device_for_local_rank
+from rlce_trl.verifiers.server import VerifierUnavailableError
 from rlce_trl.verifiers.vllm_process import VLLMServerProcess
 
 

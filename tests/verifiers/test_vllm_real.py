@@ -15,12 +15,11 @@ import threading
 import time
 
 import pytest
-from tiny import VLLM_PYTHON, build_tiny_chat_model, vllm_env_available
-from verifier_helpers import wait_gone
+from testing_utils import VLLM_PYTHON, build_tiny_chat_model, vllm_env_available, wait_gone
 
 from rlce_trl.verifiers.base import Request, Sampling
-from rlce_trl.verifiers.server import ServerVerifier
 from rlce_trl.verifiers.colocate import ColocatedVLLMVerifier
+from rlce_trl.verifiers.server import ServerVerifier
 from rlce_trl.verifiers.vllm_process import VLLMServerProcess
 
 pytestmark = [
@@ -112,11 +111,7 @@ def test_requests_of_a_group_hit_the_prefix_cache(colocated):
 
 
 def grpo_args(tmp_path, **overrides):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/tiny.py
-    from tiny import tiny_grpo_args
+    from testing_utils import tiny_grpo_args
 
     return tiny_grpo_args(tmp_path / "out", **{"rlce_construction_max_tokens": 24, "rlce_equivalence_max_tokens": 32,
                                                **overrides})
@@ -125,12 +120,8 @@ def grpo_args(tmp_path, **overrides):
 def test_grpo_step_with_the_rlce_reward_through_real_vllm(colocated, tmp_path):
     """Two RLCEGRPOTrainer steps: policy rollouts with transformers, every verifier stage over HTTP to vLLM, the
     client built from the config alone (`verifier_mode="server"`)."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/tiny.py
     from datasets import Dataset
-    from tiny import build_tiny_model, preference_rows
+    from testing_utils import build_tiny_model, preference_rows
 
     from rlce_trl import RLCEGRPOTrainer
 
@@ -155,12 +146,8 @@ def test_grpo_step_with_the_rlce_reward_through_real_vllm(colocated, tmp_path):
 def test_colocate_mode_starts_and_stops_its_own_vllm_server(model_dir, tmp_path, monkeypatch):
     """`verifier_mode="colocate"` from the config alone: the trainer starts a vLLM server on the initial checkpoint
     (here the policy itself), trains through it, and stops it when asked."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from datasets import Dataset
-    from tiny import preference_rows
+    from testing_utils import preference_rows
 
     from rlce_trl import RLCEGRPOTrainer
 

@@ -13,17 +13,15 @@ import json
 import re
 
 import pytest
-
-pytestmark = pytest.mark.vlm
-pytest.importorskip("torchvision")
-pytest.importorskip("av")
-
-from tiny_vlm import build_tiny_vlm
-from videos import make_video
+from testing_utils import build_tiny_vlm, make_video
 
 from rlce_trl.cli import main
 from rlce_trl.data.hba import expand_videos, load_hba_split
 from rlce_trl.evaluation.generation import VisionLanguageGenerator, make_generator
+
+pytestmark = pytest.mark.vlm
+pytest.importorskip("torchvision")
+pytest.importorskip("av")
 
 PROBLEM = "<video>\n<audio>\nTranscript: {text}\nWhat is the sentiment of the speaker in this video?"
 CLIPS = {"c4.mp4": 4, "c6.mp4": 6, "c12.mp4": 12}  # seconds at 10 fps -> 4, 6 and 8 frames at 1 fps

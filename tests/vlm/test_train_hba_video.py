@@ -10,15 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from testing_utils import build_tiny_vlm, make_video
+
+from rlce_trl.cli import main as cli
 
 pytestmark = pytest.mark.vlm
 pytest.importorskip("torchvision")
 pytest.importorskip("av")
-
-from tiny_vlm import build_tiny_vlm
-from videos import make_video
-
-from rlce_trl.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = "<video>\n<audio>\nTranscript: clip {k}\nWhat is the sentiment of the speaker in this video?"

@@ -12,21 +12,19 @@ import json
 import re
 
 import pytest
-
-pytestmark = pytest.mark.vlm
-pytest.importorskip("torchvision")
-pytest.importorskip("av")
-
 import torch
 from datasets import Dataset
-from scripted import ScriptedVerifier
-from tiny_vlm import build_tiny_vlm
-from videos import make_video
+from fakes import ScriptedVerifier
+from testing_utils import build_tiny_vlm, make_video
 
 from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
 from rlce_trl.data.hba import expand_videos, load_hba_split, with_frames
 from rlce_trl.evaluation.generation import VisionLanguageGenerator
 from rlce_trl.video.media import resolve
+
+pytestmark = pytest.mark.vlm
+pytest.importorskip("torchvision")
+pytest.importorskip("av")
 
 PROBLEM = "<video>\n<audio>\nTranscript: clip {k}\nWhat is the sentiment of the speaker in this video?"
 CLIPS = {"c4.mp4": 4, "c6.mp4": 6, "c12.mp4": 12}
@@ -142,7 +140,7 @@ def test_frames_reach_generation_every_logprob_forward_and_the_verifier(tiny_vlm
 
     def loss(model, inputs):  # each row's clip: its prompt's video tokens match its own grid
         per_row = (inputs["prompt_ids"] == trainer._video_pad_token_id).sum(1).tolist()
-        for tokens, grid, pixels in zip(per_row, inputs["video_grid_thw"], inputs["pixel_values_videos"]):
+        for tokens, grid, pixels in zip(per_row, inputs["video_grid_thw"], inputs["pixel_values_videos"], strict=True):
             assert tokens == int(grid.prod()) // 4 and pixels.shape[0] == int(grid.prod())
             seen.append(int(grid[0, 0]))
         return original(model, inputs)

@@ -4,19 +4,17 @@ tower with the frames the policy sees; guided choice and sampling work; text req
 from __future__ import annotations
 
 import pytest
-
-pytestmark = pytest.mark.vlm
-pytest.importorskip("torchvision")
-pytest.importorskip("av")
-
 import torch
-from tiny_vlm import build_tiny_vlm
-from videos import make_video
+from testing_utils import build_tiny_vlm, make_video
 
 from rlce_trl.data.hba import frame_source
 from rlce_trl.evidence.prompts import validation_messages
 from rlce_trl.verifiers.base import Request, Sampling
 from rlce_trl.verifiers.vlm_backend import VisionLanguageVerifier, load_frozen_vlm
+
+pytestmark = pytest.mark.vlm
+pytest.importorskip("torchvision")
+pytest.importorskip("av")
 
 
 @pytest.fixture(scope="module")

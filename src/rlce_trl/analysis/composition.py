@@ -54,7 +54,9 @@ def eligible(answer_correct: Sequence[bool]) -> bool:
     return any(answer_correct) and not all(answer_correct)
 
 
-def verdict_credit(tests: Sequence[EvidenceTest], answer_correct: Sequence[bool], ties: str = "random") -> float | None:
+def verdict_credit(
+    tests: Sequence[EvidenceTest], answer_correct: Sequence[bool], ties: str = "random"
+) -> float | None:
     """Credit of the aggregate verdict of `tests`: 1 correct, 0 wrong, a fraction for a tie (see `ties`); `None`
     when no answer has any evidence (every test abstained)."""
     if ties not in TIE_RULES:

@@ -39,6 +39,9 @@ class CountingVerifier(Verifier):
         self.prompt_chars += sum(len(m["content"]) for r in requests for m in r.messages)
         return self.inner.generate(requests)
 
+    def transport_metrics(self) -> dict[str, float]:
+        return self.inner.transport_metrics()
+
 
 def log_groups(
     groups: Sequence[Group],
@@ -66,7 +69,7 @@ def log_groups(
 
     counting = CountingVerifier(verifier)
     records = []
-    for k, (group, gold) in enumerate(zip(groups, golds)):
+    for k, (group, gold) in enumerate(zip(groups, golds, strict=True)):
         rollouts = [extract_boxed(c) for c in group.completions]
         if group.labels:
             rollouts = [match_label(a, group.labels) if a is not None else None for a in rollouts]
@@ -86,7 +89,7 @@ def log_groups(
             results, _ = scorer.score([groups[k] for k in batch])
             work = counting.stats.since(before)
             share = 1 / len(batch)
-            for k, result in zip(batch, results):
+            for k, result in zip(batch, results, strict=True):
                 group, gold = groups[k], golds[k]
                 entry = {
                     "rewards": list(result.verified),

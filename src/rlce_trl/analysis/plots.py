@@ -45,7 +45,7 @@ def plot_bench(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
     plt.close(fig)
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    for ax, ref, title in zip(axes, REFERENCES, ("USC", "Policy LLM-Judge")):
+    for ax, ref, title in zip(axes, REFERENCES, ("USC", "Policy LLM-Judge"), strict=True):
         shown = [r for r in rows if r["method"] != ref and f"reverses_{ref}" in r]
         ax.bar([r["method"] for r in shown], pct([r[f"reverses_{ref}"] for r in shown]), color="#DD8452")
         for k, r in enumerate(shown):
@@ -62,28 +62,9 @@ def plot_bench(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
 
     if summary["by_num_tests"]:
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-        for method, points in summary["by_num_tests"].items():
-            xs = [p.x for p in points if p.accuracy is not None]
-            axes[0].plot(xs, [100 * p.accuracy for p in points if p.accuracy is not None], marker="o", label=method)
-        _paper_num_tests(axes[0])
-        axes[0].set_xlabel("evidence tests composed")
-        axes[0].set_ylabel("verdict accuracy (%)")
-        axes[0].set_title("Verdict accuracy vs number of tests")
-        axes[0].legend(fontsize=8)
-        width = 0.8 / max(len(summary["by_incorrect_fraction"]), 1)
-        for m, (method, points) in enumerate(summary["by_incorrect_fraction"].items()):
-            xs = [k + (m - (len(summary["by_incorrect_fraction"]) - 1) / 2) * width for k in range(len(points))]
-            axes[1].bar(xs, pct([p.accuracy for p in points]), width=width, label=method)
-            for x, p in zip(xs, points):
-                axes[1].text(x, pct([p.accuracy])[0] + 1.5, f"n={p.groups}", ha="center", fontsize=7)
-        labels = [p.x for p in next(iter(summary["by_incorrect_fraction"].values()))]
-        axes[1].set_xticks(range(len(labels)), labels)
-        _paper_incorrect(axes[1], labels)
-        axes[1].set_xlabel("fraction of incorrect tests")
-        axes[1].set_ylabel("verdict accuracy (%)")
-        axes[1].set_ylim(0, 110)
-        axes[1].set_title("Verdict accuracy vs incorrect tests")
-        axes[1].legend(fontsize=8)
+        _composition(axes, summary["by_num_tests"], summary["by_incorrect_fraction"], fontsize=8, counts=True,
+                     titles=("Verdict accuracy vs number of tests", "Verdict accuracy vs incorrect tests"),
+                     incorrect_label="fraction of incorrect tests")
         fig.tight_layout()
         paths.append(out / "composition.png")
         fig.savefig(paths[-1], dpi=120)
@@ -102,14 +83,45 @@ def plot_bench(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
     return paths
 
 
+def _composition(axes, curves: dict, bars: dict, *, titles: tuple[str, str], incorrect_label: str, fontsize: int,
+                 counts: bool = False) -> None:
+    """The two composition panels beside the paper's points: verdict accuracy vs the number of composed tests (one
+    curve per entry of `curves`), and vs the fraction of incorrect tests (grouped bars, one per entry of `bars`;
+    `counts` writes each bar's number of groups). Values are lists of `CurvePoint`."""
+    for name, points in curves.items():
+        shown = [p for p in points if p.accuracy is not None]
+        axes[0].plot([p.x for p in shown], [100 * p.accuracy for p in shown], marker="o", label=name)
+    _paper_num_tests(axes[0])
+    axes[0].set_xlabel("evidence tests composed")
+    axes[0].set_ylabel("verdict accuracy (%)")
+    axes[0].set_title(titles[0])
+    axes[0].legend(fontsize=fontsize)
+    width = 0.8 / max(len(bars), 1)
+    for m, (name, points) in enumerate(bars.items()):
+        xs = [k + (m - (len(bars) - 1) / 2) * width for k in range(len(points))]
+        heights = [0.0 if p.accuracy is None else 100 * p.accuracy for p in points]
+        axes[1].bar(xs, heights, width=width, label=name)
+        if counts:
+            for x, height, p in zip(xs, heights, points, strict=True):
+                axes[1].text(x, height + 1.5, f"n={p.groups}", ha="center", fontsize=7)
+    labels = [p.x for p in next(iter(bars.values()))]
+    axes[1].set_xticks(range(len(labels)), labels)
+    _paper_incorrect(axes[1], labels)
+    axes[1].set_xlabel(incorrect_label)
+    axes[1].set_ylabel("verdict accuracy (%)")
+    axes[1].set_ylim(0, 110)
+    axes[1].set_title(titles[1])
+    axes[1].legend(fontsize=fontsize)
+
+
 def _paper_num_tests(ax) -> None:
-    for (task, points), style in zip(PAPER_NUM_TESTS.items(), ("k--", "k:")):
+    for (task, points), style in zip(PAPER_NUM_TESTS.items(), ("k--", "k:"), strict=True):
         xs = sorted(points)
         ax.plot(xs, [100 * points[x] for x in xs], style, marker="s", alpha=0.6, label=f"paper, {task} (1 and 12)")
 
 
 def _paper_incorrect(ax, labels: Sequence[str]) -> None:
-    for (task, points), marker in zip(PAPER_INCORRECT_FRACTION.items(), ("s", "D")):
+    for (task, points), marker in zip(PAPER_INCORRECT_FRACTION.items(), ("s", "D"), strict=True):
         xs = [labels.index(b) for b in points if b in labels]
         ax.scatter(xs, [100 * points[b] for b in points if b in labels], marker=marker, color="k", zorder=3,
                    label=f"paper, {task}")
@@ -120,28 +132,10 @@ def plot_simulation(results: Sequence[SimulationResult], path: str | os.PathLike
     incorrect tests (right), one curve per validator error rate."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for result in results:
-        points = [p for p in result.by_num_tests if p.accuracy is not None]
-        axes[0].plot([p.x for p in points], [100 * p.accuracy for p in points], marker="o",
-                     label=f"simulated, error {result.error_rate:.0%}")
-    _paper_num_tests(axes[0])
-    axes[0].set_xlabel("evidence tests composed")
-    axes[0].set_ylabel("verdict accuracy (%)")
-    axes[0].set_title("Accuracy vs number of composed tests")
-    axes[0].legend(fontsize=7)
-    labels = [p.x for p in results[0].by_incorrect_fraction]
-    width = 0.8 / max(len(results), 1)
-    for m, result in enumerate(results):
-        xs = [k + (m - (len(results) - 1) / 2) * width for k in range(len(labels))]
-        axes[1].bar(xs, [0 if p.accuracy is None else 100 * p.accuracy for p in result.by_incorrect_fraction],
-                    width=width, label=f"error {result.error_rate:.0%}")
-    axes[1].set_xticks(range(len(labels)), labels)
-    _paper_incorrect(axes[1], labels)
-    axes[1].set_xlabel("fraction of incorrect tests (realized)")
-    axes[1].set_ylabel("verdict accuracy (%)")
-    axes[1].set_ylim(0, 110)
-    axes[1].set_title("Accuracy vs incorrect tests")
-    axes[1].legend(fontsize=7)
+    _composition(axes, {f"simulated, error {r.error_rate:.0%}": r.by_num_tests for r in results},
+                 {f"error {r.error_rate:.0%}": r.by_incorrect_fraction for r in results}, fontsize=7,
+                 titles=("Accuracy vs number of composed tests", "Accuracy vs incorrect tests"),
+                 incorrect_label="fraction of incorrect tests (realized)")
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..data.hba import URFUNNY_LABELS
 from ..evidence.answers import extract_boxed, normalize_answer
 from ..evidence.state import EvidenceTest, Group
 from ..verifiers.base import Reply, Request, Verifier
@@ -43,7 +44,7 @@ PAPER_NUM_TESTS = {"MOSEI": {1: 0.54, 12: 0.69}, "UR-FUNNY": {1: 0.56, 12: 0.66}
 PAPER_INCORRECT_FRACTION = {"MOSEI": {"0-20%": 0.96, "20-40%": 0.87}, "UR-FUNNY": {"0-20%": 1.00, "20-40%": 0.86}}
 
 
-# -- test-level simulation ---------------------------------------------------------------------------------------------
+# -- test-level simulation --------------------------------------------------------------------------------------------
 def simulated_tests(
     rng: np.random.Generator,
     num_answers: int = 2,
@@ -111,13 +112,13 @@ def exact_single_test_accuracy(error_rate: float) -> float:
     return 0.75 - error_rate / 2
 
 
-# -- pipeline-level simulation -----------------------------------------------------------------------------------------
+# -- pipeline-level simulation ----------------------------------------------------------------------------------------
 _TAG = re.compile(r"\[id:([^\]]+)\]")
 
 
 def synthetic_groups(
     num_groups: int = 40,
-    labels: Sequence[str] = ("humour", "not humour"),
+    labels: Sequence[str] = URFUNNY_LABELS,
     group_size: int = 4,
     accuracy: float = 0.55,
     no_answer_rate: float = 0.05,
@@ -132,7 +133,8 @@ def synthetic_groups(
         pid = f"s{n:04d}"
         gold = rng.choice(list(labels))
         p = rng.betavariate(4 * accuracy, 4 * (1 - accuracy))
-        context = f"User: Transcript of clip {pid}: ...\nWhat does the speaker intend? [id:{pid}]\nOptions: {', '.join(labels)}."
+        context = (f"User: Transcript of clip {pid}: ...\nWhat does the speaker intend? [id:{pid}]\n"
+                   f"Options: {', '.join(labels)}.")
         completions = []
         for _ in range(group_size):
             if rng.random() < no_answer_rate:
@@ -196,7 +198,8 @@ class SyntheticVerifier(Verifier):
         if sample not in self._sample_error:
             e = self.error_rate
             if self.concentration is not None and 0 < e < 1:
-                e = random.Random(f"{self.seed}:{sample}").betavariate(self.concentration * e, self.concentration * (1 - e))
+                draw = random.Random(f"{self.seed}:{sample}")
+                e = draw.betavariate(self.concentration * e, self.concentration * (1 - e))
             self._sample_error[sample] = e
         return self._sample_error[sample]
 
@@ -245,7 +248,8 @@ class SyntheticVerifier(Verifier):
             right = self._correct(sample, answer) != (rng.random() < self.judge_error_rate)
             return "Yes" if right else "No"
         if stage == "usc_selection":
-            responses = re.findall(r"Response (\d+):\n(.*?)(?=\n\nResponse \d+:|\n\nEvaluate)", content, flags=re.DOTALL)
+            responses = re.findall(r"Response (\d+):\n(.*?)(?=\n\nResponse \d+:|\n\nEvaluate)", content,
+                                   flags=re.DOTALL)
             answers = [normalize_answer(extract_boxed(text) or "") for _, text in responses]
             best = max(answers, key=answers.count)
             return str(answers.index(best) + 1)
@@ -254,7 +258,8 @@ class SyntheticVerifier(Verifier):
             # a negative rubric names a failure (D.3); the text says which, since the judge never sees the sign
             texts = ["reads cue {} of the speaker correctly", "explains cue {} of the speaker", "misreads cue {}"]
             return json.dumps({"rubrics": [
-                {"criterion": texts[k % 3].format(rng.randint(0, 10**6)), "type": "negative" if k % 3 == 2 else "positive"}
+                {"criterion": texts[k % 3].format(rng.randint(0, 10**6)),
+                 "type": "negative" if k % 3 == 2 else "positive"}
                 for k in range(count)
             ]})
         if stage == "rubric_judge":

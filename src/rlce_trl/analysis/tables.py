@@ -156,9 +156,8 @@ def write_tables(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "summary.md", out / "summary.csv", out / "composition.csv", out / "incorrect_tests.csv"]
     text = ["# Reward-analysis bench", "", markdown_table(summary["rows"]), ""]
-    for title, key, x_name in (("Verdict accuracy vs composed tests", "by_num_tests", "tests"),
-                               ("Verdict accuracy vs fraction of incorrect tests", "by_incorrect_fraction",
-                                "incorrect_tests")):
+    for title, key in (("Verdict accuracy vs composed tests", "by_num_tests"),
+                       ("Verdict accuracy vs fraction of incorrect tests", "by_incorrect_fraction")):
         for method, points in summary[key].items():
             cells = ", ".join(
                 f"{p.x}: {'–' if p.accuracy is None else f'{100 * p.accuracy:.0f}%'} (n={p.groups})" for p in points

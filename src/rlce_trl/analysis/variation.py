@@ -40,7 +40,7 @@ def variation_split(rewards: Sequence[float | None], correct: Sequence[bool]) ->
     total = sum((v - mean) ** 2 for v in values)
     between = 0.0
     for flag in (True, False):
-        part = [v for v, c in zip(values, correct) if bool(c) == flag]
+        part = [v for v, c in zip(values, correct, strict=True) if bool(c) == flag]
         if part:
             between += len(part) * (sum(part) / len(part) - mean) ** 2
     return between, total
@@ -81,8 +81,8 @@ def pairwise_ordering(rewards: Sequence[float | None], correct: Sequence[bool]) 
     higher)`. Ties are the remainder. A finer view of the same signal: the GRPO advantage favours the correct
     rollout exactly when its reward is higher."""
     values = _values(rewards)
-    right = [v for v, c in zip(values, correct) if c]
-    wrong = [v for v, c in zip(values, correct) if not c]
+    right = [v for v, c in zip(values, correct, strict=True) if c]
+    wrong = [v for v, c in zip(values, correct, strict=True) if not c]
     pairs = len(right) * len(wrong)
     up = sum(1 for a in right for b in wrong if a > b + EPS)
     down = sum(1 for a in right for b in wrong if b > a + EPS)

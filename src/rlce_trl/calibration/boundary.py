@@ -51,7 +51,7 @@ class BoundaryDetector:
         d_p = [b[1] - a[1] for a, b in pairwise(recent)]
         d_r = [b[0] - a[0] for a, b in pairwise(recent)]
         plateau = sum(d_p) / self.window < self.plateau_threshold
-        gap = sum(r - p for r, p in zip(d_r, d_p)) / self.window > self.discrepancy_threshold
+        gap = sum(r - p for r, p in zip(d_r, d_p, strict=True)) / self.window > self.discrepancy_threshold
         fired = (plateau and gap) if self.mode == "and" else (plateau or gap)
         if fired:
             self.fired_at.append(len(self.points) - 1)
@@ -67,7 +67,8 @@ class BoundaryCallback(TrainerCallback):
         check_every: optimizer steps between checks (the paper: 150).
         stop_on_trigger: stop training when it fires.
         groups_file: optional logged-groups file (bench format); when it fires, `select_queries` over it is written to
-            `<output_dir>/calibration/queries-step-N.jsonl`. A `boundary-step-N.json` with the series is always written.
+            `<output_dir>/calibration/queries-step-N.jsonl`. A `boundary-step-N.json` with the series is always
+            written.
     """
 
     def __init__(

@@ -8,9 +8,9 @@ few-shot examples, `VerifierPrompts`); the verifier's weights never change. The 
     gain    = metric(candidate, current)  - metric(best, current)   > 0
     regress = metric(best, retained)      - metric(candidate, retained) <= max_regression
 
-Stops: `max_versions` candidates scored, or a stall -- the mean gain (0 for a rejected candidate) of the last `patience`
-candidates below `min_gain`. The paper's stall rule reads "average improvement in Pearson correlation less than 0.2 for
-more than ten iterations"; 0.2 is the paper's figure (likely meant 0.02) and is configurable.
+Stops: `max_versions` candidates scored, or a stall -- the mean gain (0 for a rejected candidate) of the last
+`patience` candidates below `min_gain`. The paper's stall rule reads "average improvement in Pearson correlation
+less than 0.2 for more than ten iterations"; 0.2 is the paper's figure (likely meant 0.02) and is configurable.
 
 Proposers (`propose(best, disagreements, n) -> VerifierPrompts | None`, `None` when exhausted):
 - `list_proposer(variants)`: a fixed list of alternative prompts, in order;
@@ -49,7 +49,8 @@ class Revision:
     def line(self) -> str:
         retained = "-" if self.retained is None else f"{self.retained:.3f}"
         verdict = "accepted" if self.accepted else "rejected"
-        return f"{self.version:<24} {self.proposer:<10} current {self.current:.3f}  retained {retained}  {verdict} ({self.reason})"
+        return (f"{self.version:<24} {self.proposer:<10} current {self.current:.3f}  retained {retained}  "
+                f"{verdict} ({self.reason})")
 
 
 def _finite(x: float) -> float:
@@ -123,7 +124,7 @@ class CoactiveCalibrator:
         proposers = list(self.proposers)
         self.stop_reason = "max_versions"
         for n in range(1, self.max_versions + 1):
-            disagreements = [c for c, p in zip(current, predictions) if p != c.label]
+            disagreements = [c for c, p in zip(current, predictions, strict=True) if p != c.label]
             candidate = None
             while proposers and candidate is None:
                 candidate = proposers[0](best, disagreements, n)

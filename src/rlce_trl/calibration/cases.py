@@ -5,7 +5,8 @@ person would give. The built-in claim set needs no annotation: every row of the 
 `data/preference_sample.jsonl`) gives
 - a **true** claim: the row's own stated preference, as a claim about its own conversation (label `yes`);
 - a **false** claim: the preference of a row from another topic, which its conversation never states (label `no`);
-- for every second row (alternating by topic, so each half gets as many), an **unknowable** claim: something no conversation can show (label `unknown`).
+- for every second row (alternating by topic, so each half gets as many), an **unknowable** claim: something no
+  conversation can show (label `unknown`).
 That is 100 claims, true yes-rate 0.40. Rows are split per topic, alternately, into a `calibration` half and a
 `held-out` half, so no conversation appears in both.
 """

@@ -65,9 +65,8 @@ def _fit(args) -> int:
     prompts, cases = _prompts(args), _cases(args.cases, "calibration")
     calibration = fit_calibration(_verifier(args), prompts, cases, contextual=not args.no_prior, band=not args.no_band)
     calibration.save(args.out)
-    print(
-        f"prior {calibration.prior}  band {calibration.band:.4f}  fitted on {calibration.fitted_on} cases -> {args.out}"
-    )
+    print(f"prior {calibration.prior}  band {calibration.band:.4f}  "
+          f"fitted on {calibration.fitted_on} cases -> {args.out}")
     return 0
 
 

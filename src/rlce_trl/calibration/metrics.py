@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 
 def accuracy(pred: Sequence[str], gold: Sequence[str]) -> float:
-    return sum(p == g for p, g in zip(pred, gold)) / len(gold) if gold else math.nan
+    return sum(p == g for p, g in zip(pred, gold, strict=True)) / len(gold) if gold else math.nan
 
 
 def cohen_kappa(pred: Sequence[str], gold: Sequence[str]) -> float:

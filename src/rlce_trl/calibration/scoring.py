@@ -211,7 +211,7 @@ class CalibratedVerifier(Verifier):
 
     def _generate(self, requests: list[Request]) -> list[Reply]:
         replies = self.inner.generate(requests)
-        for request, reply in zip(requests, replies):
+        for request, reply in zip(requests, replies, strict=True):
             if request.stage != "validation" or reply.error is not None:
                 continue
             if not reply.choice_logprobs:
@@ -223,6 +223,9 @@ class CalibratedVerifier(Verifier):
                 continue
             reply.texts = [self.calibration.verdict(reply.choice_logprobs)]
         return replies
+
+    def transport_metrics(self) -> dict[str, float]:
+        return self.inner.transport_metrics()
 
     def __getattr__(self, name):  # backend extras (server_stats, restarts, ...) come from the wrapped verifier
         if name == "inner":

@@ -16,7 +16,8 @@ from .sample import load_preference_sample
 
 
 def to_dataset(rows: list[dict]):
-    """A `datasets.Dataset` from rows. `datasets` is imported here, so that building data needs neither it nor torch."""
+    """A `datasets.Dataset` from rows. `datasets` is imported here, so that building data needs neither it nor
+    torch."""
     from datasets import Dataset
 
     return Dataset.from_list(rows)

@@ -27,9 +27,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..evaluation.metrics import MOSEI_LABELS, URFUNNY_LABELS
 from ..evidence.prompts import SOLVER_SYSTEM_PROMPT
 from .jsonl import read_jsonl
+
+#: The closed label sets, in the fixed order the prompts list them (defined here only; metrics and tests import them).
+MOSEI_LABELS = (
+    "highly negative",
+    "negative",
+    "weakly negative",
+    "neutral",
+    "weakly positive",
+    "positive",
+    "highly positive",
+)
+URFUNNY_LABELS = ("humour", "not humour")
+#: The polarity of each MOSEI label: the classes of the binary metric (neutral is neither).
+MOSEI_POLARITY = dict(zip(MOSEI_LABELS, ("negative",) * 3 + ("neutral",) + ("positive",) * 3, strict=True))
 
 FRAME_FPS = 1.0
 MIN_FRAMES, MAX_FRAMES = 2, 8
@@ -279,7 +292,7 @@ def with_frames(dataset, media_root: str | os.PathLike, **frame_kwargs):
 
     def transform(batch: dict) -> dict:
         keys = list(batch)
-        rows = [dict(zip(keys, values)) for values in zip(*(batch[k] for k in keys))]
+        rows = [dict(zip(keys, values, strict=True)) for values in zip(*(batch[k] for k in keys), strict=True)]
         rows = [expand_videos(r, media_root, **frame_kwargs) for r in rows]
         return {k: [r[k] for r in rows] for k in keys}
 

@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from itertools import pairwise
 from pathlib import Path
 
-from ..evidence.prompts import SOLVER_SYSTEM_PROMPT
 from ..errors import InputError, MissingInputError
+from ..evidence.prompts import SOLVER_SYSTEM_PROMPT
 from .jsonl import write_jsonl
 
 FORMS = ("explicit", "choice", "persona")

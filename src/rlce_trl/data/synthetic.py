@@ -56,7 +56,7 @@ def numbered_evidence_row(rng: random.Random, index: int, num_sentences: int = 8
         evidence_text = [f"{subject} gave the {obj} to {helper}.", f"{helper} left the {obj} at {gold}."]
     else:
         evidence_text = [f"{subject} left the {obj} at {gold}."]
-    distractors = [f"{name} left the {obj} at {place}." for name, place in zip(others, options[1:])]
+    distractors = [f"{name} left the {obj} at {place}." for name, place in zip(others, options[1:], strict=False)]
     distractors += [f"{name} walked past {rng.choice(PLACES)}." for name in others[len(options) - 1 :]]
     body = distractors[: num_sentences - len(evidence_text)]
     body += rng.sample(FILLER, min(len(FILLER), num_sentences - len(evidence_text) - len(body)))

@@ -111,7 +111,7 @@ def evidence_score(parse: ElectParse, confidence: float | None, cfg: ElectConfig
 
 
 def _objective(frames: frozenset[int], sets: Sequence[frozenset[int]], weights: Sequence[float]) -> float:
-    return sum(w * jaccard(frames, k) for k, w in zip(sets, weights))
+    return sum(w * jaccard(frames, k) for k, w in zip(sets, weights, strict=True))
 
 
 def consensus_keyframes(sets: Sequence[frozenset[int]], weights: Sequence[float],
@@ -125,7 +125,7 @@ def consensus_keyframes(sets: Sequence[frozenset[int]], weights: Sequence[float]
     if len(universe) <= max_exact:
         bit = {f: 1 << i for i, f in enumerate(universe)}
         masks = [sum(bit[f] for f in k) for k in sets]
-        pairs = [(m, w) for m, w in zip(masks, weights) if m and w]
+        pairs = [(m, w) for m, w in zip(masks, weights, strict=True) if m and w]
         best_key, best_mask = None, 0
         for mask in range(1, 1 << len(universe)):
             value = 0.0

@@ -101,12 +101,13 @@ class _ElectTerm:
     def parses(self, prompts, completions, kwargs):
         n = len(completions)
         frames = _column(kwargs, self.cfg.num_frames_column, n)
-        frames = [t if t is not None else frames_in_prompt(p) for t, p in zip(frames, prompts or [None] * n)]
+        prompts = prompts or [None] * n
+        frames = [t if t is not None else frames_in_prompt(p) for t, p in zip(frames, prompts, strict=True)]
         labels = _column(kwargs, self.cfg.labels_column, n)
         return [
             parse_elect_output(completion_text(c), int(t) if t is not None else None, lab or None,
                                self.cfg.duplicates, self.cfg.non_integer)
-            for c, t, lab in zip(completions, frames, labels)
+            for c, t, lab in zip(completions, frames, labels, strict=True)
         ], frames
 
     def gates(self, parses, kwargs) -> list[float | None]:
@@ -117,7 +118,7 @@ class _ElectTerm:
             refs = _column(kwargs, cfg.solution_column, n)
             labels = _column(kwargs, cfg.labels_column, n)
             refs = [None if r is None else (extract_answer(str(r), lab or None) or str(r))
-                    for r, lab in zip(refs, labels)]
+                    for r, lab in zip(refs, labels, strict=True)]
         else:
             if "rlce_verified_answer" not in kwargs:
                 raise ValueError(
@@ -128,7 +129,7 @@ class _ElectTerm:
         return [
             None if ref is None
             else float(p.answer is not None and normalize_answer(p.answer) == normalize_answer(ref))
-            for p, ref in zip(parses, refs)
+            for p, ref in zip(parses, refs, strict=True)
         ]
 
     def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
@@ -149,7 +150,7 @@ def _frame_sensitive(term, parses, frames, kwargs):
     return [
         None if g is None or t is None
         else g * float(p.format_ok) * frame_sensitive_score(len(p.keyframes), p.invalid)
-        for p, t, g in zip(parses, frames, gates)
+        for p, t, g in zip(parses, frames, gates, strict=True)
     ]
 
 
@@ -160,7 +161,7 @@ def _think_transparency(term, parses, frames, kwargs):
         term._warned = True
     return [
         None if g is None else g * transparency_score(think_length(p.think, cfg.tokenizer), cfg.think_range)
-        for p, g in zip(parses, gates)
+        for p, g in zip(parses, gates, strict=True)
     ]
 
 

@@ -27,11 +27,11 @@ from pathlib import Path
 from ..credentials import scrub_value
 from ..data.checks import check_rows
 from ..data.jsonl import read_jsonl, read_jsonl_counted, repair_jsonl_tail
+from ..data.prefeval import FORMS as PREFEVAL_FORMS
 from ..errors import InputError
 from .generation import Generator
 from .metrics import TASK_METRIC_NAMES, extract_prediction, macro_average, task_score
 
-PREFEVAL_FORMS = ("explicit", "choice", "persona")
 #: The fields of a record written before judging (a re-judged row keeps these and gets fresh verdict fields).
 _GENERATED = ("id", "task", "form", "topic", "question", "gold", "response", "prediction")
 
@@ -248,7 +248,7 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
     with predictions_path.open("a", encoding="utf-8") as sink:
         for start in range(0, len(rejudge), batch_size):  # rows whose judge failed (or was absent) last time
             batch = [{k: v for k, v in r.items() if k in _GENERATED} for r in rejudge[start : start + batch_size]]
-            for record, verdict in zip(batch, judge(task, batch)):
+            for record, verdict in zip(batch, judge(task, batch), strict=True):
                 record.update(verdict)
             append(sink, batch)
             by_id = {r["id"]: r for r in batch}
@@ -258,7 +258,7 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
             batch = todo[start : start + batch_size]
             responses = generate([prompt_of(r) for r in batch])
             new = []
-            for row, response in zip(batch, responses):
+            for row, response in zip(batch, responses, strict=True):
                 new.append(
                     {
                         "id": row["id"],
@@ -272,7 +272,7 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
                 )
             if free_text:  # the judge decides
                 verdicts = judge(task, new) if judge is not None else [{"correct": None} for _ in new]
-                for record, verdict in zip(new, verdicts):
+                for record, verdict in zip(new, verdicts, strict=True):
                     record.update(verdict)
             append(sink, new)
             records += new

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from ..data.hba import HBA_TASKS, load_hba_split
 from ..data.jsonl import read_jsonl_counted
+from ..data.prefeval import FORMS as PREFEVAL_FORMS
 from ..errors import InputError, MissingInputError
-from .evaluate import PREFEVAL_FORMS, check_eval_rows, evaluate_prefeval_forms, evaluate_rows
+from .evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 from .generation import BACKENDS, Generator, make_generator
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")

@@ -7,7 +7,8 @@ A generator is any callable `prompts -> responses`, one response per conversatio
 - [`VisionLanguageGenerator`]: a vision-language model and its processor, for HBA video rows whose `{"type": "video"}`
   blocks hold frames (see `rlce_trl.data.hba.expand_videos`).
 
-Decoding follows appendix A of the paper: temperature 0 (greedy), one response per row, thinking disabled.
+Decoding follows appendix A of the paper: temperature 0 (greedy), one response per row, thinking disabled. Each
+backend's `.sample(prompts, specs)` draws seeded candidates with token log-probabilities for `rlce-trl sample`.
 torch, transformers and vLLM are imported by the backend that is used, when it is built.
 """
 
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from ..verifiers.hf import eos_token_ids, evaluating
 
 Generator = Callable[[Sequence[list[dict]]], list[str]]
 BACKENDS = ("auto", "vllm", "transformers")
@@ -55,6 +58,12 @@ def _load_dtype(dtype: str):
     return getattr(torch, dtype)
 
 
+def _device() -> str | None:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else None
+
+
 class TransformersGenerator:
     """Greedy batched generation with a transformers causal LM (left padding, chat template, thinking disabled).
 
@@ -68,14 +77,10 @@ class TransformersGenerator:
 
     @classmethod
     def from_pretrained(cls, path: str, max_new_tokens: int = 512, batch_size: int = 8, dtype: str = "auto"):
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from ..verifiers.hf import load_frozen_model
 
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=_load_dtype(dtype))
-        if torch.cuda.is_available():
-            model = model.to("cuda")
-        return cls(model.eval(), tokenizer, max_new_tokens, batch_size)
+        model, tokenizer = load_frozen_model(path, _device(), _load_dtype(dtype))
+        return cls(model, tokenizer, max_new_tokens, batch_size)
 
     def __call__(self, prompts: Sequence[list[dict]]) -> list[str]:
         tokenizer = self.tokenizer
@@ -105,10 +110,8 @@ class TransformersGenerator:
         groups: dict[tuple, list[int]] = {}
         for i, spec in enumerate(specs):
             groups.setdefault((spec.temperature, spec.top_p, spec.top_k), []).append(i)
-        was_training = model.training
-        model.eval()
         out: list[list[Sampled]] = []
-        try:
+        with evaluating(model):
             for prompt in prompts:
                 text = _no_thinking(tokenizer.apply_chat_template, list(prompt), tokenize=False,
                                     add_generation_prompt=True)
@@ -123,25 +126,28 @@ class TransformersGenerator:
                         gen = model.generate(**batch, max_new_tokens=self.max_new_tokens, output_logits=True,
                                              return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
                                              num_return_sequences=1 if greedy else len(members), **kwargs)
-                    new = gen.sequences[:, batch["input_ids"].shape[1] :]
-                    logps = torch.stack(gen.logits, dim=1).float().log_softmax(-1)
-                    chosen = logps.gather(-1, new[:, : logps.shape[1], None]).squeeze(-1)
+                    sampled = _sampled_sequences(gen, batch["input_ids"].shape[1], tokenizer, model)
                     for j, i in enumerate(members):
-                        k = 0 if greedy else j
-                        ids = new[k].tolist()
-                        stop = {tokenizer.eos_token_id, tokenizer.pad_token_id} | set(
-                            _as_list(getattr(model.generation_config, "eos_token_id", None)))
-                        length = next((t for t, tok in enumerate(ids) if tok in stop), len(ids))
-                        row[i] = Sampled(tokenizer.decode(ids[:length], skip_special_tokens=True),
-                                         chosen[k, :length].tolist())
+                        row[i] = sampled[0 if greedy else j]
                 out.append(row)
-        finally:
-            model.train(was_training)
         return out
 
 
-def _as_list(value) -> list:
-    return [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
+def _sampled_sequences(gen, prompt_len: int, tokenizer, model) -> list[Sampled]:
+    """The sequences of a `generate(..., output_logits=True, return_dict_in_generate=True)` result as [`Sampled`]:
+    text up to the first stop token and the log-softmax of the raw logits at the chosen tokens."""
+    import torch
+
+    new = gen.sequences[:, prompt_len:]
+    logps = torch.stack(gen.logits, dim=1).float().log_softmax(-1)
+    chosen = logps.gather(-1, new[:, : logps.shape[1], None]).squeeze(-1)
+    stop = {tokenizer.pad_token_id, *eos_token_ids(model, tokenizer)}
+    out = []
+    for k in range(new.shape[0]):
+        ids = new[k].tolist()
+        length = next((t for t, tok in enumerate(ids) if tok in stop), len(ids))
+        out.append(Sampled(tokenizer.decode(ids[:length], skip_special_tokens=True), chosen[k, :length].tolist()))
+    return out
 
 
 class VisionLanguageGenerator:
@@ -157,20 +163,10 @@ class VisionLanguageGenerator:
 
     @classmethod
     def from_pretrained(cls, path: str, max_new_tokens: int = 512, batch_size: int = 8, dtype: str = "auto"):
-        import torch
-        from transformers import AutoModelForImageTextToText, AutoProcessor
+        from ..verifiers.hf import load_frozen_vlm
 
-        try:
-            processor = AutoProcessor.from_pretrained(path)
-        except ImportError as error:  # transformers' video processors need torchvision
-            raise ImportError(
-                f"Loading the video processor of {path} failed ({error}). Video rows need torchvision next to "
-                "torch: `pip install torchvision` (the build that matches your torch)."
-            ) from error
-        model = AutoModelForImageTextToText.from_pretrained(path, dtype=_load_dtype(dtype))
-        if torch.cuda.is_available():
-            model = model.to("cuda")
-        return cls(model.eval(), processor, max_new_tokens, batch_size)
+        model, processor = load_frozen_vlm(path, _device(), _load_dtype(dtype))
+        return cls(model, processor, max_new_tokens, batch_size)
 
     def encode(self, prompts: Sequence[list[dict]]):
         """Model inputs of a batch (left-padded `input_ids`, `pixel_values_videos`, `video_grid_thw`, ...)."""
@@ -197,6 +193,38 @@ class VisionLanguageGenerator:
             self.model, tokenizer, list(prompts), self.encode, self.max_new_tokens, self.batch_size
         )
 
+    def sample(self, prompts: Sequence[list[dict]], specs: Sequence[SampleSpec]) -> list[list[Sampled]]:
+        """`len(specs)` responses per prompt (video blocks with frames, as for `__call__`), with the token
+        log-probabilities of the raw logits. Each prompt is encoded once; each spec is one `generate` call under its
+        own seed in a forked RNG, so a candidate depends only on its prompt and spec (not on `n`, the other rows or
+        the caller's RNG): a resumed run reproduces it. Video and image pad tokens are never sampled (no pixels
+        would stand behind them)."""
+        import torch
+
+        tokenizer, model = self.processor.tokenizer, self.model
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        device = next(model.parameters()).device
+        pads = [getattr(self.processor, name, None) for name in ("video_token_id", "image_token_id")]
+        suppress = [t for t in pads if isinstance(t, int)] or None
+        out: list[list[Sampled]] = []
+        with evaluating(model):
+            for prompt in prompts:
+                batch = self.encode([prompt]).to(device)
+                row = []
+                for spec in specs:
+                    kwargs = {"do_sample": False} if spec.temperature == 0 else {
+                        "do_sample": True, "temperature": spec.temperature, "top_p": spec.top_p,
+                        "top_k": spec.top_k or None}
+                    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+                        torch.manual_seed(spec.seed)
+                        gen = model.generate(**batch, max_new_tokens=self.max_new_tokens, output_logits=True,
+                                             return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
+                                             suppress_tokens=suppress, **kwargs)
+                    row.append(_sampled_sequences(gen, batch["input_ids"].shape[1], tokenizer, model)[0])
+                out.append(row)
+        return out
+
 
 def _video_blocks(conversations: list[list[dict]]) -> list[dict]:
     """The video blocks of a batch of conversations, in the order the processor reads them."""
@@ -216,20 +244,18 @@ def _generate_batched(model, tokenizer, items: list, encode: Callable, max_new_t
 
     side, tokenizer.padding_side = tokenizer.padding_side, "left"
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     outputs = []
     try:
-        for start in range(0, len(items), batch_size):
-            batch = encode(items[start : start + batch_size]).to(device)
-            with torch.no_grad():
+        with evaluating(model), torch.no_grad():
+            for start in range(0, len(items), batch_size):
+                batch = encode(items[start : start + batch_size]).to(device)
                 generated = model.generate(
                     **batch, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id
                 )
-            outputs += tokenizer.batch_decode(generated[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+                new = generated[:, batch["input_ids"].shape[1] :]
+                outputs += tokenizer.batch_decode(new, skip_special_tokens=True)
     finally:
         tokenizer.padding_side = side
-        model.train(was_training)
     return outputs
 
 
@@ -271,7 +297,7 @@ class VLLMGenerator:
         flat = []
         for o in outputs:
             c = o.outputs[0]
-            flat.append(Sampled(c.text, [lp[t].logprob for t, lp in zip(c.token_ids, c.logprobs or [])]))
+            flat.append(Sampled(c.text, [lp[t].logprob for t, lp in zip(c.token_ids, c.logprobs or [], strict=False)]))
         return [flat[i * len(specs) : (i + 1) * len(specs)] for i in range(len(prompts))]
 
 

@@ -15,33 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..data.hba import MOSEI_POLARITY, URFUNNY_LABELS
 from ..evidence.answers import extract_answer
 
 #: The task answer of one response with the paper's fallbacks (appendix A): the same reader RLCE trains with.
 extract_prediction = extract_answer
 
-MOSEI_LABELS = (
-    "highly negative",
-    "negative",
-    "weakly negative",
-    "neutral",
-    "weakly positive",
-    "positive",
-    "highly positive",
-)
-URFUNNY_LABELS = ("humour", "not humour")
-_POLARITY = {
-    "highly negative": "negative",
-    "negative": "negative",
-    "weakly negative": "negative",
-    "neutral": "neutral",
-    "weakly positive": "positive",
-    "positive": "positive",
-    "highly positive": "positive",
-}
-
-#: Closed label sets by task name; free-text tasks are absent.
-TASK_LABELS = {"mosei": MOSEI_LABELS, "urfunny": URFUNNY_LABELS}
 #: The metric each task reports (table 5).
 TASK_METRIC_NAMES = {
     "mosei": "binary_weighted_f1",
@@ -53,7 +32,7 @@ TASK_METRIC_NAMES = {
 
 def polarity(label: str | None) -> str | None:
     """`"negative"`, `"neutral"` or `"positive"` for a MOSEI phrase; `None` for anything else."""
-    return _POLARITY.get(label) if label is not None else None
+    return MOSEI_POLARITY.get(label) if label is not None else None
 
 
 def weighted_f1(predictions: Sequence[str | None], golds: Sequence[str], labels: Sequence[str]) -> float:
@@ -66,8 +45,8 @@ def weighted_f1(predictions: Sequence[str | None], golds: Sequence[str], labels:
         raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold labels.")
     total, score = 0, 0.0
     for label in labels:
-        tp = sum(p == label and g == label for p, g in zip(predictions, golds))
-        fp = sum(p == label and g != label for p, g in zip(predictions, golds))
+        tp = sum(p == label and g == label for p, g in zip(predictions, golds, strict=True))
+        fp = sum(p == label and g != label for p, g in zip(predictions, golds, strict=True))
         support = sum(g == label for g in golds)
         f1 = 2 * tp / (2 * tp + fp + (support - tp)) if tp else 0.0
         score += support * f1
@@ -83,7 +62,8 @@ def mosei_binary_weighted_f1(predictions: Sequence[str | None], golds: Sequence[
     """
     if len(predictions) != len(golds):
         raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold labels.")
-    kept = [(polarity(p), polarity(g)) for p, g in zip(predictions, golds) if polarity(g) in ("negative", "positive")]
+    pairs = [(polarity(p), polarity(g)) for p, g in zip(predictions, golds, strict=True)]
+    kept = [(p, g) for p, g in pairs if g in ("negative", "positive")]
     return weighted_f1([p for p, _ in kept], [g for _, g in kept], ("negative", "positive"))
 
 

@@ -18,7 +18,7 @@ _BOXED = "\\boxed{"
 _TRAILER = re.compile(r"[\s.$*`]*")
 
 
-def _boxed_spans(text: str) -> list[tuple[int, int]]:
+def boxed_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of every balanced `\\boxed{...}`, `end` one past the closing brace."""
     spans, i = [], text.find(_BOXED)
     while i != -1:
@@ -32,19 +32,23 @@ def _boxed_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def extract_boxed(text: str) -> str | None:
-    """Content of the last balanced `\\boxed{...}` in `text`, stripped; `None` if there is none or it is empty."""
-    spans = _boxed_spans(text)
+def last_boxed(text: str) -> str | None:
+    """Content of the last balanced `\\boxed{...}` in `text`, stripped (possibly empty); `None` without one."""
+    spans = boxed_spans(text or "")
     if not spans:
         return None
     start, end = spans[-1]
-    content = text[start + len(_BOXED) : end - 1].strip()
-    return content or None
+    return text[start + len(_BOXED) : end - 1].strip()
+
+
+def extract_boxed(text: str) -> str | None:
+    """Content of the last balanced `\\boxed{...}` in `text`, stripped; `None` if there is none or it is empty."""
+    return last_boxed(text) or None
 
 
 def ends_with_boxed(text: str) -> bool:
     """Whether the response *ends* in the required `\\boxed{}` answer format (appendix C.2, the format reward)."""
-    spans = _boxed_spans(text)
+    spans = boxed_spans(text)
     if not spans:
         return False
     start, end = spans[-1]

@@ -17,7 +17,9 @@ from .state import EvidenceTest, GroupState
 #: A test longer than this is a runaway reply, not a checkable claim.
 MAX_TEST_CHARS = 600
 # List markers ("1.", "-", "*", "#") and a label ("Test 2:", "Evidence test:", "Claim:") before the claim itself.
-_LEAD = re.compile(r"^\s*(?:(?:[-*>#]+|\d+[.)])\s*)?(?:(?:(?:evidence\s+)?test|claim)\b\s*\d*\s*[:.-]\s*)?", re.IGNORECASE)
+_LEAD = re.compile(
+    r"^\s*(?:(?:[-*>#]+|\d+[.)])\s*)?(?:(?:(?:evidence\s+)?test|claim)\b\s*\d*\s*[:.-]\s*)?", re.IGNORECASE
+)
 
 
 def ordered_pairs(num_answers: int) -> list[tuple[int, int]]:

@@ -4,8 +4,8 @@ A prompts file (JSON or YAML) names any of `system`, `construction`, `validation
 leaves out keeps today's default text (`evidence/prompts.py`), so an empty file equals the defaults. Templates fill
 `{test}` (validation) and `{favoured}` / `{other}` (construction) verbatim. A few-shot example is a finished earlier
 exchange: `{"kind": "validation", "context": ..., "test": ..., "verdict": "yes"}` or `{"kind": "construction",
-"context": ..., "favoured": ..., "other": ..., "test": ...}`. This is what `rlce_trl.calibration` revises (the verifier's
-weights stay frozen); the paper-reproduction recipes never set it.
+"context": ..., "favoured": ..., "other": ..., "test": ...}`. This is what `rlce_trl.calibration` revises (the
+verifier's weights stay frozen); the paper-reproduction recipes never set it.
 """
 
 from __future__ import annotations

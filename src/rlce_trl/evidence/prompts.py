@@ -114,7 +114,8 @@ def construction_messages(context: str, favoured: str, other: str, prompts=None)
     """Figure 11: one evidence test favouring `favoured` over `other` (Eq. 1). `prompts`: an optional
     `VerifierPrompts` (evidence/prompt_set.py) replacing the default text."""
     template = prompts.construction if prompts is not None else CONSTRUCTION_TEMPLATE
-    return _messages(context, fill(template, favoured=cap_answer(favoured), other=cap_answer(other)), prompts, "construction")
+    text = fill(template, favoured=cap_answer(favoured), other=cap_answer(other))
+    return _messages(context, text, prompts, "construction")
 
 
 def pointwise_construction_messages(context: str, answer: str) -> list[dict[str, str]]:

@@ -23,7 +23,8 @@ h2{font-size:17px;margin:4px 0 10px}.notes li{color:#8a4b00}
 .browser{display:flex;gap:14px;align-items:flex-start}.list{flex:0 0 46%;max-height:640px;overflow:auto}
 #detail{flex:1;min-width:0}table{border-collapse:collapse;width:100%}
 th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top;font-size:13px}
-th{background:#f3f3f3}.list th,.comp th{position:sticky;top:0}#groups tbody tr{cursor:pointer}#groups tbody tr:hover{background:#eef4ff}
+th{background:#f3f3f3}.list th,.comp th{position:sticky;top:0}#groups tbody tr{cursor:pointer}
+#groups tbody tr:hover{background:#eef4ff}
 #groups tbody tr.sel{background:#dbe8ff}pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;
 padding:6px;max-height:220px;overflow:auto;font-size:12px;margin:4px 0}
 .st{padding:1px 6px;border-radius:8px;font-size:12px;background:#eee}

@@ -143,7 +143,7 @@ def write_pngs(history: list[dict], out_dir: str) -> list[str]:
     cols = min(3, len(chosen))
     rows = (len(chosen) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
-    for ax, (title, keys) in zip(axes.flat, chosen):
+    for ax, (title, keys) in zip(axes.flat, chosen, strict=False):
         draw(ax, title, keys)
     for ax in list(axes.flat)[len(chosen):]:
         ax.axis("off")

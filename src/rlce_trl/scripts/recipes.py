@@ -10,8 +10,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-#: Training script (module under `rlce_trl.scripts`) of a recipe: HBA recipes name their task.
-SCRIPTS = {"prefeval": "rlce_trl.scripts.train_prefeval", "hba": "rlce_trl.scripts.train_hba"}
+#: Training script (module under `rlce_trl.scripts`) of a recipe: HBA recipes name their task, Elect ones their gate.
+SCRIPTS = {
+    "prefeval": "rlce_trl.scripts.train_prefeval",
+    "hba": "rlce_trl.scripts.train_hba",
+    "elect": "rlce_trl.scripts.train_elect",
+}
 
 
 def recipes_dir() -> Path:
@@ -56,7 +60,8 @@ def resolve_recipe(name_or_path: str) -> Path:
 
 
 def script_for(recipe: Path) -> str:
-    """The module that trains `recipe`: `train_hba` when it names an `hba_task`, else `train_prefeval`."""
+    """The module that trains `recipe`: `train_hba` when it names an `hba_task`, `train_elect` when it names a
+    `gate`, else `train_prefeval`."""
     import yaml
 
     try:
@@ -65,7 +70,10 @@ def script_for(recipe: Path) -> str:
         raise ValueError(f"{recipe.name} is not valid YAML ({error}); fix it or pass another --config.") from None
     if not isinstance(content, dict):
         raise ValueError(f"{recipe.name} is not a recipe (a YAML mapping of argument names to values).")
-    return SCRIPTS["hba" if "hba_task" in content else "prefeval"]
+    if "coevolve_method" in content:
+        raise ValueError(f"{recipe.name} is a co-evolution recipe: run it with `rlce-trl coevolve --method "
+                         f"{content['coevolve_method']} --config {recipe.stem} --train_file ... --output_dir ...`.")
+    return SCRIPTS["hba" if "hba_task" in content else "elect" if "gate" in content else "prefeval"]
 
 
 def train(argv: list[str]) -> int:
@@ -79,7 +87,11 @@ def train(argv: list[str]) -> int:
     at = argv.index("--config") + 1
     recipe = resolve_recipe(argv[at])
     argv[at] = str(recipe)
-    script = importlib.import_module(script_for(recipe))
+    module = script_for(recipe)
+    script = importlib.import_module(module)
+    if module == SCRIPTS["elect"]:  # an argparse script: it reads --config itself
+        script.main(argv)
+        return 0
     script_args, training_args, model_args = script.make_parser().parse_args_and_config(argv)
     script.main(script_args, training_args, model_args)
     return 0

@@ -20,19 +20,17 @@ RLCE uses no labels.
 
 from dataclasses import dataclass, field
 
-from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
+from trl import ModelConfig, TrlParser
 
-from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+from rlce_trl import RLCEGRPOConfig
 from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks
 from rlce_trl.scripts.utils import (
     RLCEScriptArguments,
     add_prompt_suffix,
-    card_info,
     filter_long_prompts,
     make_judge,
     prepare_run,
-    recipe_from_argv,
-    train_and_save,
+    train_rlce,
     validation_callbacks,
 )
 
@@ -106,23 +104,14 @@ def main(script_args, training_args, model_args):
     if not script_args.text_only:
         check_clips(train_rows + validation_rows, script_args.media_root)
         train_dataset = with_frames(train_dataset, script_args.media_root, **training_args.frame_kwargs())
-    trainer = RLCEGRPOTrainer(
-        model=model_args.model_name_or_path,
-        args=training_args,
-        train_dataset=train_dataset,
-        callbacks=validation_callbacks(script_args, training_args, validation_rows,
-                                       needs_judge=script_args.hba_task == "intentqa",
-                                       media_root=None if script_args.text_only else script_args.media_root)
-        + tta_callbacks(script_args, training_args, text_only(eval_rows) if script_args.text_only else eval_rows,
-                        make_judge(script_args, eval_rows) if script_args.judge_base_url else None,
-                        media_root=None if script_args.text_only else script_args.media_root),
-        peft_config=get_peft_config(model_args),
-        quantization_config=get_quantization_config(model_args),
-    )
+    media_root = None if script_args.text_only else script_args.media_root
+    callbacks = validation_callbacks(script_args, training_args, validation_rows,
+                                     needs_judge=script_args.hba_task == "intentqa", media_root=media_root) + \
+        tta_callbacks(script_args, training_args, text_only(eval_rows) if script_args.text_only else eval_rows,
+                      make_judge(script_args, eval_rows) if script_args.judge_base_url else None,
+                      media_root=media_root)
     dataset = f"{DATASETS[script_args.hba_task]} (Human Behavior Atlas){', text only' * script_args.text_only}"
-    card_info(trainer, dataset, recipe_from_argv(), script_args)
-    train_and_save(trainer, training_args)
-    return trainer
+    return train_rlce(script_args, training_args, model_args, train_dataset, callbacks, dataset)
 
 
 def make_parser():

@@ -23,23 +23,20 @@ Data (`--dataset_name`):
 import os
 from dataclasses import dataclass, field
 
-from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
+from trl import ModelConfig, TrlParser
 
-from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+from rlce_trl import RLCEGRPOConfig
+from rlce_trl.data.prefeval import FORMS
 from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks
 from rlce_trl.scripts.utils import (
     RLCEScriptArguments,
     add_prompt_suffix,
-    card_info,
     filter_long_prompts,
     make_judge,
     prepare_run,
-    recipe_from_argv,
-    train_and_save,
+    train_rlce,
     validation_callbacks,
 )
-
-FORMS = ("explicit", "choice", "persona")
 
 
 @dataclass
@@ -111,18 +108,7 @@ def main(script_args, training_args, model_args):
     else:
         callbacks = validation_callbacks(script_args, training_args, validation_rows, needs_judge=True,
                                          prefeval_dir=script_args.prefeval_dir)
-
-    trainer = RLCEGRPOTrainer(
-        model=model_args.model_name_or_path,
-        args=training_args,
-        train_dataset=to_dataset(train_rows),
-        callbacks=callbacks,
-        peft_config=get_peft_config(model_args),
-        quantization_config=get_quantization_config(model_args),
-    )
-    card_info(trainer, dataset, recipe_from_argv(), script_args)
-    train_and_save(trainer, training_args)
-    return trainer
+    return train_rlce(script_args, training_args, model_args, to_dataset(train_rows), callbacks, dataset)
 
 
 def make_parser():

@@ -69,7 +69,8 @@ class RLCEScriptArguments(ScriptArguments):
                   "model); None leaves the prompts as built."},
     )
     max_prompt_length: int | None = field(
-        default=None, metadata={"help": "Drop training rows whose templated prompt is longer (tokens); None: keep all."}
+        default=None,
+        metadata={"help": "Drop training rows whose templated prompt is longer (tokens); None: keep all."},
     )
     validation_steps: int | None = field(
         default=None,
@@ -118,6 +119,7 @@ def prepare_run(script_args, training_args, model_args) -> None:
     training arguments."""
     model_args.model_name_or_path = resolve_model(model_args.model_name_or_path)
     training_args.verifier_model_name_or_path = resolve_model(training_args.verifier_model_name_or_path)
+    training_args.partner_model_name_or_path = resolve_model(training_args.partner_model_name_or_path)
     model_init_kwargs = {
         "revision": model_args.model_revision,
         "trust_remote_code": training_args.trust_remote_code,
@@ -155,7 +157,9 @@ def add_prompt_suffix(rows: list[dict], suffix: str | None) -> list[dict]:
     return out
 
 
-def filter_long_prompts(rows: list[dict], tokenizer_path: str, max_prompt_length: int | None, chat_template_kwargs=None):
+def filter_long_prompts(
+    rows: list[dict], tokenizer_path: str, max_prompt_length: int | None, chat_template_kwargs=None
+):
     """Rows whose chat-templated prompt (generation prompt included) has at most `max_prompt_length` tokens."""
     if not max_prompt_length:
         return rows
@@ -218,6 +222,26 @@ def card_info(trainer, dataset: str, recipe: str | None, script_args=None) -> No
         from .tta import tta_card_info
 
         tta_card_info(trainer, script_args.tta_split, trainer.args.num_train_epochs)
+
+
+def train_rlce(script_args, training_args, model_args, train_dataset, callbacks, dataset: str):
+    """The training scripts' shared tail: an `RLCEGRPOTrainer` on the model of `model_args` (with its PEFT and
+    quantization settings), the model card's dataset and recipe ([`card_info`]), then [`train_and_save`]."""
+    from trl import get_peft_config, get_quantization_config
+
+    from rlce_trl import RLCEGRPOTrainer
+
+    trainer = RLCEGRPOTrainer(
+        model=model_args.model_name_or_path,
+        args=training_args,
+        train_dataset=train_dataset,
+        callbacks=callbacks,
+        peft_config=get_peft_config(model_args),
+        quantization_config=get_quantization_config(model_args),
+    )
+    card_info(trainer, dataset, recipe_from_argv(), script_args)
+    train_and_save(trainer, training_args)
+    return trainer
 
 
 def train_and_save(trainer, training_args) -> None:

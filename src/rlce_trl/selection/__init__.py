@@ -32,6 +32,13 @@ from .selectors import (
 PLAIN = {"greedy": GreedySelector, "single": SingleSelector, "majority": MajoritySelector, "oracle": OracleSelector}
 
 
+def known_selectors() -> list[str]:
+    """Every name [`make_selector`] takes."""
+    from ..methods import REWARD_METHODS
+
+    return [*PLAIN, "elect", "elect_noframes", *REWARD_METHODS]
+
+
 def make_selector(name: str, verifier=None, elect_config: ElectConfig | None = None, settings=None,
                   referee: bool = False, tokenizer=None, **options):
     """A selector by name: `greedy`, `single`, `majority`, `oracle`, `elect`, `elect_noframes`, or any reward method
@@ -46,8 +53,7 @@ def make_selector(name: str, verifier=None, elect_config: ElectConfig | None = N
     from ..methods import REWARD_METHODS
 
     if name not in REWARD_METHODS:
-        valid = ", ".join([*PLAIN, "elect", "elect_noframes", *REWARD_METHODS])
-        raise ValueError(f"Unknown selector {name!r}; choose from {valid}.")
+        raise ValueError(f"Unknown selector {name!r}; choose from {', '.join(known_selectors())}.")
     if verifier is None:
         raise ValueError(f"Selector {name!r} needs a verifier: pass --verifier_model_name_or_path (the base model).")
     return ScorerSelector(name, verifier, settings, **options)
@@ -79,6 +85,7 @@ __all__ = [
     "SingleSelector",
     "budget_subsets",
     "format_table",
+    "known_selectors",
     "majority_answer",
     "make_selector",
     "paired_bootstrap",

@@ -1,8 +1,11 @@
 """Candidate pools: "sample once, select many" (next-capabilities §0.5, §3.2).
 
 `rlce-trl sample` writes one JSON line per row:
-`{id, task, prompt, answer_options, question, num_frames, gold, evidence, greedy, candidates, decoding}`, where
-`greedy` and each candidate are `{text, answer, token_logprobs, tail_conf, temperature, top_p, top_k, seed}`.
+`{id, task, prompt, answer_options, question, num_frames, gold, evidence, videos, greedy, candidates, decoding}`,
+where `greedy` and each candidate are `{text, answer, token_logprobs, tail_conf, temperature, top_p, top_k, seed}`.
+On video rows the prompt's video blocks keep the clip reference and frame metadata
+(`{"type": "video", "source": {...}, "metadata": {...}}`, no pixels) and `num_frames` is the clip's sampled frame
+count T, so `rlce-trl select` decodes the same frames again for a verifier (`Request.media`) and Elect's frame terms.
 Every selector of `rlce-trl select` reads the same pool. Answers are re-extracted from the text when a pool is read
 (Elect's `<answer>` tag, else RLCE's `\\boxed{}` / label extraction), so a pool written by other code works too.
 """
@@ -67,14 +70,50 @@ def parse_candidate(record: dict, labels, num_frames, tail_fraction: float = 0.2
     return PoolCandidate(text, parse.answer, parse, conf, meta)
 
 
+def _bad_fields(record: dict) -> list[str]:
+    """Fields of a pool or input row that no selector could use (named in the row's one-line problem)."""
+    bad = []
+    options = record.get("answer_options")
+    if options is not None and not (isinstance(options, list) and all(isinstance(o, str) for o in options)):
+        bad.append("answer_options (a list of strings)")
+    frames = record.get("num_frames")
+    if frames is not None and (isinstance(frames, bool) or not isinstance(frames, int) or frames < 1):
+        bad.append("num_frames (a positive integer)")
+    evidence = record.get("evidence")
+    if evidence is not None and not (isinstance(evidence, list) and all(type(e) is int for e in evidence)):
+        bad.append("evidence (a list of integers)")
+    if isinstance(record.get("gold"), (dict, list)):
+        bad.append("gold (a string)")
+    prompt = record.get("prompt")
+    if prompt is not None and not isinstance(prompt, str) and not (
+            isinstance(prompt, list) and all(isinstance(m, dict) and "role" in m and "content" in m for m in prompt)):
+        bad.append("prompt (a string or a list of {role, content} messages)")
+    candidates = [c for c in [record.get("greedy"), *(record.get("candidates") or [])] if isinstance(c, dict)]
+    if any(not isinstance(c.get("text", ""), str) for c in candidates):
+        bad.append("candidate text (a string)")
+    if any(not _numbers(c.get("token_logprobs")) for c in candidates):
+        bad.append("token_logprobs (a list of numbers)")
+    return bad
+
+
+def _numbers(values) -> bool:
+    return values is None or (isinstance(values, list) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in values))
+
+
 def row_from_record(record: dict, tail_fraction: float = 0.25) -> PoolRow:
     """A [`PoolRow`] from one pool line; raises `ValueError` naming the missing field."""
     missing = [k for k in ("id", "prompt", "candidates") if k not in record]
     if missing or not isinstance(record.get("candidates"), list):
         raise ValueError(f"pool row {record.get('id', '?')}: missing or malformed {missing or ['candidates']}")
+    bad = _bad_fields(record)
+    if bad:
+        raise ValueError(f"pool row {record.get('id', '?')}: malformed {', '.join(bad)}")
     labels = tuple(record.get("answer_options") or ()) or None
     frames = record.get("num_frames")
     frames = int(frames) if frames is not None else None
+    if record.get("gold") is not None:
+        record = {**record, "gold": str(record["gold"])}
     greedy = record.get("greedy")
     return PoolRow(
         id=str(record["id"]), prompt=record["prompt"],
@@ -93,15 +132,27 @@ def read_pool(path: str | os.PathLike, tail_fraction: float = 0.25) -> tuple[lis
         path = path / POOL_FILE
     if not path.exists():
         raise MissingInputError(f"No pool at {path}: write one with `rlce-trl sample --output_dir DIR`.")
-    rows, problems = [], []
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
+    if not path.is_file():
+        raise MissingInputError(f"--pool {path} is not a file: pass the folder `rlce-trl sample` wrote, or its "
+                                f"{POOL_FILE}.")
+    rows, problems, seen = [], [], set()
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, 1):
+            if not raw.strip():
                 continue
             try:
-                rows.append(row_from_record(json.loads(line), tail_fraction))
+                row = row_from_record(json.loads(raw.decode("utf-8")), tail_fraction)
+            except UnicodeDecodeError:
+                problems.append(f"{path.name}:{number}: not UTF-8 text")
+                continue
             except (ValueError, TypeError, AttributeError) as error:
-                problems.append(f"{path.name}:{number}: {error}")
+                problems.append(f"{path.name}:{number}: {str(error).splitlines()[0][:200] if str(error) else error}")
+                continue
+            if row.id in seen:
+                problems.append(f"{path.name}:{number}: row {row.id} again (the first one is kept)")
+                continue
+            seen.add(row.id)
+            rows.append(row)
     return rows, problems
 
 
@@ -114,13 +165,23 @@ def candidate_record(sampled, spec, labels, num_frames, tail_fraction: float = 0
             "top_p": spec.top_p, "top_k": spec.top_k, "seed": spec.seed}
 
 
+def reference_prompt(prompt):
+    """The prompt as a pool stores it: video blocks keep their `source` reference and `metadata`, not the pixels."""
+    from ..video.media import map_video_blocks
+
+    return map_video_blocks(prompt, lambda block: {k: v for k, v in block.items() if k != "video"})
+
+
 def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.PathLike, *, n: int,
                 temperature: float = 1.0, top_p: float = 0.95, top_k: int = 20, seed: int = 0,
                 greedy_too: bool = True, batch_size: int = 4, settings_extra: dict | None = None,
-                log: Callable[[str], None] = print) -> dict:
+                expand: Callable[[dict], dict] | None = None, log: Callable[[str], None] = print) -> dict:
     """Sample `n` candidates (plus the greedy answer) per row into `output_dir/pool.jsonl`, appending row by row, so a
     rerun of the same command resumes. `sampler(prompts, specs) -> [[Sampled]]` (a generator's `.sample`). Rows
-    without an id or a prompt are counted and skipped. Returns counts."""
+    without an id or a prompt are counted and skipped. `expand(row) -> row` puts the frames of a video row's clips
+    into its prompt (`rlce_trl.data.hba.expand_videos`); a row whose clip cannot be decoded (`ValueError`, `OSError`)
+    is counted and left for a rerun. Returns counts."""
+    from ..elect.rewards import frames_in_prompt
     from ..evaluation.generation import SampleSpec
 
     out = Path(output_dir)
@@ -129,7 +190,11 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
                 "greedy_too": greedy_too, **(settings_extra or {})}
     settings_path = out / SETTINGS_FILE
     if settings_path.exists():
-        previous = json.loads(settings_path.read_text())
+        try:
+            previous = json.loads(settings_path.read_text(encoding="utf-8"))
+        except (ValueError, OSError):
+            raise ValueError(f"{settings_path} is unreadable: restore it, or sample into another --output_dir.") \
+                from None
         if previous != settings:
             changed = sorted(k for k in set(previous) | set(settings) if previous.get(k) != settings.get(k))
             raise ValueError(f"{out} holds a pool sampled with other settings ({', '.join(changed)}): use another "
@@ -138,24 +203,39 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
     pool_path = out / POOL_FILE
     repair_jsonl_tail(pool_path)  # a line cut by an interruption: that row is sampled again
     done = {str(r["id"]) for r in read_jsonl_lenient(pool_path)[0] if "id" in r} if pool_path.exists() else set()
-    valid = [isinstance(r, dict) and "id" in r and bool(r.get("prompt")) for r in rows]
+    valid = [isinstance(r, dict) and "id" in r and bool(r.get("prompt")) and not _bad_fields(r) for r in rows]
     skipped = valid.count(False)
-    todo = [r for r, ok in zip(rows, valid) if ok and str(r["id"]) not in done]
+    todo = [r for r, ok in zip(rows, valid, strict=True) if ok and str(r["id"]) not in done]
     specs = ([SampleSpec(0.0, 1.0, 0, seed)] if greedy_too else []) + [
         SampleSpec(temperature, top_p, top_k, seed + 1 + k) for k in range(n)]
+    unreadable = 0
     with pool_path.open("a", encoding="utf-8") as f:
         for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
-            sampled = sampler([r["prompt"] for r in batch], specs)
-            for row, outs in zip(batch, sampled):
+            batch = []
+            for row in todo[start : start + batch_size]:
+                if expand is not None and row.get("videos"):
+                    try:
+                        row = expand(row)
+                    except (ValueError, OSError) as error:
+                        unreadable += 1
+                        log(f"row {row['id']}: skipped, {str(error).splitlines()[0]}")
+                        continue
+                    row = {**row, "num_frames": row.get("num_frames") or frames_in_prompt(row["prompt"])}
+                batch.append(row)
+            prompts = [[{"role": "user", "content": r["prompt"]}] if isinstance(r["prompt"], str) else r["prompt"]
+                       for r in batch]
+            sampled = sampler(prompts, specs) if batch else []
+            for row, outs in zip(batch, sampled, strict=True):
                 labels = row.get("answer_options") or None
                 frames = row.get("num_frames")
-                records = [candidate_record(s, spec, labels, frames) for s, spec in zip(outs, specs)]
+                records = [candidate_record(s, spec, labels, frames) for s, spec in zip(outs, specs, strict=True)]
                 keep = {k: row.get(k) for k in ("task", "prompt", "answer_options", "question", "num_frames", "gold",
-                                                "evidence") if k in row}
+                                                "evidence", "videos") if k in row}
+                keep["prompt"] = reference_prompt(row["prompt"])
                 line = {"id": str(row["id"]), **keep, "greedy": records[0] if greedy_too else None,
                         "candidates": records[1:] if greedy_too else records, "decoding": settings}
                 f.write(json.dumps(line, ensure_ascii=False) + "\n")
                 f.flush()
             log(f"sampled {min(start + batch_size, len(todo))}/{len(todo)} rows")
-    return {"rows": len(rows), "sampled": len(todo), "resumed": len(done), "skipped_malformed": skipped}
+    return {"rows": len(rows), "sampled": len(todo) - unreadable, "resumed": len(done), "skipped_malformed": skipped,
+            "skipped_unreadable_clip": unreadable}

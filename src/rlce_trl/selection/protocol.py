@@ -35,20 +35,26 @@ def budget_subsets(row_id: str, n: int, budget: int, subsets: int, seed: int = 0
     return [rng.sample(range(n), budget) for _ in range(subsets)]
 
 
-def _run_selector(selector, items) -> tuple[list[Selection], int]:
-    """Selections for all items; when the batched call fails, item by item, failures counted."""
+def _run_selector(selector, items) -> tuple[list[Selection], dict[str, str]]:
+    """Selections for all items; when the batched call fails, item by item: a failing row gets the majority answer
+    with status `error`. Returns the selections and, per failing row id, its first failure as one line."""
     try:
-        return selector.select(items), 0
+        out = selector.select(items)
+        if len(out) != len(items):
+            raise RuntimeError(f"{len(out)} selections for {len(items)} items")
+        return out, {}
     except Exception:  # noqa: BLE001 - a selector's failure is data, reported per row
-        out, errors = [], 0
+        out, failures = [], {}
         for row, subset in items:
             try:
-                out.extend(selector.select([(row, subset)]))
-            except Exception:  # noqa: BLE001
-                errors += 1
+                (selection,) = selector.select([(row, subset)])
+                out.append(selection)
+            except Exception as error:  # noqa: BLE001
+                message = (str(error).strip().splitlines() or [""])[0][:300]
+                failures.setdefault(row.id, f"{type(error).__name__}: {message}")
                 out.append(Selection(majority_answer([row.candidates[i].answer for i in subset]), "error",
                                      len(subset)))
-        return out, errors
+        return out, failures
 
 
 def select_rows(rows: Sequence[PoolRow], selectors: Sequence, budgets: Sequence[int], output_dir: str | os.PathLike,
@@ -72,8 +78,10 @@ def select_rows(rows: Sequence[PoolRow], selectors: Sequence, budgets: Sequence[
                 for b in budgets:
                     items = [(r, s) for r in chunk if len(r.candidates) >= b
                              for s in budget_subsets(r.id, len(r.candidates), b, subsets, seed)]
-                    selections, _ = _run_selector(selector, items) if items else ([], 0)
-                    for (row, subset), sel in zip(items, selections):
+                    selections, failures = _run_selector(selector, items) if items else ([], {})
+                    for row_id, message in failures.items():
+                        records[row_id].setdefault("failures", {}).setdefault(selector.name, message)
+                    for (row, subset), sel in zip(items, selections, strict=True):
                         cell = records[row.id]["results"].setdefault(selector.name, {}).setdefault(str(b), [])
                         cell.append({"answer": sel.answer, "status": sel.status, "samples": sel.samples,
                                      "correct": row.is_correct(sel.answer), "subset": list(subset),
@@ -157,6 +165,7 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
         for b in budgets:
             acc, diffs, rev, harm, fallback, samples, errors, short = [], [], [], [], [], [], 0, 0
             flips, discordant, single = 0, [0, 0], True
+            won, won_ref = [], []  # cells with a winner (not a fallback): the winner vs gold, the reference vs gold
             for r in records:
                 cells = r["results"].get(name, {}).get(str(b))
                 refs = r["results"].get(reference, {}).get(str(b))
@@ -173,10 +182,14 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
                 flips += sum(c["status"] == "referee_flip" for c in cells)
                 single = single and len(cells) == 1
                 if refs and len(refs) == len(cells):
-                    discordant[0] += sum(bool(c["correct"]) and not m["correct"] for c, m in zip(cells, refs))
-                    discordant[1] += sum(not c["correct"] and bool(m["correct"]) for c, m in zip(cells, refs))
+                    paired = list(zip(cells, refs, strict=True))
+                    discordant[0] += sum(bool(c["correct"]) and not m["correct"] for c, m in paired)
+                    discordant[1] += sum(not c["correct"] and bool(m["correct"]) for c, m in paired)
                     diffs.append(row_acc - _mean([float(c["correct"]) for c in refs]))
-                    for c, m in zip(cells, refs):
+                    for c, m in zip(cells, refs, strict=True):
+                        if c["status"] in ("selected", "referee_flip"):
+                            won.append(float(c["correct"]))
+                            won_ref.append(float(m["correct"]))
                         if not m["correct"]:
                             if c.get("any_correct"):
                                 rev.append(float(c["correct"]))
@@ -188,9 +201,17 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
                 "ci95": [lo, hi], "reversal_rate": _mean(rev) if rev else None, "reversal_rows": len(rev),
                 "harm_rate": _mean(harm) if harm else None, "fallback_rate": _mean(fallback), "errors": errors,
                 "rows_short": short, "mean_samples": _mean(samples), "referee_flips": flips,
+                # group-level agreement: how often the selector's own winner (no fallback) is the gold answer, with
+                # its 95% bootstrap interval, and the reference's accuracy on the same cells
+                "winner_cells": len(won), "winner_accuracy": _mean(won) if won else None,
+                "winner_ci95": list(paired_bootstrap(won, resamples)) if won else None,
+                "reference_on_winner_cells": _mean(won_ref) if won_ref else None,
                 # exact McNemar against the reference, when each row has one subset (b = n): paired 0/1 outcomes
                 "mcnemar_p": mcnemar_exact(*discordant) if single and diffs and name != reference else None,
             }
+        failed = [r["failures"][name] for r in records if name in r.get("failures", {})]
+        if failed:
+            summary.setdefault("selector_failures", {})[name] = {"rows": len(failed), "first": failed[0]}
         costs = [r["cost"][name] for r in records if name in r.get("cost", {})]
         summary["selectors"][name] = {
             "budgets": per_budget,
@@ -220,4 +241,13 @@ def format_table(summary: dict, reference: str = "majority") -> str:
                 f"{pct(m['reversal_rate'])} | {pct(m['harm_rate'])} | "
                 f"{pct(m['fallback_rate'])} | {m['mean_samples']:.2f} | {cost.get('calls', 0):.2f} | "
                 f"{cost.get('tokens', 0):.1f} | {cost.get('seconds', 0):.3f} |")
+    won = [(name, b, m) for name, s in summary["selectors"].items() if name != reference
+           for b, m in s["budgets"].items() if m.get("winner_cells")]
+    if won:
+        lines += ["", f"| selector | b | cells with a winner | winner = gold [95% CI] | {reference} on those cells |",
+                  "|---|---|---|---|---|"]
+        for name, b, m in won:
+            lo, hi = m["winner_ci95"]
+            lines.append(f"| {name} | {b} | {m['winner_cells']} | {pct(m['winner_accuracy'])} "
+                         f"[{pct(lo)}, {pct(hi)}] | {pct(m['reference_on_winner_cells'])} |")
     return "\n".join(lines)

@@ -34,6 +34,7 @@ from ..elect.election import (
 from ..evidence.prompts import render_context
 from ..evidence.state import Group
 from ..verifiers.base import Request, Sampling, Verifier
+from ..video.media import media_items
 from .pool import PoolCandidate, PoolRow
 
 Item = tuple[PoolRow, Sequence[int]]
@@ -120,12 +121,13 @@ class ScorerSelector:
     def select(self, items: Sequence[Item]) -> list[Selection]:
         groups = [
             Group(context=render_context(row.prompt), completions=[self._text(row.candidates[i]) for i in subset],
-                  labels=row.labels, question=row.question, key=f"{row.id}:{','.join(map(str, subset))}")
+                  labels=row.labels, question=row.question, key=f"{row.id}:{','.join(map(str, subset))}",
+                  media=media_items(row.prompt))  # a video row's clip: every verifier stage sees it
             for row, subset in items
         ]
         results, _ = self.scorer.score(groups)
         out = []
-        for (row, subset), result in zip(items, results):
+        for (row, subset), result in zip(items, results, strict=True):
             answers = _answers(row, subset)
             distinct = {a for a in answers if a is not None}
             if result.verified_answer is not None:
@@ -184,7 +186,7 @@ class ElectSelector:
             todo = [k for k, (*_, outcome) in enumerate(runs) if needs_referee(outcome)]
             requests = [self._referee_request(runs[k][0], runs[k][3]) for k in todo]
             replies = self.referee.generate(requests) if requests else []
-            for k, reply in zip(todo, replies):
+            for k, reply in zip(todo, replies, strict=True):
                 row, order, pool, outcome = runs[k]
                 word = (reply.texts[0] if reply.texts else "").strip().lower()
                 factor = next((v for w, v in REFEREE_DELTA.items() if word.startswith(w)), 0.0)
@@ -207,7 +209,7 @@ class ElectSelector:
         frames = ", ".join(map(str, sorted(e.consensus.get(e.winner, ())))) or "none"
         text = REFEREE_PROMPT.format(context=render_context(row.prompt), answer=e.winner, frames=frames)
         return Request([{"role": "user", "content": text}], Sampling(max_tokens=4),
-                       choices=tuple(REFEREE_DELTA), stage="elect_referee")
+                       choices=tuple(REFEREE_DELTA), stage="elect_referee", media=media_items(row.prompt))
 
 
 def elect_once(candidates: Sequence[Candidate], cfg: ElectConfig | None = None):

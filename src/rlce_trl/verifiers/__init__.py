@@ -2,7 +2,10 @@
 
 from .base import Reply, Request, Sampling, Verifier, VerifierStats, VerifierUnavailableError
 
-__all__ = ["Reply", "Request", "Sampling", "Verifier", "VerifierStats", "VerifierUnavailableError", "TransformersVerifier", "load_frozen_model"]
+__all__ = [
+    "Reply", "Request", "Sampling", "Verifier", "VerifierStats", "VerifierUnavailableError", "TransformersVerifier",
+    "load_frozen_model",
+]
 
 
 def __getattr__(name):

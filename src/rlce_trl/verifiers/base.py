@@ -163,5 +163,10 @@ class Verifier(ABC):
     def _generate(self, requests: list[Request]) -> list[Reply]:
         """Answer every request, in order. Never raise for one bad request: return `Reply.failed` for it."""
 
-    def close(self) -> None:
+    def transport_metrics(self) -> dict[str, float]:
+        """Cumulative transport counters the trainer logs under `<method>/` (retries, timeouts, restarts, ...);
+        in-process backends have none. A wrapper returns its wrapped verifier's, so that wrapping hides nothing."""
+        return {}
+
+    def close(self) -> None:  # noqa: B027 -- optional hook: most backends hold nothing to release
         """Release engines, processes and connections. Safe to call twice."""

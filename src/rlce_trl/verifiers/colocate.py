@@ -94,6 +94,9 @@ class ColocatedVLLMVerifier(ServerVerifier):
                 logger.warning("Could not put the verifier server to sleep: %s", error)
         super()._after_call(replies)
 
+    def transport_metrics(self) -> dict[str, float]:
+        return {**super().transport_metrics(), "verifier_restarts_total": float(self.restarts)}
+
     def close(self) -> None:
         try:
             super().close()

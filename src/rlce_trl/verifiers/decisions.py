@@ -96,7 +96,7 @@ def decide(requests: list[Request], send: Callable[[list[Request]], list[Reply]]
             owners.append((k, "field"))
         answers = send(batch) if batch else []
         still = []
-        for (k, kind), reply in zip(owners, answers):
+        for (k, kind), reply in zip(owners, answers, strict=True):
             if kind == "plain":
                 replies[k] = reply
                 continue
@@ -124,6 +124,6 @@ def decide(requests: list[Request], send: Callable[[list[Request]], list[Reply]]
                 replies[k] = Reply([text] * n, ["stop"] * n, tokens[k] * n, choice_logprobs=logprobs[k])
         pending, first, round_ = still, False, round_ + 1
     if fallback:
-        for k, reply in zip(fallback, send([requests[k] for k in fallback])):
+        for k, reply in zip(fallback, send([requests[k] for k in fallback]), strict=True):
             replies[k] = reply
     return replies  # type: ignore[return-value]

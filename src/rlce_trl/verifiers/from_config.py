@@ -8,11 +8,9 @@ import shlex
 from .base import Verifier
 
 
-def remote_verifier(args, model_source: str, local_rank: int) -> Verifier:
-    """`verifier_mode="server"`: a client of the URLs in `args`. `verifier_mode="colocate"`: a vLLM server process
-    on this rank's GPU serving `model_source` (the initial checkpoint), and its client. Every process builds its
-    own: with the trainer's group ownership each process sends only the groups it scores."""
-    client = dict(
+def client_settings(args) -> dict:
+    """The HTTP client settings (`verifier_*`) every server client is built with: the verifier's and the partner's."""
+    return dict(
         max_concurrency=args.verifier_max_concurrency,
         timeout_s=args.verifier_timeout,
         request_deadline_s=args.verifier_request_deadline,
@@ -20,6 +18,13 @@ def remote_verifier(args, model_source: str, local_rank: int) -> Verifier:
         max_retries=args.verifier_max_retries,
         max_consecutive_failures=args.verifier_max_consecutive_failures,
     )
+
+
+def remote_verifier(args, model_source: str, local_rank: int) -> Verifier:
+    """`verifier_mode="server"`: a client of the URLs in `args`. `verifier_mode="colocate"`: a vLLM server process
+    on this rank's GPU serving `model_source` (the initial checkpoint), and its client. Every process builds its
+    own: with the trainer's group ownership each process sends only the groups it scores."""
+    client = client_settings(args)
     if args.verifier_mode == "server":
         from .server import ServerVerifier
 

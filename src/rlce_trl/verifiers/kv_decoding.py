@@ -176,7 +176,9 @@ class Decoded:
     logprobs: dict[str, float] | None = None
 
 
-def greedy_walk(rows: Rows, logits: torch.Tensor, automata: list, max_tokens: int, eos_ids: list[int]) -> list[Decoded]:
+def greedy_walk(
+    rows: Rows, logits: torch.Tensor, automata: list, max_tokens: int, eos_ids: list[int]
+) -> list[Decoded]:
     """Greedy constrained decoding of closed replies, reading logits only where the reply has a choice.
 
     At each decision the token is the arg-max of the logits over the allowed tokens (lowest id on a tie, as

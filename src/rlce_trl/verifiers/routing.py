@@ -9,6 +9,14 @@ from collections.abc import Sequence
 from .base import Request
 
 
+def normalize_base_url(url: str) -> str:
+    """`host:port`, `http://host:port/` or `.../v1` as `http://host:port` (the form the client appends paths to)."""
+    url = url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        url = "http://" + url
+    return url.removesuffix("/v1")
+
+
 def _common_prefix_len(a: str, b: str) -> int:
     n = min(len(a), len(b))
     i = 0

@@ -1,4 +1,4 @@
-"""The frozen verifier behind one or several OpenAI-compatible servers (`vllm serve <initial checkpoint>`, any endpoint).
+"""The frozen verifier behind one or several OpenAI-compatible servers (`vllm serve <checkpoint>`, any endpoint).
 
 ```
  evidence stage ── list[Request] ──► ServerVerifier.generate
@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from ..credentials import clean_url
 from ..video.media import openai_messages
 from .base import Reply, Request, Verifier, VerifierUnavailableError
-from .openai_http import HTTPRequestError, OpenAIHTTPClient, TransportStats
-from .routing import assign_urls, prefix_blocks  # noqa: F401  (prefix_blocks: public here since the first release)
 from .decisions import decide
+from .openai_http import HTTPRequestError, OpenAIHTTPClient, TransportStats
+from .routing import assign_urls, normalize_base_url, prefix_blocks  # noqa: F401  (prefix_blocks: public here)
 
 logger = logging.getLogger(__name__)
 
@@ -58,14 +58,6 @@ class ServerStats(TransportStats):
 
     failed_calls: int = 0  # generate calls in which no request succeeded
     structured_output_fallbacks: int = 0
-
-
-def _normalize_base_url(url: str) -> str:
-    url = url.strip().rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        url = "http://" + url
-    url = url.removesuffix("/v1")
-    return url
 
 
 class ServerVerifier(Verifier):
@@ -131,11 +123,11 @@ class ServerVerifier(Verifier):
 
         if isinstance(base_urls, str):
             base_urls = [u for u in base_urls.split(",") if u.strip()]
-        self.base_urls = [_normalize_base_url(u) for u in base_urls]
+        self.base_urls = [normalize_base_url(u) for u in base_urls]
         if not self.base_urls:
             raise ValueError("ServerVerifier needs at least one base URL.")
         if structured_output not in ("auto", "structured_outputs", "guided", "none"):
-            raise ValueError(f"structured_output must be auto, structured_outputs, guided or none, got {structured_output!r}.")
+            raise ValueError(f"structured_output={structured_output!r}: use auto, structured_outputs, guided or none.")
         if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0 or backoff_s < 0:
             raise ValueError("max_concurrency >= 1, max_retries >= 0, timeout_s > 0 and backoff_s >= 0 are required.")
         self.model = model
@@ -435,6 +427,10 @@ class ServerVerifier(Verifier):
                 f"verifier_max_consecutive_failures={self.max_consecutive_failures}); servers: "
                 f"{', '.join(map(self._shown, self.base_urls))}; last error: {self.last_error}"
             )
+
+    def transport_metrics(self) -> dict[str, float]:
+        stats = self.server_stats
+        return {"verifier_retries_total": float(stats.retries), "verifier_timeouts_total": float(stats.timeouts)}
 
     def close(self) -> None:
         if self._closed:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 import torch
 
 from .base import Reply, Request, Verifier
+from .hf import eos_token_ids, evaluating, generate_kwargs, load_frozen_model  # noqa: F401 - load_frozen_model: public here
 from .kv_decoding import Rows, Work, decode, greedy_walk, plan_prefixes, prefill_prefix, sample_tokens
 
 logger = logging.getLogger(__name__)
@@ -164,8 +165,7 @@ class TransformersVerifier(Verifier):
             model.requires_grad_(False)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        eos = model.generation_config.eos_token_id
-        self.eos_ids = sorted({*([eos] if isinstance(eos, int) else (eos or [])), tokenizer.eos_token_id} - {None})
+        self.eos_ids = eos_token_ids(model, tokenizer)
         self._automata: dict[str, _TemplateAutomaton] = {}
         #: Read shared prompt prefixes once and closed decisions at their slots (False: every request through
         #: `model.generate`, the previous behaviour, kept for comparisons).
@@ -185,23 +185,19 @@ class TransformersVerifier(Verifier):
         ]
         replies: list[Reply | None] = [None] * len(requests)
         self.last_work = Work()
-        was_training = self.model.training
-        with self.context(), torch.inference_mode():
-            self.model.eval()
-            try:
-                for key in dict.fromkeys(settings):
-                    same = [k for k in range(len(requests)) if settings[k] == key]
-                    request = requests[same[0]]
-                    if self._fast_path(request):
-                        self._generate_shared(ids, same, request, replies)
-                        continue
-                    same.sort(key=lambda k: len(ids[k]))  # the generate path: short prompts together, less padding
-                    for start in range(0, len(same), self.batch_size):
-                        chunk = same[start : start + self.batch_size]
-                        for k, reply in zip(chunk, self._generate_chunk([ids[k] for k in chunk], request)):
-                            replies[k] = reply
-            finally:
-                self.model.train(was_training)
+        with self.context(), torch.inference_mode(), evaluating(self.model):
+            for key in dict.fromkeys(settings):
+                same = [k for k in range(len(requests)) if settings[k] == key]
+                request = requests[same[0]]
+                if self._fast_path(request):
+                    self._generate_shared(ids, same, request, replies)
+                    continue
+                same.sort(key=lambda k: len(ids[k]))  # the generate path: short prompts together, less padding
+                for start in range(0, len(same), self.batch_size):
+                    chunk = same[start : start + self.batch_size]
+                    chunk_replies = self._generate_chunk([ids[k] for k in chunk], request)
+                    for k, reply in zip(chunk, chunk_replies, strict=True):
+                        replies[k] = reply
         return replies  # type: ignore[return-value]
 
     def _automaton(self, request: Request) -> _TemplateAutomaton | None:
@@ -271,16 +267,7 @@ class TransformersVerifier(Verifier):
         tok.padding_side = "left"
         batch = tok.pad({"input_ids": prompts}, return_tensors="pt").to(self.model.device)
         prompt_len = batch["input_ids"].shape[1]
-        kwargs = dict(
-            max_new_tokens=sampling.max_tokens,
-            num_return_sequences=sampling.n,
-            pad_token_id=tok.pad_token_id,
-            eos_token_id=self.eos_ids,
-        )
-        if sampling.greedy:
-            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        else:
-            kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k or None)
+        kwargs = generate_kwargs(sampling, tok.pad_token_id, self.eos_ids)
         automaton = self._automaton(request)
         if automaton is not None:
             kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
@@ -302,36 +289,3 @@ def replies_from_generate(output, count: int, sampling, eos_ids, tokenizer) -> l
             finishes.append("stop" if ends or stop < sampling.max_tokens else "length")
         replies.append(Reply(texts=texts, finish_reasons=finishes, num_tokens=num_tokens))
     return replies
-
-
-def load_frozen_model(name_or_path: str, device=None, dtype: torch.dtype | str | None = None, **kwargs):
-    """Load a model and tokenizer as a frozen verifier: eval mode, no gradients, left padding.
-
-    Under DeepSpeed ZeRO-3, transformers would shard any model loaded during training (`zero.Init`), and generating
-    with a sharded model is a collective that every rank must join. The verifier copy is loaded unsharded instead,
-    so each rank can score its own groups independently."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    with _without_zero3_init():
-        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype or "auto", **kwargs)
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, padding_side="left")
-    if device is not None:
-        model.to(device)
-    model.eval()
-    model.requires_grad_(False)
-    return model, tokenizer
-
-
-@contextlib.contextmanager
-def _without_zero3_init():
-    try:
-        from transformers.integrations import deepspeed as hf_ds
-    except ImportError:  # pragma: no cover - transformers always ships it
-        yield
-        return
-    saved = getattr(hf_ds, "_hf_deepspeed_config_weak_ref", None)
-    hf_ds._hf_deepspeed_config_weak_ref = None
-    try:
-        yield
-    finally:
-        hf_ds._hf_deepspeed_config_weak_ref = saved

@@ -114,8 +114,8 @@ class VLLMServerProcess:
             usual vLLM options.
         enable_sleep_mode: start with `--enable-sleep-mode` and the dev endpoints (`/sleep`, `/wake_up`).
         compact_json: JSON-schema outputs without free whitespace (`--structured-outputs-config
-            {"backend": "xgrammar", "disable_any_whitespace": true}`; vLLM 0.31 takes it per server, not per request): small models
-            otherwise spend `max_tokens` on spaces inside the JSON.
+            {"backend": "xgrammar", "disable_any_whitespace": true}`; vLLM 0.31 takes it per server, not per
+            request): small models otherwise spend `max_tokens` on spaces inside the JSON.
         extra_args: more command-line arguments, appended as is.
         env: extra environment variables of the child (e.g. `{"VLLM_CPU_KVCACHE_SPACE": "1"}` on CPU).
         log_path: where its stdout/stderr go (default: a temporary file, kept after exit for post-mortems).

@@ -19,7 +19,8 @@ import torch
 
 from ..video.media import with_media
 from .base import Reply, Request, Verifier
-from .transformers_backend import _TemplateAutomaton, _without_zero3_init, replies_from_generate, template_of
+from .hf import eos_token_ids, evaluating, generate_kwargs, load_frozen_vlm  # noqa: F401 - load_frozen_vlm: public here
+from .transformers_backend import _TemplateAutomaton, replies_from_generate, template_of
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +56,7 @@ class VisionLanguageVerifier(Verifier):
         self.tokenizer = processor.tokenizer
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        eos = model.generation_config.eos_token_id
-        self.eos_ids = sorted(
-            {*([eos] if isinstance(eos, int) else (eos or [])), self.tokenizer.eos_token_id} - {None}
-        )
+        self.eos_ids = eos_token_ids(model, self.tokenizer)
         self._encoder = VisionLanguageGenerator(None, processor)
         self._automata: dict[str, _TemplateAutomaton] = {}
         # a sampled pad token would have no pixels behind it
@@ -72,20 +70,15 @@ class VisionLanguageVerifier(Verifier):
         ]
         order = sorted(range(len(requests)), key=settings.__getitem__)  # stable: groups keep their order
         replies: list[Reply | None] = [None] * len(requests)
-        was_training = self.model.training
-        with self.context(), torch.inference_mode():
-            self.model.eval()
-            try:
-                start = 0
-                while start < len(order):
-                    same = [k for k in order[start:] if settings[k] == settings[order[start]]]
-                    for begin in range(0, len(same), self.batch_size):
-                        chunk = same[begin : begin + self.batch_size]
-                        for k, reply in zip(chunk, self._generate_chunk([requests[k] for k in chunk])):
-                            replies[k] = reply
-                    start += len(same)
-            finally:
-                self.model.train(was_training)
+        with self.context(), torch.inference_mode(), evaluating(self.model):
+            start = 0
+            while start < len(order):
+                same = [k for k in order[start:] if settings[k] == settings[order[start]]]
+                for begin in range(0, len(same), self.batch_size):
+                    chunk = same[begin : begin + self.batch_size]
+                    for k, reply in zip(chunk, self._generate_chunk([requests[k] for k in chunk]), strict=True):
+                        replies[k] = reply
+                start += len(same)
         return replies  # type: ignore[return-value]
 
     def _generate_chunk(self, requests: list[Request]) -> list[Reply]:
@@ -97,20 +90,9 @@ class VisionLanguageVerifier(Verifier):
             tok.padding_side = side
         batch = batch.to(self.model.device)
         prompt_len = batch["input_ids"].shape[1]
-        kwargs = {
-            "max_new_tokens": sampling.max_tokens,
-            "num_return_sequences": sampling.n,
-            "pad_token_id": tok.pad_token_id,
-            "eos_token_id": self.eos_ids,
-        }
+        kwargs = generate_kwargs(sampling, tok.pad_token_id, self.eos_ids)
         if self._suppress:
             kwargs["suppress_tokens"] = self._suppress
-        if sampling.greedy:
-            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        else:
-            kwargs.update(
-                do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k or None
-            )
         template = template_of(request.choices, request.json_schema)
         if template is not None:
             key = json.dumps(template)
@@ -120,21 +102,6 @@ class VisionLanguageVerifier(Verifier):
             kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
         output = self.model.generate(**batch, **kwargs)[:, prompt_len:]
         return replies_from_generate(output, len(requests), sampling, self.eos_ids, tok)
-
-
-def load_frozen_vlm(name_or_path: str, device=None, dtype: torch.dtype | str | None = None):
-    """A vision-language model and its processor as a frozen verifier (eval mode, no gradients, never ZeRO-3
-    sharded: each rank scores its own groups)."""
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    with _without_zero3_init():
-        model = AutoModelForImageTextToText.from_pretrained(name_or_path, dtype=dtype or "auto")
-    processor = AutoProcessor.from_pretrained(name_or_path)
-    if device is not None:
-        model.to(device)
-    model.eval()
-    model.requires_grad_(False)
-    return model, processor
 
 
 def build_vlm_verifier(trainer, model_arg) -> VisionLanguageVerifier:

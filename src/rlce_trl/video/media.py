@@ -110,17 +110,24 @@ def resolve(item: dict) -> tuple[list, dict]:
     return frames, metadata
 
 
-def text_only_prompt(prompt):
-    """The prompt with its video blocks removed (the `text` video input, and frame-stripped controls)."""
+def map_video_blocks(prompt, fn):
+    """The prompt with each video block `b` replaced by `fn(b)` (dropped when `fn(b)` is `None`); a plain-string
+    prompt is returned as it is."""
     if isinstance(prompt, str):
         return prompt
     out = []
     for message in prompt:
         content = message.get("content")
         if isinstance(content, list):
-            content = [b for b in content if not (isinstance(b, dict) and b.get("type") == "video")]
+            content = [fn(b) if isinstance(b, dict) and b.get("type") == "video" else b for b in content]
+            content = [b for b in content if b is not None]
         out.append({**message, "content": content})
     return out
+
+
+def text_only_prompt(prompt):
+    """The prompt with its video blocks removed (the `text` video input, and frame-stripped controls)."""
+    return map_video_blocks(prompt, lambda block: None)
 
 
 def _first_user(messages: list[dict]) -> int:

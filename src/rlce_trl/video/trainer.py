@@ -232,14 +232,15 @@ class VideoGRPOMixin:
             counts.append(len(blocks))
         batch = VisionLanguageGenerator(None, self.processing_class).encode(conversations)
         mask = batch["attention_mask"].bool()
-        prompt_ids = [ids[m].tolist() for ids, m in zip(batch["input_ids"], mask)]
+        prompt_ids = [ids[m].tolist() for ids, m in zip(batch["input_ids"], mask, strict=True)]
         grids = batch["video_grid_thw"]
         grid_list = list(torch.split(grids, counts))
         pixel_list = list(torch.split(batch["pixel_values_videos"], [int(g.prod(-1).sum()) for g in grid_list]))
         self._video_ctx = (pixel_list, grid_list)
         fields = {"pixel_values_videos": batch["pixel_values_videos"], "video_grid_thw": grids}
         if "mm_token_type_ids" in batch:
-            fields["mm_token_type_ids"] = [t[m].tolist() for t, m in zip(batch["mm_token_type_ids"], mask)]
+            types = batch["mm_token_type_ids"]
+            fields["mm_token_type_ids"] = [t[m].tolist() for t, m in zip(types, mask, strict=True)]
         return prompt_ids, None, fields
 
     @staticmethod

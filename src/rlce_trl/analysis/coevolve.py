@@ -1,0 +1,102 @@
+"""Co-evolution runs side by side, with their compute: the `state.json` that `rlce-trl coevolve` writes (validation
+per round, best round, wall / CPU / device hours per phase), and optionally RLCE runs for the paper's cost ratio
+("co-evolution costs 3-6 times RLCE's GPU-hours", App. D.4-D.6).
+
+    rlce-trl analyze coevolve runs/prefeval_rlac [--rlce outputs/prefeval_rlce --rlce_gpus 8]
+
+An RLCE run's device-hours are its `train_runtime` (from `trainer_state.json`) times `--rlce_gpus`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..coevolution.state import totals as run_totals
+from ..errors import InputError
+
+
+def load_coevolve(path: str | Path) -> dict:
+    """A co-evolution run's `state.json` (the run folder or the file)."""
+    path = Path(path)
+    file = path / "state.json" if path.is_dir() else path
+    try:
+        state = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"No state.json under {path}: pass the --output_dir of `rlce-trl coevolve`.") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{file} is not valid JSON ({error}).") from None
+    if not isinstance(state, dict) or "steps" not in state or "method" not in state:
+        raise InputError(f"{file} is not a co-evolution state file (no 'method' / 'steps').")
+    state["run"] = path.name if path.is_dir() else path.parent.name
+    return state
+
+
+def rlce_device_hours(path: str | Path, gpus: int) -> float:
+    """An RLCE run's device-hours: `train_runtime` of its `trainer_state.json` times `gpus`."""
+    file = Path(path) / "trainer_state.json"
+    try:
+        history = json.loads(file.read_text(encoding="utf-8")).get("log_history", [])
+    except (OSError, json.JSONDecodeError) as error:
+        raise InputError(f"{file}: cannot read it ({error}); pass the output_dir of a finished training run.") \
+            from None
+    runtimes = [e["train_runtime"] for e in history if isinstance(e, dict) and "train_runtime" in e]
+    if not runtimes:
+        raise InputError(f"{file} has no train_runtime: pass the output_dir of a finished training run.")
+    return runtimes[-1] * gpus / 3600
+
+
+def table(runs: list[dict], rlce_hours: float | None = None) -> str:
+    """Markdown: per run the validation score of every round, the best round, hours (wall, CPU, device) and, with
+    an RLCE reference, the device-hours ratio."""
+    width = max((len(r["validations"]) for r in runs), default=0)
+    head = ["run", "method", *[f"round {i}" for i in range(width)], "best", "wall h", "CPU h", "device h"]
+    head += ["x RLCE"] if rlce_hours else []
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
+    for run in runs:
+        scores = [v.get("score") for v in run["validations"]]
+        cells = [run["run"], run["method"]]
+        cells += ["n/a" if s is None else f"{100 * s:.2f}" for s in scores] + [""] * (width - len(scores))
+        best = run.get("best")
+        cells.append(f"round {best['round']}" if best else "-")
+        totals = run_totals(run)
+        cells += [f"{totals['wall_s'] / 3600:.2f}", f"{totals['cpu_s'] / 3600:.2f}", f"{totals['device_hours']:.2f}"]
+        if rlce_hours:
+            cells.append(f"{totals['device_hours'] / rlce_hours:.1f}")
+        status = "" if run.get("done") else " (unfinished)"
+        lines.append("| " + " | ".join(cells) + " |" + status)
+    return "\n".join(lines)
+
+
+def per_phase(run: dict) -> str:
+    """Markdown: wall seconds and device-hours per phase and step kind of one run."""
+    rows: dict[str, list[float]] = {}
+    for step in run["steps"]:
+        entry = rows.setdefault(f"{step['phase']} / {step['kind']}", [0.0, 0.0, 0])
+        entry[0] += step["wall_s"]
+        entry[1] += step["device_hours"]
+        entry[2] += 1
+    lines = [f"{run['run']}:", "| phase / step | runs | wall s | device h |", "|---|---:|---:|---:|"]
+    lines += [f"| {k} | {v[2]} | {v[0]:.1f} | {v[1]:.3f} |" for k, v in rows.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rlce-trl analyze coevolve", description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", help="output folders of `rlce-trl coevolve` runs")
+    parser.add_argument("--rlce", default=None, help="an RLCE run's output_dir, for the device-hours ratio")
+    parser.add_argument("--rlce_gpus", type=int, default=None, help="GPUs the RLCE run used")
+    parser.add_argument("--out", default=None, help="also write the tables to this Markdown file")
+    args = parser.parse_args(argv)
+    if args.rlce and not (args.rlce_gpus and args.rlce_gpus > 0):
+        raise InputError("--rlce needs --rlce_gpus N (the GPUs that run used) to turn its runtime into GPU-hours.")
+    runs = [load_coevolve(p) for p in args.runs]
+    rlce_hours = rlce_device_hours(args.rlce, args.rlce_gpus) if args.rlce else None
+    text = "\n\n".join([table(runs, rlce_hours), *(per_phase(r) for r in runs)])
+    if rlce_hours is not None:
+        text += f"\n\nRLCE reference: {rlce_hours:.2f} device-hours ({args.rlce})."
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    return 0

@@ -1,0 +1,20 @@
+"""Co-evolution baselines (RLCE paper App. D.4-D.6): two policies trained against each other, phase by phase.
+
+Every phase is one GRPO run of `RLCEGRPOTrainer` with a special group scorer (`rlac_generator`, `rlac_critic`, ...,
+registered in `rlce_trl.methods`) and a frozen partner model (`partner_*` config keys). The driver (`rlce-trl
+coevolve`, [`rlce_trl.coevolution.driver`]) alternates the phases round after round, each in its own process, builds
+the data between them, validates after every round, keeps the best checkpoint and resumes from `state.json`.
+
+- `base`: [`PhaseSpec`] and the [`CoevolutionMethod`] protocol.
+- `state`: `state.json`, written atomically.
+- `driver`: the loop; `phase`: the subprocess entry (train / build / validate one step).
+- `rlac`: RLAC's scorers and harvest; `registry`: the methods `rlce-trl coevolve --method` knows.
+- `visplay`, `video_zero` (+ `selfplay`, `bleu`, `lexicons`): VisPlay's and Video-Zero's rewards, scorers and data
+  builders; `selfplay_methods`: their driver loops and the reasoner / solver rewards as group scorers.
+
+Nothing here imports torch at module level.
+"""
+
+from .base import CoevolutionMethod, PhaseSpec
+
+__all__ = ["CoevolutionMethod", "PhaseSpec"]

@@ -1,0 +1,139 @@
+"""`rlce-trl coevolve`: run a co-evolution baseline (RLAC; VisPlay and Video-Zero when their modules are there).
+
+    rlce-trl coevolve --method rlac --config prefeval_rlac --train_file train.jsonl \
+        --validation_file validation.jsonl --output_dir runs/rlac [--resume] [--<recipe key> <value> ...]
+
+Any further `--key value` overrides the recipe in every phase (e.g. `--max_completion_length 64`). Bad flags, files
+or recipes end in one line (`InputError`); a failing phase ends in one line naming the phase and its log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+
+from ..errors import InputError, MissingInputError
+
+USAGE = ("rlce-trl coevolve --method {rlac,visplay,video_zero} --config <recipe> --train_file <jsonl> "
+         "[--validation_file <jsonl>] --output_dir <dir> [--resume] [--<recipe key> <value> ...]")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlce-trl coevolve", usage=USAGE, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--method", required=True, help="rlac, visplay or video_zero.")
+    parser.add_argument("--config", required=True, help="Recipe: a YAML path or a name from `rlce-trl recipes`.")
+    parser.add_argument("--train_file", default=None, help="The corpus (JSONL); default: the recipe's train_file.")
+    parser.add_argument("--validation_file", default=None, help="Validation rows with gold (JSONL).")
+    parser.add_argument("--media_root", default=None, help="Folder the HBA clip paths are relative to.")
+    parser.add_argument("--output_dir", required=True, help="The run's folder (state.json, logs, checkpoints).")
+    parser.add_argument("--resume", action="store_true", help="Continue the run in --output_dir from state.json.")
+    return parser
+
+
+def _check_file(flag: str, path: str | None, required: bool) -> str | None:
+    if path is None:
+        if required:
+            raise InputError(f"{flag} is required: pass the file (or set it in the recipe).")
+        return None
+    if not os.path.isfile(path):
+        raise MissingInputError(f"{flag} {path!r} does not exist or is not a file: pass an existing JSONL file.")
+    return path
+
+
+class _Raising(argparse.ArgumentParser):
+    def error(self, message):
+        raise InputError(f"{message}. Usage: {USAGE}")
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[:1] in (["-h"], ["--help"]):
+        build_parser().print_help()
+        return 0 if argv else 2
+    parser = build_parser()
+    parser.__class__ = _Raising
+    args, extra = parser.parse_known_args(argv)
+    if any(a.startswith("-") and not a.startswith("--") for a in extra[:1]):
+        raise InputError(f"unknown flag {extra[0]!r}. Usage: {USAGE}")
+    from ..scripts.recipes import resolve_recipe
+    from .driver import Coevolver, DriverSettings, PhaseFailedError
+    from .registry import METHODS, get_method
+
+    if args.method not in METHODS:
+        raise InputError(f"--method {args.method!r}: use one of {', '.join(METHODS)}.")
+    get_method(args.method)  # a method whose modules are not there yet: named before anything is parsed
+
+    try:
+        recipe = resolve_recipe(args.config)
+    except FileNotFoundError as error:
+        raise MissingInputError(str(error)) from None
+    overrides = list(extra)
+    for flag in ("train_file", "validation_file", "media_root"):
+        if getattr(args, flag):
+            overrides += [f"--{flag}", getattr(args, flag)]
+    script_args, training_args, model_args = _parse_recipe(recipe, overrides, args.output_dir)
+    if script_args.coevolve_method and script_args.coevolve_method != args.method:
+        raise InputError(f"--method {args.method} but the recipe {recipe.name} is written for "
+                         f"{script_args.coevolve_method}: pass --method {script_args.coevolve_method} or another "
+                         "recipe.")
+    method = get_method(args.method, script_args.settings())
+    train_file = _check_file("--train_file", script_args.train_file, required=True)
+    validation_file = _check_file("--validation_file", script_args.validation_file, required=False)
+    if validation_file:
+        _check_validation(validation_file, script_args)
+    from ..scripts.utils import resolve_model
+
+    settings = DriverSettings(
+        recipe=str(recipe), train_file=train_file, validation_file=validation_file, output_dir=args.output_dir,
+        base_model=resolve_model(model_args.model_name_or_path), rounds=script_args.coevolve_rounds,
+        settings=script_args.settings(), extra_args=overrides,
+        launcher=shlex.split(script_args.coevolve_launcher) if script_args.coevolve_launcher else None,
+        seed=training_args.seed,
+    )
+    try:
+        state = Coevolver(method, settings).run(resume=args.resume)
+    except PhaseFailedError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"state: {os.path.join(args.output_dir, 'state.json')}; summary: "
+          f"{os.path.join(args.output_dir, 'summary.json')} ({len(state['steps'])} steps)")
+    return 0
+
+
+def _parse_recipe(recipe, overrides: list[str], output_dir: str):
+    """The recipe with the overrides, parsed by the phase parser: a bad key or value is one line here, before any
+    phase starts."""
+    import contextlib
+    import io
+
+    from .phase import make_parser
+
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            return make_parser().parse_args_and_config(["--config", str(recipe), "--output_dir", output_dir,
+                                                        *overrides])
+    except SystemExit:
+        lines = [line for line in stderr.getvalue().splitlines() if line.strip()]
+        raise InputError(f"{recipe.name} with {' '.join(overrides) or 'no overrides'}: "
+                         f"{lines[-1] if lines else 'cannot be parsed'}") from None
+    except ValueError as error:
+        text = " ".join(str(error).split())
+        if "not used by the HfArgumentParser" in text:
+            text = (f"unknown keys {text.split(':', 1)[1].strip()}: every --key must be a recipe key (RLCEGRPOConfig, "
+                    "trl.ModelConfig or rlce_trl.coevolution.phase.CoevolveArguments)")
+        raise InputError(f"{recipe.name}: {text}") from None
+
+
+def _check_validation(path: str, script_args) -> None:
+    """Validation rows must load, and free-text rows need the recipe's judge: checked before any phase runs."""
+    from .registry import load_validation
+
+    try:
+        rows = load_validation(path, script_args.hba_task)
+    except (ValueError, OSError) as error:
+        raise InputError(f"--validation_file: {error}") from None
+    if not any(r.get("answer_options") for r in rows) and not (script_args.judge_base_url and script_args.judge_model):
+        raise InputError("The validation rows are free text: validation needs an LLM judge; set judge_base_url and "
+                         "judge_model in the recipe (any OpenAI-compatible endpoint), or drop --validation_file.")

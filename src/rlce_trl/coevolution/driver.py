@@ -1,0 +1,317 @@
+"""The co-evolution driver: phases round after round, each in its own process, with a resumable state file.
+
+A round of a method is a list of steps: for each of its phases, `build` (the phase's training data, from the corpus
+and the checkpoints so far) then `train` (one GRPO run); then `validate` (the validated role, with the task's
+validation function) when there is a validation file. Every step that loads a model runs as
+
+    python -m rlce_trl.coevolution.phase --job <step folder>/job.json       (train: under `coevolve_launcher`)
+
+so GPU memory and vLLM engines are released between phases; its output goes to `<output_dir>/logs/<step>.log`. After
+every step `state.json` is rewritten atomically: the next step, each role's checkpoint, the data files, validations
+and the best checkpoint, the wall, CPU and device seconds of every step and of the run. `--resume` continues at the
+first step not finished (a step killed halfway reruns from scratch; a finished one never reruns). A failing step
+leaves the state at that step, records it under `failed`, and raises [`PhaseFailedError`] naming the phase and its
+log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+from .base import BuildContext, CoevolutionMethod, PhaseSpec
+from .state import new_state, read_state, record_step, totals, write_state
+
+PHASE_MODULE = "rlce_trl.coevolution.phase"
+REPORT_FILE = "report.json"
+
+
+class PhaseFailedError(RuntimeError):
+    """A step of the run failed; the message names the round, the phase and its log."""
+
+
+@dataclass
+class DriverSettings:
+    """How to run one co-evolution.
+
+    Args:
+        recipe: the recipe YAML every phase parses (`--config`).
+        train_file / validation_file: the corpus and the validation rows (with gold); `validation_file=None` skips
+            validation (the last checkpoint of the validated role is then the result).
+        output_dir: the run's folder (state, logs, data, checkpoints).
+        base_model: the initial model (every role starts from it; the frozen verifier throughout).
+        rounds: rounds to run.
+        settings: the recipe's `coevolve_*` values, passed to the method's `phases`.
+        extra_args: command-line overrides passed to every step (`["--max_completion_length", "16"]`).
+        launcher: the command that starts a train step's process (e.g. `["accelerate", "launch", "--config_file",
+            "multi_gpu.yaml"]`); `None`: this Python.
+        phase_command: the phase entry point (tests put a fake here); default `python -m rlce_trl.coevolution.phase`.
+        seed: the run's seed.
+    """
+
+    recipe: str
+    train_file: str
+    validation_file: str | None
+    output_dir: str
+    base_model: str
+    rounds: int
+    settings: dict = field(default_factory=dict)
+    extra_args: list[str] = field(default_factory=list)
+    launcher: list[str] | None = None
+    phase_command: list[str] | None = None
+    seed: int = 0
+
+
+def round_steps(method: CoevolutionMethod, round_: int, settings: DriverSettings) -> list[dict]:
+    """The steps of a round: `{"id", "kind", "phase"}` (phase as a dict; `None` for validate)."""
+    steps = []
+    for phase in method.phases(round_, settings.settings):
+        for kind in ("build", "train"):
+            steps.append({"id": f"r{round_}-{phase.name}-{kind}", "kind": kind, "phase": phase.to_dict()})
+    if settings.validation_file:
+        steps.append({"id": f"r{round_}-validate", "kind": "validate", "phase": None})
+    return steps
+
+
+def _die_with_parent() -> None:  # a phase process must not outlive a driver that was killed (Linux)
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def run_command(command: list[str], log_path: Path) -> int:
+    """Run one step's process with its output in `log_path`; its exit code."""
+    with open(log_path, "ab") as log:
+        log.write(f"$ {' '.join(command)}\n".encode())
+        log.flush()
+        return subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              preexec_fn=_die_with_parent, check=False).returncode
+
+
+class Coevolver:
+    """Runs a [`CoevolutionMethod`] with [`DriverSettings`]; `runner(command, log_path) -> exit code` starts a step's
+    process (tests pass their own)."""
+
+    def __init__(self, method: CoevolutionMethod, settings: DriverSettings,
+                 runner: Callable[[list[str], Path], int] = run_command, log: Callable[[str], None] = print):
+        self.method, self.settings, self.runner, self.log = method, settings, runner, log
+        self.output_dir = Path(settings.output_dir)
+
+    # -- the loop -----------------------------------------------------------------------------------------------------
+    def run(self, resume: bool = False) -> dict:
+        """Run (or, with `resume`, continue) the co-evolution; the final state."""
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        with self._lock():
+            state = self._initial_state(resume)
+            while not state["done"]:
+                steps = round_steps(self.method, state["round"], self.settings)
+                if state["step"] >= len(steps):
+                    state["round"], state["step"] = state["round"] + 1, 0
+                    state["done"] = state["round"] >= state["rounds"]
+                    write_state(self.output_dir, state)
+                    continue
+                self._run_step(state, steps[state["step"]])
+                state["step"] += 1
+                write_state(self.output_dir, state)
+            self._write_summary(state)
+            return state
+
+    def _initial_state(self, resume: bool) -> dict:
+        state = read_state(self.output_dir)
+        if state is None:
+            if resume:
+                raise InputError(f"--resume: {self.output_dir} has no state.json; run without --resume to start.")
+            state = new_state(self.method.name, self.settings.base_model, self.method.roles, self.settings.rounds,
+                              self.method.validated_role)
+            write_state(self.output_dir, state)
+            return state
+        if not resume:
+            raise InputError(f"{self.output_dir} already holds a {state['method']} run: pass --resume to continue it, "
+                             "or another --output_dir.")
+        if state["method"] != self.method.name:
+            raise InputError(f"{self.output_dir} holds a {state['method']} run, not {self.method.name}: pass "
+                             f"--method {state['method']} or another --output_dir.")
+        if self.settings.rounds != state["rounds"]:  # more (or fewer) rounds on resume: the recipe decides
+            state["rounds"] = self.settings.rounds
+            state["done"] = state["round"] >= state["rounds"]
+        state["failed"] = None
+        self.log(f"resuming {state['method']} at round {state['round']}, step {state['step']}")
+        return state
+
+    @contextlib.contextmanager
+    def _lock(self):
+        import fcntl
+
+        with open(self.output_dir / ".coevolve.lock", "w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise InputError(f"Another rlce-trl coevolve is running on {self.output_dir}: wait for it, or pass "
+                                 "another --output_dir.") from None
+            yield
+
+    # -- one step -----------------------------------------------------------------------------------------------------
+    def _step_dir(self, state: dict, step: dict) -> Path:
+        return self.output_dir / f"round-{state['round']}" / step["id"].split("-", 1)[1]
+
+    def _run_step(self, state: dict, step: dict) -> None:
+        phase = PhaseSpec.from_dict(step["phase"]) if step["phase"] else None
+        step_dir = self._step_dir(state, step)
+        log_path = self.output_dir / "logs" / f"{step['id']}.log"
+        job = self._job(state, step, phase, step_dir)
+        done = _read_report(step_dir)
+        if done is not None and _same_job(step_dir, job):  # it finished, the driver died before recording it
+            self.log(f"round {state['round']}: {step['id']} had finished before the driver stopped: not rerun")
+            self._record(state, step, phase, job, done, done.get("wall_s", 0.0), 0.0, log_path)
+            return
+        if step_dir.exists():  # leftovers of a step killed halfway: it reruns from scratch
+            shutil.rmtree(step_dir)
+        step_dir.mkdir(parents=True)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        (step_dir / "job.json").write_text(json.dumps(job, indent=2))
+        self.log(f"round {state['round']}: {step['kind']} {phase.name if phase else state['validated_role']} "
+                 f"(log: {log_path})")
+        start, cpu_before = time.monotonic(), _children_cpu()
+        if step["kind"] == "build" and phase.build_in_process:
+            code = self._build_here(state, phase, job, log_path)
+        else:
+            command = [*(self.settings.phase_command or [sys.executable, "-m", PHASE_MODULE]),
+                       "--job", str(step_dir / "job.json")]
+            if step["kind"] == "train" and self.settings.launcher and not self.settings.phase_command:
+                command = [*self.settings.launcher, "-m", PHASE_MODULE, "--job", str(step_dir / "job.json")]
+            code = self.runner(command, log_path)
+        wall, cpu = time.monotonic() - start, _children_cpu() - cpu_before
+        report = _read_report(step_dir)
+        if code != 0 or report is None:
+            state["failed"] = {"step": step["id"], "kind": step["kind"], "phase": phase.name if phase else "validate",
+                               "log": str(log_path), "returncode": code}
+            write_state(self.output_dir, state)
+            what = f"phase '{phase.name}' ({step['kind']})" if phase else f"validation of {state['validated_role']}"
+            reason = f"exit code {code}" if code != 0 else f"no {REPORT_FILE} written"
+            raise PhaseFailedError(f"round {state['round']}: {what} failed ({reason}); its log: {log_path} "
+                                   f"(last line: {_last_line(log_path)!r}). Fix the cause and rerun with --resume.")
+        self._record(state, step, phase, job, report, wall, cpu, log_path)
+
+    def _record(self, state, step, phase, job, report, wall, cpu, log_path) -> None:
+        gpus = int(report.get("gpus", 0))
+        record_step(state, {"id": step["id"], "round": state["round"], "kind": step["kind"],
+                            "phase": phase.name if phase else "validate", "wall_s": round(wall, 3),
+                            "cpu_s": round(cpu, 3), "gpus": gpus, "device_hours": wall * gpus / 3600,
+                            "log": str(log_path), "result": report.get("result", {})})
+        self._apply(state, step, phase, job, report)
+
+    def _job(self, state: dict, step: dict, phase: PhaseSpec | None, step_dir: Path) -> dict:
+        s = self.settings
+        checkpoints = dict(state["checkpoints"])
+        job = {"kind": step["kind"], "method": self.method.name, "round": state["round"], "step": step["id"],
+               "phase": step["phase"], "recipe": os.path.abspath(s.recipe),
+               "train_file": os.path.abspath(s.train_file),
+               "validation_file": os.path.abspath(s.validation_file) if s.validation_file else None,
+               "base_model": s.base_model, "checkpoints": checkpoints, "output_dir": str(step_dir.resolve()),
+               "extra_args": list(s.extra_args), "seed": s.seed, "data": dict(state["data"])}
+        if phase is not None:
+            job["data_file"] = state["data"].get(phase.name)
+            job["start_model"] = checkpoints[phase.role]
+            partner = checkpoints.get(phase.partner_role) if phase.partner_role else None
+            job["partner"] = partner if partner and partner != s.base_model else None
+            if step["kind"] == "build":
+                job["data_file"] = str(step_dir.resolve() / "train.jsonl")
+        else:
+            job["model"] = checkpoints[self.method.validated_role]
+        return job
+
+    def _build_here(self, state: dict, phase: PhaseSpec, job: dict, log_path: Path) -> int:
+        ctx = BuildContext(state["round"], phase, job["checkpoints"], job["base_model"], job["train_file"],
+                           job["data_file"], None, job["seed"], dict(job["data"]))
+        try:
+            counts = self.method.build_data(ctx)
+        except (InputError, OSError, ValueError) as error:
+            with open(log_path, "a") as log:
+                log.write(f"error: {error}\n")
+            return 1
+        write_report(Path(job["output_dir"]), {"ok": True, "gpus": 0, "result": counts})
+        return 0
+
+    def _apply(self, state: dict, step: dict, phase: PhaseSpec | None, job: dict, report: dict) -> None:
+        if step["kind"] == "build":
+            state["data"][phase.name] = job["data_file"]
+        elif step["kind"] == "train":
+            state["checkpoints"][phase.role] = report["result"]["checkpoint"]
+        else:
+            score = report["result"].get("score")
+            entry = {"round": state["round"], "score": score, "checkpoint": job["model"],
+                     "folder": job["output_dir"]}
+            state["validations"].append(entry)
+            best = state["best"]
+            if score is not None and (best is None or score > best["score"]):
+                state["best"] = entry
+            self.log(f"round {state['round']}: validation {score} (best {state['best'] and state['best']['score']})")
+
+    def _write_summary(self, state: dict) -> None:
+        result = state["best"]["checkpoint"] if state["best"] else state["checkpoints"][state["validated_role"]]
+        summary = {"method": state["method"], "rounds": state["rounds"], "result_checkpoint": result,
+                   "best": state["best"], "validations": state["validations"], "totals": totals(state),
+                   "per_phase": _per_phase(state)}
+        (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        spent = totals(state)
+        self.log(f"done: {state['validated_role']} checkpoint {result}; wall {spent['wall_s'] / 3600:.2f} h, "
+                 f"device {spent['device_hours']:.2f} GPU-h, CPU {spent['cpu_hours']:.2f} h")
+
+
+def _per_phase(state: dict) -> dict:
+    """Wall seconds and device-hours summed per phase name (build, train and validate apart)."""
+    out: dict[str, dict] = {}
+    for record in state["steps"]:
+        entry = out.setdefault(f"{record['phase']}/{record['kind']}", {"wall_s": 0.0, "device_hours": 0.0, "runs": 0})
+        entry["wall_s"] += record["wall_s"]
+        entry["device_hours"] += record["device_hours"]
+        entry["runs"] += 1
+    return out
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def write_report(step_dir: Path, report: dict) -> None:
+    """A step's `report.json` (the driver's proof that the step finished), written atomically."""
+    tmp = step_dir / f".{REPORT_FILE}.tmp"
+    tmp.write_text(json.dumps(report, indent=2))
+    os.replace(tmp, step_dir / REPORT_FILE)
+
+
+def _read_report(step_dir: Path) -> dict | None:
+    try:
+        report = json.loads((step_dir / REPORT_FILE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return report if isinstance(report, dict) and report.get("ok") else None
+
+
+def _same_job(step_dir: Path, job: dict) -> bool:
+    """Whether the job a finished step ran is the one the driver would run now (same inputs)."""
+    try:
+        return json.loads((step_dir / "job.json").read_text()) == job
+    except (OSError, json.JSONDecodeError):
+        return False
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""

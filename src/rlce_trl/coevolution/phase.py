@@ -1,0 +1,227 @@
+"""One step of a co-evolution run, in its own process: `python -m rlce_trl.coevolution.phase --job job.json`.
+
+The driver writes `job.json` (kind, phase, recipe, checkpoints, files); this module runs it and writes `report.json`
+beside it when it finished (the driver's proof):
+
+- `train`: one GRPO run of `RLCEGRPOTrainer` from the role's checkpoint on the phase's data, with the phase's reward
+  method, `max_steps` and overrides, the frozen initial model as verifier and the partner role's checkpoint as
+  `partner_model_name_or_path`; saves the model to `<step>/model`.
+- `build`: the method's data builder (RLAC: the harvest with the new generator).
+- `validate`: the validated role's checkpoint on the validation rows with `make_validation_fn` (greedy, the
+  evaluation protocol; free-text rows need the recipe's judge).
+
+A co-evolution recipe is an ordinary recipe (`RLCEGRPOConfig` + `trl.ModelConfig` keys) plus the
+[`CoevolveArguments`] below; [`make_parser`] parses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trl import ModelConfig, TrlParser, get_peft_config
+
+from ..config import RLCEGRPOConfig
+from ..scripts.utils import RLCEScriptArguments
+
+
+@dataclass
+class CoevolveArguments(RLCEScriptArguments):
+    """
+    Args:
+        coevolve_method (`str`, *optional*):
+            The method the recipe is written for (`rlac`, `visplay`, `video_zero`); `--method` must match it.
+        coevolve_rounds (`int`, *optional*, defaults to `5`):
+            Rounds (RLAC: 5; VisPlay: 3 iterations; Video-Zero: at most 5).
+        coevolve_phase_steps (`dict`, *optional*):
+            Optimizer steps per phase, e.g. `{"generator": 18, "critic": 18}` (Table 15).
+        coevolve_phase_overrides (`dict`, *optional*):
+            Config keys for one phase only, e.g. `{"critic": {"max_completion_length": 1024}}`.
+        coevolve_corpus_size (`int`, *optional*):
+            Clips drawn once from the training split (seeded) and reused every round (the paper: 600); all by default.
+        rlac_max_pairs (`int`, *optional*, defaults to `600`):
+            RLAC's pair cap M: one harvested pair per clip, at most this many.
+        coevolve_launcher (`str`, *optional*):
+            Command that starts a train phase's process instead of this Python, e.g. `"accelerate launch
+            --config_file configs/accelerate/multi_gpu.yaml"` (several GPUs).
+        train_file / validation_file (`str`, *optional*):
+            The corpus (GRPO-ready JSONL, or an HBA split with `hba_task`) and the validation rows (with gold).
+        media_root (`str`, *optional*):
+            The folder HBA clip paths are relative to.
+        hba_task (`str`, *optional*):
+            The HBA task of the files (`intentqa`, `mosei`, `urfunny`); unset for PrefEval.
+    """
+
+    coevolve_method: str | None = field(default=None, metadata={"help": "rlac, visplay or video_zero."})
+    coevolve_rounds: int = field(default=5, metadata={"help": "Rounds of the co-evolution."})
+    coevolve_phase_steps: dict[str, Any] | str | None = field(
+        default=None, metadata={"help": "Optimizer steps per phase, a JSON object ({\"generator\": 18, ...})."})
+    coevolve_phase_overrides: dict[str, Any] | str | None = field(
+        default=None, metadata={"help": "Config keys per phase, a JSON object ({\"critic\": {...}})."})
+    coevolve_corpus_size: int | None = field(default=None, metadata={"help": "Clips drawn once (seeded); None: all."})
+    rlac_max_pairs: int = field(default=600, metadata={"help": "RLAC's pair cap M (one pair per clip)."})
+    coevolve_launcher: str | None = field(
+        default=None, metadata={"help": "Launcher of train phases, e.g. 'accelerate launch --config_file x.yaml'."})
+    train_file: str | None = field(default=None, metadata={"help": "The corpus (JSONL)."})
+    validation_file: str | None = field(default=None, metadata={"help": "Validation rows with gold (JSONL)."})
+    media_root: str | None = field(default=None, metadata={"help": "Folder of the HBA clips."})
+    hba_task: str | None = field(default=None, metadata={"help": "HBA task of the files; unset for PrefEval."})
+
+    def __post_init__(self):
+        if hasattr(super(), "__post_init__"):
+            super().__post_init__()
+        for name in ("coevolve_phase_steps", "coevolve_phase_overrides"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                try:
+                    value = json.loads(value) if value.strip() else None
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{name} is not valid JSON ({error}): pass an object.") from None
+            if value is not None and not isinstance(value, dict):
+                raise ValueError(f"{name} must be a mapping (a JSON object), got {value!r}.")
+            setattr(self, name, value)
+        if self.coevolve_rounds < 1:
+            raise ValueError(f"coevolve_rounds={self.coevolve_rounds}: set it to 1 or more.")
+        if self.rlac_max_pairs < 1:
+            raise ValueError(f"rlac_max_pairs={self.rlac_max_pairs}: set it to 1 or more (the paper: 600).")
+
+    def settings(self) -> dict:
+        """The values the methods read (`phases`, `build_data`)."""
+        return {"phase_steps": self.coevolve_phase_steps or {}, "phase_overrides": self.coevolve_phase_overrides or {},
+                "corpus_size": self.coevolve_corpus_size, "max_pairs": self.rlac_max_pairs, "hba_task": self.hba_task,
+                "media_root": self.media_root}
+
+
+def make_parser() -> TrlParser:
+    return TrlParser((CoevolveArguments, RLCEGRPOConfig, ModelConfig))
+
+
+def _as_arg(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
+def phase_argv(job: dict) -> list[str]:
+    """The recipe's argument list for a train job: the recipe, the job's files and checkpoints, the phase's reward,
+    steps and overrides, then the run's own overrides (they win)."""
+    phase = job["phase"]
+    out = Path(job["output_dir"])
+    argv = ["--config", job["recipe"], "--model_name_or_path", job["start_model"], "--output_dir", str(out),
+            "--reward_method", phase["reward_method"], "--max_steps", str(phase["max_steps"]),
+            "--save_strategy", "no", "--seed", str(job["seed"] + job["round"])]
+    if job["start_model"] != job["base_model"]:  # the validator stays the frozen initial model
+        argv += ["--verifier_model_name_or_path", job["base_model"]]
+    if job.get("partner"):
+        argv += ["--partner_model_name_or_path", job["partner"]]
+    for key, value in phase.get("overrides", {}).items():
+        argv += [f"--{key}", _as_arg(value)]
+    return argv + list(job.get("extra_args", []))
+
+
+def parse_job_args(job: dict, argv: list[str] | None = None):
+    """`(script_args, training_args, model_args)` of a job (a train job's full argument list, or the recipe with
+    the run's overrides for build and validate jobs)."""
+    if argv is None:
+        argv = ["--config", job["recipe"], "--output_dir", job["output_dir"], *job.get("extra_args", [])]
+    return make_parser().parse_args_and_config(argv)
+
+
+def _gpus() -> int:
+    import torch
+
+    if not torch.cuda.is_available():
+        return 0
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def run_train(job: dict) -> dict:
+    from ..data import read_jsonl, to_dataset
+    from ..scripts.utils import filter_long_prompts, prepare_run
+    from ..trainer import RLCEGRPOTrainer
+
+    script_args, training_args, model_args = parse_job_args(job, phase_argv(job))
+    prepare_run(script_args, training_args, model_args)
+    rows = read_jsonl(job["data_file"])
+    if not any(r.get("videos") for r in rows):  # the paper's prompt limits (verl's filter_overlong_prompts)
+        rows = filter_long_prompts(rows, model_args.model_name_or_path, script_args.max_prompt_length,
+                                   training_args.chat_template_kwargs)
+    dataset = to_dataset(rows)
+    if any(r.get("videos") for r in rows) and training_args.video_input != "text":
+        from ..data.hba import check_clips, with_frames
+
+        check_clips(rows, script_args.media_root)
+        dataset = with_frames(dataset, script_args.media_root, **training_args.frame_kwargs())
+    trainer = RLCEGRPOTrainer(model=model_args.model_name_or_path, args=training_args, train_dataset=dataset,
+                              peft_config=get_peft_config(model_args))
+    trainer.train()
+    model_dir = Path(job["output_dir"]) / "model"
+    trainer.save_model(str(model_dir))
+    metrics = {k: v for k, v in (trainer.state.log_history[-1] if trainer.state.log_history else {}).items()
+               if isinstance(v, (int, float))}
+    if hasattr(trainer, "end"):
+        trainer.end()
+    if not trainer.accelerator.is_main_process:
+        return {}
+    return {"checkpoint": str(model_dir), "global_step": trainer.state.global_step, "rows": len(rows),
+            "metrics": metrics}
+
+
+def run_build(job: dict) -> dict:
+    from .base import BuildContext, PhaseSpec
+    from .registry import get_method
+
+    args = parse_job_args(job)
+    method = get_method(job["method"], args[0].settings())
+    ctx = BuildContext(job["round"], PhaseSpec.from_dict(job["phase"]), job["checkpoints"], job["base_model"],
+                       job["train_file"], job["data_file"], args, job["seed"], job.get("data", {}))
+    return method.build_data(ctx)
+
+
+def run_validate(job: dict) -> dict:
+    from ..evaluation.callbacks import make_validation_fn
+    from ..evaluation.generation import make_generator
+    from ..scripts.utils import make_judge
+    from .registry import load_validation
+
+    script_args, _, _ = parse_job_args(job)
+    rows = load_validation(job["validation_file"], script_args.hba_task)
+    rows = rows[: script_args.validation_limit] if script_args.validation_limit else rows
+    video = any(r.get("videos") for r in rows)
+    judge = None if any(r.get("answer_options") for r in rows) else make_judge(script_args, rows)
+    generator = make_generator(job["model"], "transformers", video=video,
+                               max_new_tokens=script_args.validation_max_new_tokens)
+    processing = getattr(generator, "processor", None) or generator.tokenizer
+    validate = make_validation_fn(rows, Path(job["output_dir"]) / "validation", judge=judge,
+                                  max_new_tokens=script_args.validation_max_new_tokens,
+                                  media_root=script_args.media_root if video else None)
+    return {"score": validate(generator.model, processing, job["round"]), "rows": len(rows)}
+
+
+RUNNERS = {"train": run_train, "build": run_build, "validate": run_validate}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .driver import write_report
+
+    parser = argparse.ArgumentParser(description="Run one step of a co-evolution (written by rlce-trl coevolve).")
+    parser.add_argument("--job", required=True, help="The step's job.json.")
+    args = parser.parse_args(argv)
+    start = time.monotonic()
+    job = json.loads(Path(args.job).read_text())
+    result = RUNNERS[job["kind"]](job)
+    if int(os.environ.get("RANK", "0")) == 0:
+        gpus = _gpus() if job["kind"] == "train" else (1 if _gpus() else 0)
+        write_report(Path(job["output_dir"]), {"ok": True, "gpus": gpus, "result": result,
+                                               "wall_s": round(time.monotonic() - start, 3)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""VisPlay (D.4) and Video-Zero (D.5) as driver methods, on the rewards, scorers and data builders of
+`coevolution/visplay.py` and `coevolution/video_zero.py`.
+
+- VisPlay: `R_t -> Q_{t+1} -> D_{t+1} -> R_{t+1}`. The questioner phase (`visplay_questioner`, the frozen reasoner
+  as partner; 20 steps), the reasoner's data (`build_reasoner_rows`: the new questioner writes, the frozen reasoner
+  pseudo-labels), the reasoner phase (`visplay_reasoner`, the pseudo-label reward as a group scorer; 20 steps).
+- Video-Zero: `S_t -> Q_{t+1} -> D_{t+1} -> S_{t+1}`. The questioner phase (`vz_questioner`, the frozen solver as
+  partner; 2 steps), the solver's data (`build_solver_rows`), the solver phase (`vz_solver`; 1 step).
+
+The reasoner / solver rewards are the plain reward functions of those modules, read through `Group.columns` so each
+phase is one group scorer like every other. The reasoner / solver is validated after every round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..scoring import Group, GroupResult, ScorerBase, StepStats
+from .base import BuildContext, PhaseSpec
+from .registry import load_corpus, write_rows
+
+
+def _result(rewards: list[float | None]) -> GroupResult:
+    return GroupResult(verified=rewards, status="pseudo_label" if any(r is not None for r in rewards) else "no_label",
+                       answers=[], scores=[], verified_answer=None, assignment=[None] * len(rewards))
+
+
+class _ColumnRewardScorer(ScorerBase):
+    """A reward over the row's dataset columns (`columns`, read through `Group.columns`) as a group scorer; no
+    verifier call, no options. A row without a pseudo-label gets `None`."""
+
+    columns: tuple[str, ...] = ()
+
+    def __init__(self, verifier=None, settings=None, *, partner=None):
+        pass  # no options: an unknown `reward_method_kwargs` key is a TypeError that build_scorer names
+
+    def reward(self, completion: str, columns: dict, labels) -> float:
+        raise NotImplementedError
+
+    def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
+        results = []
+        for g in groups:
+            columns = g.columns or {}
+            has_label = bool(columns.get("pseudo_label"))
+            results.append(_result([self.reward(c, columns, g.labels) if has_label else None for c in g.completions]))
+        return results, StepStats(groups=len(groups))
+
+
+class PseudoLabelScorer(_ColumnRewardScorer):
+    """VisPlay's reasoner reward (`visplay.reasoner_reward` over the row's `pseudo_label`)."""
+
+    name = "visplay_reasoner"
+    columns = ("pseudo_label",)
+
+    def reward(self, completion: str, columns: dict, labels) -> float:
+        from .visplay import reasoner_reward
+
+        return reasoner_reward(completion, columns["pseudo_label"], labels)
+
+
+class VZSolverScorer(_ColumnRewardScorer):
+    """Video-Zero's solver reward (`video_zero.solver_reward` over `pseudo_label`, `target_span`, `clip_seconds`)."""
+
+    name = "vz_solver"
+    columns = ("pseudo_label", "target_span", "clip_seconds")
+
+    def reward(self, completion: str, columns: dict, labels) -> float:
+        from .video_zero import solver_reward
+
+        span = columns.get("target_span")
+        span = tuple(span) if span is not None and len(span) == 2 else None
+        return solver_reward(completion, columns["pseudo_label"], span, columns.get("clip_seconds"), labels)
+
+
+def _frozen(path: str, cache: dict):
+    """A transformers verifier of `path`, loaded once per build process."""
+    if path not in cache:
+        from ..verifiers.transformers_backend import TransformersVerifier, load_frozen_model
+
+        cache[path] = TransformersVerifier(*load_frozen_model(path))
+    return cache[path]
+
+
+class _SelfPlay:
+    """The shared loop of VisPlay and Video-Zero: a questioner phase against the frozen answering role, the answering
+    role's pseudo-labelled data, the answering role's phase."""
+
+    name = ""
+    answerer = ""
+    steps: dict[str, int] = {}
+    rewards: tuple[str, str] = ("", "")
+    module = ""  # the method's module in this package: its `questioner_row` and the answer-rows builder
+    builder = ""
+
+    def _module(self):
+        import importlib
+
+        return importlib.import_module(f".{self.module}", __package__)
+
+    def questioner_row(self, row: dict) -> dict:
+        return self._module().questioner_row(row)
+
+    def build_answer_rows(self, corpus, questioner, answerer, seed):
+        return getattr(self._module(), self.builder)(corpus, questioner, answerer, seed=seed, n_clips=None)
+
+    def __init__(self, settings: dict | None = None):
+        self.settings = dict(settings or {})
+        self.roles = ("questioner", self.answerer)
+        self.validated_role = self.answerer
+
+    def phases(self, round: int, settings: dict | None = None) -> list[PhaseSpec]:
+        settings = {**self.settings, **(settings or {})}
+        steps = {**self.steps, **(settings.get("phase_steps") or {})}
+        overrides = settings.get("phase_overrides") or {}
+        return [
+            PhaseSpec("questioner", "questioner", self.rewards[0], partner_role=self.answerer,
+                      max_steps=int(steps["questioner"]), overrides=dict(overrides.get("questioner", {})),
+                      build_in_process=True),
+            PhaseSpec(self.answerer, self.answerer, self.rewards[1], max_steps=int(steps[self.answerer]),
+                      overrides=dict(overrides.get(self.answerer, {}))),
+        ]
+
+    def _corpus(self, ctx: BuildContext) -> list[dict]:
+        from .rlac import pick_clips
+
+        rows = load_corpus(ctx.train_file, self.settings.get("hba_task"))
+        size = self.settings.get("corpus_size")
+        return pick_clips(rows, size, ctx.seed) if size else rows
+
+    def build_data(self, ctx: BuildContext) -> dict:
+        if ctx.phase.name == "questioner":
+            rows = [self.questioner_row(r) for r in self._corpus(ctx)]
+            write_rows(ctx.output_file, rows)
+            return {"rows": len(rows)}
+        cache: dict = {}
+        rows, stats = self.build_answer_rows(self._corpus(ctx), _frozen(ctx.checkpoints["questioner"], cache),
+                                             _frozen(ctx.checkpoints[self.answerer], cache), ctx.seed + ctx.round)
+        if not rows:
+            raise ValueError(f"No {self.answerer} rows were retained ({stats}): the {self.answerer} phase would have "
+                             "no data; check the questioner's outputs in this round's questioner log.")
+        write_rows(ctx.output_file, rows)
+        return stats
+
+
+class VisPlay(_SelfPlay):
+    """VisPlay (D.4, Algorithm 2): 3 iterations, 20 steps per role (Table 12)."""
+
+    name = "visplay"
+    answerer = "reasoner"
+    steps = {"questioner": 20, "reasoner": 20}
+    rewards = ("visplay_questioner", "visplay_reasoner")
+    module = "visplay"
+    builder = "build_reasoner_rows"
+
+
+class VideoZero(_SelfPlay):
+    """Video-Zero (D.5, Algorithm 3): at most 5 iterations, questioner 2 steps, solver 1 step (Table 14)."""
+
+    name = "video_zero"
+    answerer = "solver"
+    steps = {"questioner": 2, "solver": 1}
+    rewards = ("vz_questioner", "vz_solver")
+    module = "video_zero"
+    builder = "build_solver_rows"

