@@ -144,3 +144,74 @@ def test_slot_logprobs_splits_fields():
     assert slot_logprobs({"P1=same": -0.1, "P1=different": -2.0}) == {"P1": {"same": -0.1, "different": -2.0}}
     assert slot_logprobs({"yes": -0.2}) == {None: {"yes": -0.2}}
     assert slot_logprobs(None) == {}
+
+
+def test_one_line_replies_stop_after_their_first_line_and_read_the_same(verifier):
+    """Greedy free text with and without `one_line`: the one-line reply is the full reply cut after the line break
+    that ends its first non-blank line (finish "stop"), so `parse_test` reads the same test from both."""
+    from rlce_trl.evidence.construction import parse_test
+    from rlce_trl.verifiers.base import first_line_ended
+
+    messages = [[{"role": "user", "content": f"{c}\nWrite one evidence test."}] for c in CONTEXTS]
+    full = verifier.generate([Request(messages=m, sampling=Sampling(max_tokens=48)) for m in messages])
+    short = verifier.generate([Request(messages=m, sampling=Sampling(max_tokens=48, one_line=True)) for m in messages])
+    cut = 0
+    for a, b in zip(full, short, strict=True):
+        if first_line_ended(a.texts[0]):
+            cut += 1
+            assert a.texts[0].startswith(b.texts[0]) and len(b.texts[0]) < len(a.texts[0])
+            assert first_line_ended(b.texts[0]) and b.finish_reasons == ["stop"] and b.num_tokens < a.num_tokens
+            assert parse_test(b.texts[0], "stop") == parse_test(a.texts[0], a.finish_reasons[0])
+        else:
+            assert (b.texts, b.finish_reasons) == (a.texts, a.finish_reasons)
+    assert cut  # some replies do end a line early: the comparison can fail
+
+
+@pytest.mark.parametrize("text, ended", [("claim", False), ("claim\n", True), ("\n\n  \nclaim", False),
+                                         ("```\nclaim\r\nmore", True), ("  \n", False), ("a\u2028", True)])
+def test_first_line_ended(text, ended):
+    from rlce_trl.verifiers.base import first_line_ended
+
+    assert first_line_ended(text) is ended
+
+
+def test_refilled_batches_give_the_replies_of_one_batch(verifier, monkeypatch):
+    """9 one-line prompts ending at different steps, through batches of 4: rows join the running batch as others
+    end (caches of different lengths merged, leading pad columns dropped) and every reply is the one it gets in a
+    single batch of 16."""
+    from rlce_trl.verifiers.kv_decoding import Rows
+
+    joins = []
+    extend = Rows.extend
+    monkeypatch.setattr(Rows, "extend", lambda self, other: (joins.append(len(other)), extend(self, other))[1])
+    requests = [Request(messages=[{"role": "user", "content": f"{c}\nWrite one evidence test about {t}"}],
+                        sampling=Sampling(max_tokens=24, one_line=True)) for c in CONTEXTS for t in CLAIMS[:3]]
+    refilled = verifier.generate(requests)
+    assert joins  # rows joined a running batch
+    verifier.batch_size = 16
+    try:
+        single = verifier.generate(requests)
+    finally:
+        verifier.batch_size = 4
+    same_replies(refilled, single)
+    assert len({r.num_tokens for r in single}) > 1  # replies end at different steps
+
+
+def test_a_session_reads_each_context_once_across_calls_with_the_same_replies(verifier):
+    """Validation, then construction-like free text, then validation again over the same contexts: inside a session
+    the later calls continue the cached context instead of reading it again, and reply exactly as without it."""
+    free = [Request(messages=validation_messages(c, "x"), sampling=Sampling(max_tokens=6)) for c in CONTEXTS]
+    calls = [validation_requests()[:6], free, validation_requests()[6:]]
+    plain = []
+    for requests in calls:
+        plain.append(verifier.generate(requests))
+    reused = []
+    with verifier.session():
+        for requests in calls:
+            reused.append((verifier.generate(requests), verifier.last_work))
+    assert reused[0][1].reused_tokens == 0  # nothing cached yet
+    for (replies, work), expected in zip(reused, plain, strict=True):
+        same_replies(replies, expected)
+    context_tokens = len(verifier.tokenizer(verifier._prompt(free[0]), add_special_tokens=False)["input_ids"]) // 2
+    assert reused[1][1].reused_tokens > context_tokens and reused[2][1].reused_tokens > context_tokens
+    assert verifier._prefixes is None  # dropped at the end of the session

@@ -42,6 +42,9 @@ class CountingVerifier(Verifier):
     def transport_metrics(self) -> dict[str, float]:
         return self.inner.transport_metrics()
 
+    def session(self):
+        return self.inner.session()
+
 
 def log_groups(
     groups: Sequence[Group],

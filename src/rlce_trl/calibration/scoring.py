@@ -227,6 +227,9 @@ class CalibratedVerifier(Verifier):
     def transport_metrics(self) -> dict[str, float]:
         return self.inner.transport_metrics()
 
+    def session(self):
+        return self.inner.session()
+
     def __getattr__(self, name):  # backend extras (server_stats, restarts, ...) come from the wrapped verifier
         if name == "inner":
             raise AttributeError(name)

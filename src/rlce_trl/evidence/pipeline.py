@@ -108,6 +108,10 @@ class EvidencePipeline(ScorerBase):
 
     # -- the step ---------------------------------------------------------------------------------------------------
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
+        with self.verifier.session():  # the stages read the same contexts: a backend may keep them between calls
+            return self._score(groups)
+
+    def _score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         stats = EvidenceStepStats(groups=len(groups))
         states = [canonicalization.canonicalize_deterministic(g, self.settings.answer_fallback) for g in groups]
         self._canonicalize(states, stats)

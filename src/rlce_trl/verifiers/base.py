@@ -10,6 +10,8 @@ Nothing here imports torch: the method core depends on this module only.
 
 from __future__ import annotations
 
+import contextlib
+
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -29,10 +31,22 @@ class Sampling:
     top_k: int = 0  # 0 disables top-k
     max_tokens: int = 128
     n: int = 1  # independent samples for this request (vLLM's `n`, transformers' `num_return_sequences`)
+    #: The stage reads only the reply's first non-blank line: a backend may end a sample as soon as that line has
+    #: ended (`first_line_ended`), with finish reason "stop". The transformers backend does; others ignore it.
+    one_line: bool = False
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0.0
+
+
+def first_line_ended(text: str) -> bool:
+    """Whether `text` holds its first non-blank line whole, a line break after it (code fences ignored): what a
+    `one_line` reply is read for is then fixed, whatever follows."""
+    for line in text.replace("```", "").splitlines(keepends=True):
+        if line.strip():
+            return line.splitlines()[0] != line
+    return False
 
 
 @dataclass
@@ -142,6 +156,12 @@ class Verifier(ABC):
 
     def __init__(self) -> None:
         self.stats = VerifierStats()
+
+    @contextlib.contextmanager
+    def session(self):
+        """Calls made inside may share what the backend caches of their prompts (the stages of one reward step read
+        the same sample contexts); the cache is dropped on exit. Nothing by default."""
+        yield self
 
     def generate(self, requests: Sequence[Request]) -> list[Reply]:
         if not requests:

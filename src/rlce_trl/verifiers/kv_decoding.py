@@ -3,11 +3,13 @@ closed decisions read from the logits at their slot, and a plain decode loop.
 
 ```
  prompts (token ids) ─► plan_prefixes: sort, cut into clusters sharing a long prefix (a group's sample context)
-                     ─► prefill each cluster's prefix ONCE (batch 1, no padding)            [prefix_kv]
+                     ─► prefill each cluster's prefix ONCE (batch 1, no padding), continuing the
+                        session's PrefixCache (earlier stages of the step read the same context) [prefix_kv]
  batch of rows       ─► Rows: each row's prefix KV left-padded to the longest, masked;
                         row tokens fed with masked pads in the middle; positions continue each row's own prefix
                      ─► greedy_walk (closed replies: only decision slots read logits, forced text fed in one go)
-                        or decode (free text, greedy or sampled: one cached step per token, finished rows dropped)
+                        or decode (free text, greedy or sampled: one cached step per token, finished rows dropped,
+                        a one-line reply ended at its first line break)
 ```
 
 Nothing here changes what is decided: a decision is the arg-max over the allowed tokens of the logits at its slot,
@@ -59,6 +61,7 @@ class Work:
     prefill_tokens: int = 0
     pad_tokens: int = 0
     decode_steps: int = 0
+    reused_tokens: int = 0  # prefix tokens served from a `PrefixCache` instead of being read again
     forward_calls: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)  # real tokens fed: prompt tails, decisions, decode
     seconds_by_kind: dict[str, float] = field(default_factory=dict)
@@ -76,17 +79,53 @@ def _cache_kwarg(model) -> str:
     return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
 
 
-def prefill_prefix(model, ids: list[int], work: Work) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Run a prefix once (batch 1, no padding); return its keys and values per layer."""
+class PrefixCache:
+    """Keys and values of prompt prefixes kept across the calls of one session (`Verifier.session`: the stages of a
+    reward step read the same system prompt and sample contexts). A prefix continues the cached entry sharing the
+    longest token prefix with it; least recently used entries go beyond `max_tokens` cached tokens."""
+
+    def __init__(self, max_tokens: int):
+        self.max_tokens = max_tokens
+        self.entries: dict[tuple[int, ...], list[tuple[torch.Tensor, torch.Tensor]]] = {}  # insertion = LRU order
+
+    def longest(self, ids: list[int]) -> tuple[int, list[tuple[torch.Tensor, torch.Tensor]]]:
+        best, kv, hit = 0, [], None
+        for key, layers in self.entries.items():
+            shared = common_prefix(list(key), ids)
+            if shared > best:
+                best, kv, hit = shared, layers, key
+        if best:
+            self.entries[hit] = self.entries.pop(hit)  # most recently used last
+        return best, [(k[:, :, :best], v[:, :, :best]) for k, v in kv]
+
+    def put(self, ids: list[int], kv: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        if not ids or len(ids) > self.max_tokens:
+            return
+        self.entries[tuple(ids)] = kv
+        while sum(map(len, self.entries)) > self.max_tokens:
+            del self.entries[next(iter(self.entries))]
+
+
+def prefill_prefix(model, ids: list[int], work: Work, cache: PrefixCache | None = None
+                   ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Run a prefix once (batch 1, no padding), continuing what `cache` holds of it; return its keys and values
+    per layer."""
     from transformers import DynamicCache
 
-    cache = DynamicCache()
-    if ids:
-        model(input_ids=torch.tensor([ids], device=model.device), **{_cache_kwarg(model): cache}, use_cache=True,
-              logits_to_keep=1)
-        work.prefill_tokens += len(ids)
+    start, cached = cache.longest(ids) if cache is not None else (0, [])
+    start = min(start, len(ids))
+    kv = DynamicCache(ddp_cache_data=[(k[:, :, :start], v[:, :, :start]) for k, v in cached]) if start else \
+        DynamicCache()
+    if len(ids) > start:
+        model(input_ids=torch.tensor([ids[start:]], device=model.device), **{_cache_kwarg(model): kv},
+              use_cache=True, logits_to_keep=1)
+        work.prefill_tokens += len(ids) - start
         work.forward_calls += 1
-    return [(layer.keys, layer.values) for layer in cache.layers] if ids else []
+    work.reused_tokens += start
+    layers = [(layer.keys, layer.values) for layer in kv.layers] if ids else []
+    if cache is not None:
+        cache.put(ids, layers)
+    return layers
 
 
 class Rows:
@@ -153,12 +192,33 @@ class Rows:
         return out.logits[:, -1].float()
 
     def keep(self, rows: list[int]) -> None:
-        """Drop every row not in `rows` (finished ones), so that later steps compute nothing for them."""
+        """Drop every row not in `rows` (finished ones), so that later steps compute nothing for them, and the
+        leading cache columns that no remaining row attends to."""
         if len(rows) == len(self):
             return
         index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
         self.cache.batch_select_indices(index)
         self.mask, self.next_pos = self.mask[index], self.next_pos[index]
+        first = int(self.mask.any(0).long().argmax())
+        if first:
+            self.mask = self.mask[:, first:]
+            for layer in self.cache.layers:
+                layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
+
+    def extend(self, other: Rows) -> None:
+        """Append `other`'s rows (the batch refilled while it runs): both caches left-padded to the longer, masked."""
+        width = max(self.mask.shape[1], other.mask.shape[1])
+        for rows in (self, other):
+            pad = width - rows.mask.shape[1]
+            if pad:
+                rows.mask = torch.nn.functional.pad(rows.mask, (pad, 0))
+                for layer in rows.cache.layers:
+                    layer.keys = torch.nn.functional.pad(layer.keys, (0, 0, pad, 0))
+                    layer.values = torch.nn.functional.pad(layer.values, (0, 0, pad, 0))
+        for mine, theirs in zip(self.cache.layers, other.cache.layers, strict=True):
+            mine.keys, mine.values = torch.cat([mine.keys, theirs.keys]), torch.cat([mine.values, theirs.values])
+        self.mask = torch.cat([self.mask, other.mask])
+        self.next_pos = torch.cat([self.next_pos, other.next_pos])
 
     def repeat(self, n: int) -> None:
         """Each row becomes `n` consecutive rows (independent samples of one prompt)."""
@@ -242,26 +302,60 @@ def sample_tokens(logits: torch.Tensor, temperature: float, top_k: int | None, t
     return torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
 
 
-def decode(rows: Rows, logits: torch.Tensor, max_tokens: int, eos_ids: list[int], pick) -> list[Decoded]:
-    """Free-text decoding, one cached forward step per token for the rows still running; `pick(logits)` returns
-    one token per row (arg-max, or a sample)."""
-    out = [Decoded() for _ in range(len(rows))]
-    active = list(range(len(rows)))
-    eos = set(eos_ids)
-    while active:
-        tokens = pick(logits).tolist()
-        still = []
-        for b, row in enumerate(active):
-            token = tokens[b]
-            if token in eos:
-                out[row].finish, out[row].ended_with_eos = "stop", True
-                continue
-            out[row].tokens.append(token)
-            if len(out[row].tokens) < max_tokens:
-                still.append((b, row))
-        if not still:
-            break
-        rows.keep([b for b, _ in still])
-        active = [row for _, row in still]
-        logits = rows.feed([[out[row].tokens[-1]] for row in active], kind="decode")
+class Stream:
+    """Free-text rows decoding together, one cached forward step per token for the rows still running. Rows join
+    while others run (`add`: the caller refills the batch as rows end). `pick(logits)` returns one token per row
+    (arg-max, or a sample); a row ends at an end token, at `max_tokens`, or ("stop") once `stop(tokens)` holds."""
+
+    def __init__(self, max_tokens: int, eos_ids: list[int], pick, stop=None):
+        self.max_tokens, self.eos, self.pick, self.stop = max_tokens, set(eos_ids), pick, stop
+        self.rows: Rows | None = None
+        self.logits: torch.Tensor | None = None
+        self.running: list[tuple[object, Decoded]] = []  # (owner, reply so far) per row
+
+    def __len__(self) -> int:
+        return len(self.running)
+
+    def add(self, rows: Rows, logits: torch.Tensor, owners) -> None:
+        """Rows whose prompts were just fed (`logits`: after each prompt's last token), one owner per row."""
+        if self.rows is None:
+            self.rows, self.logits = rows, logits
+        else:
+            self.rows.extend(rows)
+            self.logits = torch.cat([self.logits, logits])
+        self.running += [(owner, Decoded()) for owner in owners]
+
+    def step(self) -> list[tuple[object, Decoded]]:
+        """One token for every running row; returns the rows that ended, as `(owner, Decoded)`."""
+        tokens = self.pick(self.logits).tolist()
+        ended, still = [], []
+        for b, ((owner, out), token) in enumerate(zip(self.running, tokens, strict=True)):
+            if token in self.eos:
+                out.finish, out.ended_with_eos = "stop", True
+            else:
+                out.tokens.append(token)
+                if self.stop is not None and self.stop(out.tokens):
+                    out.finish = "stop"
+                elif len(out.tokens) < self.max_tokens:
+                    still.append(b)
+                    continue
+            ended.append((owner, out))
+        self.running = [self.running[b] for b in still]
+        if still:
+            self.rows.keep(still)
+            self.logits = self.rows.feed([[out.tokens[-1]] for _, out in self.running], kind="decode")
+        else:
+            self.rows = self.logits = None
+        return ended
+
+
+def decode(rows: Rows, logits: torch.Tensor, max_tokens: int, eos_ids: list[int], pick, stop=None) -> list[Decoded]:
+    """One batch of free-text rows decoded to the end (a `Stream` nobody refills; what the backend of the previous
+    commit calls, which `benchmarks/verifier_speed.py --previous` loads)."""
+    stream = Stream(max_tokens, eos_ids, pick, stop)
+    stream.add(rows, logits, range(len(rows)))
+    out: list[Decoded] = [Decoded()] * len(rows)
+    while len(stream):
+        for row, decoded in stream.step():
+            out[row] = decoded
     return out

@@ -8,7 +8,8 @@ One `generate` call of the pipeline is answered without `model.generate` (see `k
 - closed replies (guided choice: the verdicts; a JSON object of string enums: the equivalence reply) are decided
   from the logits at their decision slots: the forced text between slots is fed in one forward with each decision,
   never decoded token by token; the log-probabilities of the choices come back as `Reply.choice_logprobs`;
-- free text (construction) is decoded one cached step per token, finished rows dropped from the batch.
+- free text (construction) is decoded one cached step per token, finished rows dropped from the batch; a
+  `one_line` sample (a test) ends at the line break after its first non-blank line, all that is read of it.
 
 Every decision is the arg-max over the allowed tokens, as a constrained greedy `generate` takes it, so verdicts and
 equivalence decisions are those of the previous backend (which `shared_prefixes = False` still runs). Sampled
@@ -25,9 +26,9 @@ from collections.abc import Callable
 
 import torch
 
-from .base import Reply, Request, Verifier
+from .base import Reply, Request, Verifier, first_line_ended
 from .hf import eos_token_ids, evaluating, generate_kwargs, load_frozen_model  # noqa: F401 - load_frozen_model: public here
-from .kv_decoding import Rows, Work, decode, greedy_walk, plan_prefixes, prefill_prefix, sample_tokens
+from .kv_decoding import PrefixCache, Rows, Stream, Work, greedy_walk, plan_prefixes, prefill_prefix, sample_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -172,6 +173,23 @@ class TransformersVerifier(Verifier):
         self.shared_prefixes = True
         #: Token accounting of the last `generate` call (prefill, padding, decode steps), for benchmarks.
         self.last_work = Work()
+        self._line_break_ids: set[int] | None = None
+        #: Prompt-prefix tokens whose keys and values a session keeps across calls (0: none kept).
+        self.prefix_cache_tokens = 16384
+        self._prefixes: PrefixCache | None = None
+
+    @contextlib.contextmanager
+    def session(self):
+        """Prompt prefixes read inside (the system prompt and each sample context) are read once for all the
+        session's calls, up to `prefix_cache_tokens` tokens kept."""
+        if self._prefixes is not None or not self.prefix_cache_tokens:  # nested: the outer session keeps them
+            yield self
+            return
+        self._prefixes = PrefixCache(self.prefix_cache_tokens)
+        try:
+            yield self
+        finally:
+            self._prefixes = None
 
     def _prompt(self, request: Request) -> str:
         return self.tokenizer.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
@@ -223,8 +241,9 @@ class TransformersVerifier(Verifier):
         return plain and (request.sampling.greedy or template_of(request.choices, request.json_schema) is None)
 
     def _generate_shared(self, ids: list[list[int]], members: list[int], request: Request, replies: list) -> None:
-        """Answer `members` (same settings): each shared prefix is read once, rows of up to `batch_size` prompts
-        continue from it; closed replies read logits only at their decision slots."""
+        """Answer `members` (same settings): each shared prefix is read once and rows continue from it, up to
+        `batch_size` prompts at a time; closed replies read logits only at their decision slots, free text streams
+        (a new prompt joins as soon as rows have ended, so the batch stays full)."""
         sampling, work = request.sampling, self.last_work
         automaton = self._automaton(request)
         clusters = plan_prefixes(ids, members)
@@ -232,34 +251,67 @@ class TransformersVerifier(Verifier):
         last_use = {c: i for i, (c, _) in enumerate(plan)}
         kv: dict[int, list] = {}
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
-        for start in range(0, len(plan), self.batch_size):
-            chunk = plan[start : start + self.batch_size]
+        repeat = 1 if sampling.greedy else sampling.n
+
+        def start(first: int, count: int):
+            """Rows for `plan[first : first + count]`, their prompts fed: `(rows, logits)`."""
+            chunk = plan[first : first + count]
             for c, _ in chunk:
                 if c not in kv:
-                    length, first = clusters[c][0], clusters[c][1][0]
-                    kv[c] = prefill_prefix(self.model, ids[first][:length], work)
+                    length, head = clusters[c][0], clusters[c][1][0]
+                    kv[c] = prefill_prefix(self.model, ids[head][:length], work, self._prefixes)
             rows = Rows(self.model, [(kv[c], clusters[c][0]) for c, _ in chunk], pad_id, work)
             logits = rows.feed([ids[k][clusters[c][0]:] for c, k in chunk], kind="prompt")
             for c in {c for c, _ in chunk}:
-                if last_use[c] < start + len(chunk):
+                if last_use[c] < first + count:
                     del kv[c]  # every member of this cluster has its rows: free the prefix
-            repeat = 1 if sampling.greedy else sampling.n
-            if automaton is not None:
+            return rows, logits
+
+        def answer(k: int, results: list) -> None:
+            mine = results * (sampling.n if repeat == 1 else 1)
+            replies[k] = Reply(
+                texts=[self.tokenizer.decode(d.tokens, skip_special_tokens=True) for d in mine],
+                finish_reasons=[d.finish for d in mine],
+                num_tokens=sum(len(d.tokens) + d.ended_with_eos for d in mine),
+                choice_logprobs=mine[0].logprobs if automaton is not None else None,
+            )
+
+        if automaton is not None:
+            for first in range(0, len(plan), self.batch_size):
+                rows, logits = start(first, self.batch_size)
+                chunk = plan[first : first + self.batch_size]
                 results = greedy_walk(rows, logits, [automaton] * len(chunk), sampling.max_tokens, self.eos_ids)
-            else:
+                for (_, k), result in zip(chunk, results, strict=True):
+                    answer(k, [result])
+            return
+        pick = (lambda x: torch.argmax(x, dim=-1)) if sampling.greedy else (
+            lambda x, s=sampling: sample_tokens(x, s.temperature, s.top_k or None, s.top_p))
+        stream = Stream(sampling.max_tokens, self.eos_ids, pick, self._line_stop() if sampling.one_line else None)
+        done: dict[int, list] = {}
+        queued = 0
+        while queued < len(plan) or len(stream):
+            room = self.batch_size - -(-len(stream) // repeat)  # prompts that fit beside the running rows
+            # refill once a quarter of the batch is free (each join copies the running cache once)
+            if queued < len(plan) and room >= min(max(1, self.batch_size // 4), len(plan) - queued):
+                count = min(room, len(plan) - queued)
+                rows, logits = start(queued, count)
                 rows.repeat(repeat)
-                logits = logits.repeat_interleave(repeat, dim=0)
-                pick = (lambda x: torch.argmax(x, dim=-1)) if sampling.greedy else (
-                    lambda x, s=sampling: sample_tokens(x, s.temperature, s.top_k or None, s.top_p))
-                results = decode(rows, logits, sampling.max_tokens, self.eos_ids, pick)
-            for i, (_, k) in enumerate(chunk):
-                mine = results[i * repeat : (i + 1) * repeat] * (sampling.n if repeat == 1 else 1)
-                replies[k] = Reply(
-                    texts=[self.tokenizer.decode(d.tokens, skip_special_tokens=True) for d in mine],
-                    finish_reasons=[d.finish for d in mine],
-                    num_tokens=sum(len(d.tokens) + d.ended_with_eos for d in mine),
-                    choice_logprobs=mine[0].logprobs if automaton is not None else None,
-                )
+                stream.add(rows, logits.repeat_interleave(repeat, dim=0),
+                           [(k, j) for _, k in plan[queued : queued + count] for j in range(repeat)])
+                queued += count
+            for (k, j), decoded in stream.step():
+                done.setdefault(k, [None] * repeat)[j] = decoded
+                if all(d is not None for d in done[k]):
+                    answer(k, done[k])
+
+    def _line_stop(self):
+        """`stop(tokens)` for one-line replies: the first non-blank line has ended (checked on the decoded text, and
+        only after a token whose text holds a line break; those token ids are found once per tokenizer)."""
+        if self._line_break_ids is None:
+            pieces = self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))])
+            self._line_break_ids = {i for i, piece in enumerate(pieces) if "".join(piece.splitlines()) != piece}
+        breaks, tok = self._line_break_ids, self.tokenizer
+        return lambda tokens: tokens[-1] in breaks and first_line_ended(tok.decode(tokens, skip_special_tokens=True))
 
     def _generate_chunk(self, prompts: list[list[int]], request: Request) -> list[Reply]:
         sampling = request.sampling
