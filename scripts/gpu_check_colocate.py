@@ -178,10 +178,12 @@ def recipe_configuration(args) -> dict:
         "trainer_process_peak_gib": sampler.peak.get(os.getpid(), 0) / GIB,
         "gpu_used_peak_gib": sampler.peak_used / GIB,
         "seconds": {"trainer_init": init_s, "train_step": train_s},
+        "verifier_seconds": sum(e.get("rlce/verifier_seconds", 0.0) for e in logs),
         "verifier_calls": sum(e.get("rlce/verifier_calls", 0) for e in logs),
         "verifier_failed_requests": sum(e.get("rlce/verifier_failed_requests", 0) for e in logs),
         "steps_logged": len(logs),
     }
+    result["verifier_share"] = result["verifier_seconds"] / max(train_s, 1e-9)  # of the one step
     result["ok"] = (result["steps_logged"] == 1 and result["verifier_calls"] >= 1
                     and result["verifier_failed_requests"] == 0 and result["verifier_peak_gib"] > 0)
     return result

@@ -210,7 +210,7 @@ def test_a_session_reads_each_context_once_across_calls_with_the_same_replies(ve
         for requests in calls:
             reused.append((verifier.generate(requests), verifier.last_work))
     assert reused[0][1].reused_tokens == 0  # nothing cached yet
-    for (replies, work), expected in zip(reused, plain, strict=True):
+    for (replies, _), expected in zip(reused, plain, strict=True):
         same_replies(replies, expected)
     context_tokens = len(verifier.tokenizer(verifier._prompt(free[0]), add_special_tokens=False)["input_ids"]) // 2
     assert reused[1][1].reused_tokens > context_tokens and reused[2][1].reused_tokens > context_tokens

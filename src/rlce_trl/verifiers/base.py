@@ -11,7 +11,6 @@ Nothing here imports torch: the method core depends on this module only.
 from __future__ import annotations
 
 import contextlib
-
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
