@@ -1,6 +1,7 @@
 """VisPlay and Video-Zero wired into the driver: their phases, the reasoner / solver rewards as group scorers (hand
 values), and one round of each through the real driver with the FAKE phase process."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -83,6 +84,8 @@ def test_a_build_that_retains_nothing_skips_the_phase(name, answerer, tmp_path, 
     assert Path(state["checkpoints"]["questioner"]).name == "model"
     assert state["validations"][0]["checkpoint"] == "base"  # still validated (round 0: the base model's score)
     assert any(f"train {answerer} skipped (no rows retained" in line for line in logs)
+    per_phase = json.loads((tmp_path / "run" / "summary.json").read_text())["per_phase"]
+    assert per_phase[f"{answerer}/train"]["runs"] == 0 and per_phase["questioner/train"]["runs"] == 1
 
 
 def test_patience_stops_after_validations_without_gain(tmp_path):

@@ -309,7 +309,7 @@ def _per_phase(state: dict) -> dict:
         entry = out.setdefault(f"{record['phase']}/{record['kind']}", {"wall_s": 0.0, "device_hours": 0.0, "runs": 0})
         entry["wall_s"] += record["wall_s"]
         entry["device_hours"] += record["device_hours"]
-        entry["runs"] += 1
+        entry["runs"] += 0 if record.get("skipped") else 1  # a train step skipped for want of rows ran nothing
     return out
 
 
