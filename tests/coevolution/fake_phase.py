@@ -2,7 +2,8 @@
 a real model) and runs in milliseconds. Its outputs are hashes of its inputs' contents, so a resumed run can be
 compared with an uninterrupted one, and it records every start and end in a ledger ($FAKE_LEDGER).
 
-Environment: FAKE_PHASE_SLEEP (seconds a train step takes), FAKE_PHASE_FAIL (a step id that exits 3)."""
+Environment: FAKE_PHASE_SLEEP (seconds a train step takes), FAKE_PHASE_FAIL (a step id that exits 3),
+FAKE_BUILD_EMPTY (a build step id that retains no rows and reports `skip`)."""
 
 import hashlib
 import json
@@ -53,8 +54,12 @@ def main():
         response = content(source)
         rows = [{"prompt": [{"role": "user", "content": "critique"}], "rlac_response": response,
                  "rlac_context": "ctx"}] * 2
+        if os.environ.get("FAKE_BUILD_EMPTY") == job["step"]:  # a build that retained nothing (the driver skips)
+            rows = []
         Path(job["data_file"]).write_text("".join(json.dumps(r) + "\n" for r in rows))
         result = {"pairs": len(rows), "generator": response}
+        if not rows:
+            result["skip"] = "no rows retained: 0 of 2 generated questions parsed"
     else:
         score = int(digest(content(job["model"])), 16) % 97 / 97
         result = {"score": score}

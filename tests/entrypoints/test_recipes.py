@@ -94,3 +94,58 @@ def test_accelerate_configs(name):
     if name == "zero3":
         assert config["deepspeed_config"]["zero_stage"] == 3
     assert (CONFIGS / "accelerate" / "README.md").exists()
+
+
+SELFPLAY = {  # method: (rounds, phase steps, G per phase, completions per step on 3 GPUs, max response per phase)
+    "visplay": (3, {"questioner": 20, "reasoner": 20}, (8, 8), (240, 240), (2048, 1024)),
+    "video_zero": (5, {"questioner": 2, "solver": 1}, (4, 5), (1200, 1275), (4096, 2048)),
+}
+
+
+@pytest.mark.parametrize("task", ["prefeval", "intentqa", "mosei", "urfunny"])
+@pytest.mark.parametrize("method", sorted(SELFPLAY))
+def test_selfplay_paper_settings(method, task):
+    """VisPlay (Tables 11-12) and Video-Zero (Tables 13-14) recipes: the paper's numbers, the batch mapping for the
+    paper's 3 GPUs, video through the video path on the HBA tasks (Video-Zero on PrefEval is text only)."""
+    from rlce_trl.coevolution.registry import get_method
+
+    rounds, steps, groups, per_step, lengths = SELFPLAY[method]
+    recipe, (script_args, args, model_args), _ = parse(CONFIGS / f"{task}_{method}.yaml")
+    assert script_args.coevolve_method == method and script_args.coevolve_rounds == rounds
+    assert script_args.coevolve_phase_steps == steps and model_args.model_name_or_path == "Qwen/Qwen3.5-9B"
+    assert (args.learning_rate, args.beta, args.temperature) == (1e-6, 0.01, 1.0)
+    assert args.top_p == (0.99 if method == "visplay" else 1.0)
+    assert (args.rlce_verified_weight, args.rlce_format_weight) == (1.0, 0.0)  # the scorer is the whole reward
+    assert script_args.hba_task == (None if task == "prefeval" else task)
+    assert ("video_input" in recipe) == (task != "prefeval") and args.use_vllm == (task == "prefeval")
+    if task != "prefeval":
+        fps, frames, height = (1.0, 8, 176) if method == "visplay" else (2.0, 32, 168)
+        assert (args.video_fps, args.video_max_frames, args.video_frame_height) == (fps, frames, height)
+    phases = {"questioner": {}, **script_args.coevolve_phase_overrides}
+    for role, g, completions, length in zip(steps, groups, per_step, lengths, strict=True):
+        keys = {**vars(args), **{k: v for k, v in phases.get(role, {}).items() if k != "reward_method_kwargs"}}
+        assert keys["num_generations"] == g and keys["max_completion_length"] == length, role
+        one_process = keys["per_device_train_batch_size"] * keys["gradient_accumulation_steps"]
+        assert one_process * 3 == completions and completions % g == 0 and one_process % g == 0, role
+    partner = script_args.coevolve_phase_overrides["questioner"]["reward_method_kwargs"]
+    build = script_args.coevolve_build_kwargs
+    if method == "visplay":  # m = 10 scoring at top-k 40; N = 8 on 1,000 clips, m = 9, [0.3, 0.8], cap 600
+        assert (partner["m"], partner["top_k"], partner["distance_threshold"]) == (10, 40, 0.5)
+        assert (build["n_clips"], build["n_candidates"], build["m"], build["cap"]) == (1000, 8, 9, 600)
+        assert script_args.coevolve_corpus_size is None  # the questioner draws from the whole split
+    else:  # m = 5 with the clip + 5 blind; 600 clips, m = 10 pseudo-labels, early stop after 2
+        assert (partner["m"], partner["m_blind"], build["m"], build["margin"]) == (5, 5, 10, 2)
+        assert script_args.coevolve_corpus_size == 600 and script_args.coevolve_patience == 2
+    assert (build["lo"], build["hi"]) == (0.3, 0.8)
+    get_method(method, script_args.settings())  # the build options are the builder's
+
+
+@pytest.mark.parametrize("method", sorted(SELFPLAY))
+def test_selfplay_quickstarts_are_offline_cpu(method):
+    from rlce_trl.coevolution.registry import get_method
+
+    _, (script_args, args, model_args), _ = parse(CONFIGS / f"quickstart_{method}.yaml")
+    assert model_args.model_name_or_path == "smollm2-135m-instruct" and args.use_cpu and not args.use_vllm
+    assert script_args.coevolve_rounds == 1 and set(script_args.coevolve_phase_steps.values()) == {1}
+    assert script_args.coevolve_build_kwargs["m"] == 2 and args.verifier_mode == "transformers"
+    get_method(method, script_args.settings())

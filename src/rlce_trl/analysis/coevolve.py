@@ -76,7 +76,7 @@ def per_phase(run: dict) -> str:
         entry = rows.setdefault(f"{step['phase']} / {step['kind']}", [0.0, 0.0, 0])
         entry[0] += step["wall_s"]
         entry[1] += step["device_hours"]
-        entry[2] += 1
+        entry[2] += 0 if step.get("skipped") else 1  # a train step skipped for want of rows ran nothing
     lines = [f"{run['run']}:", "| phase / step | runs | wall s | device h |", "|---|---:|---:|---:|"]
     lines += [f"| {k} | {v[2]} | {v[0]:.1f} | {v[1]:.3f} |" for k, v in rows.items()]
     return "\n".join(lines)

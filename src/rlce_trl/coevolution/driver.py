@@ -171,6 +171,14 @@ class Coevolver:
         step_dir = self._step_dir(state, step)
         log_path = self.output_dir / "logs" / f"{step['id']}.log"
         job = self._job(state, step, phase, step_dir)
+        skip = self._skip_reason(state, step, phase)
+        if skip:  # the phase's build retained no rows: no process, the role's checkpoint stays
+            self.log(f"round {state['round']}: train {phase.name} skipped ({skip}); {phase.role} stays at "
+                     f"{state['checkpoints'][phase.role]}")
+            record_step(state, {"id": step["id"], "round": state["round"], "kind": step["kind"], "phase": phase.name,
+                                "wall_s": 0.0, "cpu_s": 0.0, "gpus": 0, "device_hours": 0.0, "log": None,
+                                "result": {}, "skipped": skip})
+            return
         done = _read_report(step_dir)
         if done is not None and _same_job(step_dir, job):  # it finished, the driver died before recording it
             self.log(f"round {state['round']}: {step['id']} had finished before the driver stopped: not rerun")
@@ -203,6 +211,15 @@ class Coevolver:
             raise PhaseFailedError(f"round {state['round']}: {what} failed ({reason}); its log: {log_path} "
                                    f"(last line: {_last_line(log_path)!r}). Fix the cause and rerun with --resume.")
         self._record(state, step, phase, job, report, wall, cpu, log_path)
+
+    @staticmethod
+    def _skip_reason(state: dict, step: dict, phase: PhaseSpec | None) -> str | None:
+        """A train step is skipped when its phase's build of this round reported `skip` (no rows to train on)."""
+        if step["kind"] != "train":
+            return None
+        build_id = f"r{state['round']}-{phase.name}-build"
+        build = next((r for r in reversed(state["steps"]) if r["id"] == build_id), None)
+        return (build or {}).get("result", {}).get("skip")
 
     def _record(self, state, step, phase, job, report, wall, cpu, log_path) -> None:
         gpus = int(report.get("gpus", 0))
@@ -258,6 +275,21 @@ class Coevolver:
             if score is not None and (best is None or score > best["score"]):
                 state["best"] = entry
             self.log(f"round {state['round']}: validation {score} (best {state['best'] and state['best']['score']})")
+            self._early_stop(state)
+
+    def _early_stop(self, state: dict) -> None:
+        """`patience` validations in a row without a strict improvement on the best end the run (Video-Zero: 2)."""
+        patience = (self.settings.settings or {}).get("patience")
+        if not patience or state["best"] is None:
+            return
+        rounds = [v["round"] for v in state["validations"]]
+        since_best = len(rounds) - 1 - rounds.index(state["best"]["round"])
+        if since_best >= patience and state["round"] + 1 < state["rounds"]:
+            state["done"] = True
+            state["stopped_early"] = {"round": state["round"], "patience": patience,
+                                      "best_round": state["best"]["round"]}
+            self.log(f"round {state['round']}: {since_best} validations without improvement (patience {patience}): "
+                     "stopping early")
 
     def _write_summary(self, state: dict) -> None:
         result = state["best"]["checkpoint"] if state["best"] else state["checkpoints"][state["validated_role"]]
@@ -277,7 +309,7 @@ def _per_phase(state: dict) -> dict:
         entry = out.setdefault(f"{record['phase']}/{record['kind']}", {"wall_s": 0.0, "device_hours": 0.0, "runs": 0})
         entry["wall_s"] += record["wall_s"]
         entry["device_hours"] += record["device_hours"]
-        entry["runs"] += 1
+        entry["runs"] += 0 if record.get("skipped") else 1  # a train step skipped for want of rows ran nothing
     return out
 
 

@@ -47,6 +47,12 @@ class CoevolveArguments(RLCEScriptArguments):
             Clips drawn once from the training split (seeded) and reused every round (the paper: 600); all by default.
         rlac_max_pairs (`int`, *optional*, defaults to `600`):
             RLAC's pair cap M: one harvested pair per clip, at most this many.
+        coevolve_build_kwargs (`dict`, *optional*):
+            Options of the data builder between the phases of VisPlay / Video-Zero (`build_reasoner_rows` /
+            `build_solver_rows`), e.g. `{"n_candidates": 8, "m": 9, "n_clips": 1000, "cap": 600}`.
+        coevolve_patience (`int`, *optional*):
+            Stop early when this many validations in a row did not improve on the best (Video-Zero: 2); unset: run
+            every round.
         coevolve_launcher (`str`, *optional*):
             Command that starts a train phase's process instead of this Python, e.g. `"accelerate launch
             --config_file configs/accelerate/multi_gpu.yaml"` (several GPUs).
@@ -66,6 +72,10 @@ class CoevolveArguments(RLCEScriptArguments):
         default=None, metadata={"help": "Config keys per phase, a JSON object ({\"critic\": {...}})."})
     coevolve_corpus_size: int | None = field(default=None, metadata={"help": "Clips drawn once (seeded); None: all."})
     rlac_max_pairs: int = field(default=600, metadata={"help": "RLAC's pair cap M (one pair per clip)."})
+    coevolve_build_kwargs: dict[str, Any] | str | None = field(
+        default=None, metadata={"help": "Options of the data builder between phases, a JSON object."})
+    coevolve_patience: int | None = field(
+        default=None, metadata={"help": "Stop after this many validations without improvement; None: never."})
     coevolve_launcher: str | None = field(
         default=None, metadata={"help": "Launcher of train phases, e.g. 'accelerate launch --config_file x.yaml'."})
     train_file: str | None = field(default=None, metadata={"help": "The corpus (JSONL)."})
@@ -76,7 +86,7 @@ class CoevolveArguments(RLCEScriptArguments):
     def __post_init__(self):
         if hasattr(super(), "__post_init__"):
             super().__post_init__()
-        for name in ("coevolve_phase_steps", "coevolve_phase_overrides"):
+        for name in ("coevolve_phase_steps", "coevolve_phase_overrides", "coevolve_build_kwargs"):
             value = getattr(self, name)
             if isinstance(value, str):
                 try:
@@ -90,12 +100,15 @@ class CoevolveArguments(RLCEScriptArguments):
             raise ValueError(f"coevolve_rounds={self.coevolve_rounds}: set it to 1 or more.")
         if self.rlac_max_pairs < 1:
             raise ValueError(f"rlac_max_pairs={self.rlac_max_pairs}: set it to 1 or more (the paper: 600).")
+        if self.coevolve_patience is not None and self.coevolve_patience < 1:
+            raise ValueError(f"coevolve_patience={self.coevolve_patience}: set it to 1 or more, or leave it unset.")
 
     def settings(self) -> dict:
         """The values the methods read (`phases`, `build_data`)."""
         return {"phase_steps": self.coevolve_phase_steps or {}, "phase_overrides": self.coevolve_phase_overrides or {},
                 "corpus_size": self.coevolve_corpus_size, "max_pairs": self.rlac_max_pairs, "hba_task": self.hba_task,
-                "media_root": self.media_root}
+                "media_root": self.media_root, "build_kwargs": self.coevolve_build_kwargs or {},
+                "patience": self.coevolve_patience}
 
 
 def make_parser() -> TrlParser:
@@ -152,6 +165,7 @@ def run_train(job: dict) -> dict:
     if not any(r.get("videos") for r in rows):  # the paper's prompt limits (verl's filter_overlong_prompts)
         rows = filter_long_prompts(rows, model_args.model_name_or_path, script_args.max_prompt_length,
                                    training_args.chat_template_kwargs)
+    rows, repeated = fill_one_batch(rows, training_args.generation_batch_size // training_args.num_generations)
     dataset = to_dataset(rows)
     if any(r.get("videos") for r in rows) and training_args.video_input != "text":
         from ..data.hba import check_clips, with_frames
@@ -169,15 +183,31 @@ def run_train(job: dict) -> dict:
         trainer.end()
     if not trainer.accelerator.is_main_process:
         return {}
-    return {"checkpoint": str(model_dir), "global_step": trainer.state.global_step, "rows": len(rows),
-            "metrics": metrics}
+    return {"checkpoint": str(model_dir), "global_step": trainer.state.global_step, "rows": len(rows) - repeated,
+            "rows_repeated": repeated, "metrics": metrics}
+
+
+def fill_one_batch(rows: list[dict], prompts: int) -> tuple[list[dict], int]:
+    """Rows for at least one generation batch of `prompts` prompts: TRL's sampler drops an incomplete batch, so a
+    phase with fewer rows would train 0 steps and still save a "trained" model. Fewer rows are repeated in order
+    (every row at least once: the one step sees the whole retained set), with a warning; `(rows, added)`."""
+    if not rows:
+        raise ValueError("The phase's data file has no rows: nothing to train on (the driver skips such a phase).")
+    if len(rows) >= prompts:
+        return rows, 0
+    filled = [rows[i % len(rows)] for i in range(prompts)]
+    print(f"warning: {len(rows)} rows for a batch of {prompts} prompts: rows repeated to fill one batch", flush=True)
+    return filled, prompts - len(rows)
 
 
 def run_build(job: dict) -> dict:
+    from transformers import set_seed
+
     from .base import BuildContext, PhaseSpec
     from .registry import get_method
 
     args = parse_job_args(job)
+    set_seed(job["seed"] + job["round"])  # the frozen models sample: a rerun (after --resume) builds the same data
     method = get_method(job["method"], args[0].settings())
     ctx = BuildContext(job["round"], PhaseSpec.from_dict(job["phase"]), job["checkpoints"], job["base_model"],
                        job["train_file"], job["data_file"], args, job["seed"], job.get("data", {}))

@@ -75,6 +75,9 @@ class RLAC:
 
     def __init__(self, settings: dict | None = None):
         self.settings = dict(settings or {})
+        if self.settings.get("build_kwargs"):
+            raise InputError("coevolve_build_kwargs: RLAC's harvest takes no options (its pair cap is "
+                             "rlac_max_pairs); drop the key or use --method visplay / video_zero.")
 
     def phases(self, round: int, settings: dict | None = None) -> list[PhaseSpec]:
         settings = {**self.settings, **(settings or {})}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..errors import InputError
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from .base import BuildContext, PhaseSpec
 from .registry import load_corpus, write_rows
@@ -101,12 +102,22 @@ class _SelfPlay:
         return self._module().questioner_row(row)
 
     def build_answer_rows(self, corpus, questioner, answerer, seed):
-        return getattr(self._module(), self.builder)(corpus, questioner, answerer, seed=seed, n_clips=None)
+        options = {k: v for k, v in self.build_kwargs.items() if k != "n_clips"}
+        return getattr(self._module(), self.builder)(corpus, questioner, answerer, seed=seed, n_clips=None, **options)
 
     def __init__(self, settings: dict | None = None):
+        import inspect
+
         self.settings = dict(settings or {})
         self.roles = ("questioner", self.answerer)
         self.validated_role = self.answerer
+        self.build_kwargs = dict(self.settings.get("build_kwargs") or {})
+        allowed = [p.name for p in inspect.signature(getattr(self._module(), self.builder)).parameters.values()
+                   if p.kind is p.KEYWORD_ONLY and p.name != "seed"]
+        unknown = sorted(set(self.build_kwargs) - set(allowed))
+        if unknown:
+            raise InputError(f"coevolve_build_kwargs: unknown option(s) {', '.join(unknown)} for {self.name}'s "
+                             f"{self.builder}; use {', '.join(allowed)}.")
 
     def phases(self, round: int, settings: dict | None = None) -> list[PhaseSpec]:
         settings = {**self.settings, **(settings or {})}
@@ -132,14 +143,22 @@ class _SelfPlay:
             rows = [self.questioner_row(r) for r in self._corpus(ctx)]
             write_rows(ctx.output_file, rows)
             return {"rows": len(rows)}
+        from .selfplay import seeded_subset
+
         cache: dict = {}
-        rows, stats = self.build_answer_rows(self._corpus(ctx), _frozen(ctx.checkpoints["questioner"], cache),
+        clips = seeded_subset(self._corpus(ctx), self.build_kwargs.get("n_clips"), ctx.seed)  # fixed every round
+        rows, stats = self.build_answer_rows(clips, _frozen(ctx.checkpoints["questioner"], cache),
                                              _frozen(ctx.checkpoints[self.answerer], cache), ctx.seed + ctx.round)
-        if not rows:
-            raise ValueError(f"No {self.answerer} rows were retained ({stats}): the {self.answerer} phase would have "
-                             "no data; check the questioner's outputs in this round's questioner log.")
         write_rows(ctx.output_file, rows)
+        if not rows:  # the driver skips the phase (its checkpoint stays) and records why
+            stats["skip"] = (f"no {self.answerer} rows retained: {stats['parsed']} of {stats['generated']} generated "
+                             f"questions parsed, dropped {_counts(stats['dropped'])}")
+            print(f"warning: {stats['skip']}; the {self.answerer} phase of this round is skipped", flush=True)
         return stats
+
+
+def _counts(dropped: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "none"
 
 
 class VisPlay(_SelfPlay):
