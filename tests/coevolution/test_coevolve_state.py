@@ -91,6 +91,9 @@ def corpus(tmp_path):
       "--coevolve_rounds", "0"], "coevolve_rounds=0"),
     (["--method", "rlac", "--config", "quickstart_rlac", "--train_file", "{corpus}", "--validation_file", "{corpus}",
       "--output_dir", "o"], "row 1 has no prompt or gold"),
+    (["--method", "visplay", "--config", "quickstart_visplay", "--train_file", "{corpus}", "--output_dir", "o",
+      "--partner_mode", "server", "--partner_server_base_url", "http://127.0.0.1:9/v1"],
+     "partner_mode: server serves one fixed model"),
 ])
 def test_cli_errors_are_one_line(argv, expected, corpus, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -77,6 +77,10 @@ def main(argv: list[str]) -> int:
         raise InputError(f"--method {args.method} but the recipe {recipe.name} is written for "
                          f"{script_args.coevolve_method}: pass --method {script_args.coevolve_method} or another "
                          "recipe.")
+    if training_args.partner_mode == "server":
+        raise InputError("partner_mode: server serves one fixed model, but the co-evolution partner is the other "
+                         "role's checkpoint of each round: set partner_mode: transformers (the driver passes each "
+                         "round's checkpoint to the phase).")
     method = get_method(args.method, script_args.settings())
     train_file = _check_file("--train_file", script_args.train_file, required=True)
     validation_file = _check_file("--validation_file", script_args.validation_file, required=False)
