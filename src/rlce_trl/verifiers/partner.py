@@ -66,11 +66,6 @@ class PartnerArguments:
             )
         return problems
 
-    @property
-    def wants_partner(self) -> bool:
-        """Whether a partner model is configured at all."""
-        return self.partner_mode == "server" or self.partner_model_name_or_path is not None
-
 
 def server_partner(args) -> Verifier:
     """The partner's server client (`partner_mode="server"`), with the verifier's client settings. Fails fast with
