@@ -28,11 +28,14 @@ def child(backend: str, steps: int, previous: str) -> dict:
     import train_prefeval
 
     import rlce_trl.trainer
+    import rlce_trl.verifiers.transformers_backend
 
     if backend == "previous":
         from verifier_speed import load_previous_backend
 
-        rlce_trl.trainer.TransformersVerifier = load_previous_backend(previous).TransformersVerifier
+        old = load_previous_backend(previous).TransformersVerifier
+        # the trainer's own-model branches, and `frozen_verifier` (the quickstart's frozen copy of its checkpoint)
+        rlce_trl.trainer.TransformersVerifier = rlce_trl.verifiers.transformers_backend.TransformersVerifier = old
     out = tempfile.mkdtemp(prefix=f"quickstart-{backend}-")
     argv = ["--config", str(REPO / "configs" / "quickstart.yaml"), "--max_steps", str(steps), "--output_dir", out,
             "--save_strategy", "no", "--log_completions", "false"]

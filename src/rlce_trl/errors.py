@@ -5,6 +5,12 @@ exception is a bug and keeps its traceback."""
 from __future__ import annotations
 
 
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """An error's first non-empty line, at most `limit` characters (its type name when the message is empty): what a
+    counted-and-skipped failure records."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:limit]
+
+
 class InputError(ValueError):
     """A file, row, flag or setting the user gave cannot be used as it is; the message names the fix."""
 

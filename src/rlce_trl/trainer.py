@@ -19,9 +19,9 @@ from .methods import build_scorer, scorer_name
 from .rewards import build_groups, completion_text, group_log_columns, rlce_format
 from .scoring import GroupScorer, StepStats, as_group_scorer
 from .verifiers.base import Reply, Verifier, VerifierUnavailableError
-from .verifiers.from_config import remote_verifier
+from .verifiers.from_config import frozen_verifier, remote_verifier
 from .verifiers.partner import server_partner
-from .verifiers.transformers_backend import TransformersVerifier, load_frozen_model
+from .verifiers.transformers_backend import TransformersVerifier
 from .video.trainer import VideoGRPOMixin
 
 logger = logging.getLogger(__name__)
@@ -196,10 +196,10 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             self.verifier = CalibratedVerifier(self.verifier, calibration)
         self._initial_model = None
         if self.partner is None and args.partner_model_name_or_path is not None:  # loaded once, like the verifier
-            dtype = (args.model_init_kwargs or {}).get("dtype", "auto")
-            partner_model, partner_tokenizer = load_frozen_model(args.partner_model_name_or_path,
-                                                                 device=self.accelerator.device, dtype=dtype)
-            self.partner = TransformersVerifier(partner_model, partner_tokenizer, args.verifier_batch_size)
+            self.partner = frozen_verifier(args.partner_model_name_or_path, vision_language=self._is_vlm,
+                                           device=self.accelerator.device,
+                                           dtype=(args.model_init_kwargs or {}).get("dtype", "auto"),
+                                           batch_size=args.verifier_batch_size)
         #: Scores whole rollout groups (a [`~rlce_trl.scoring.GroupScorer`]). The RLCE evidence pipeline by default.
         self.group_scorer: GroupScorer = group_scorer or build_scorer(
             args.reward_method, self.verifier, args.evidence_settings(), partner=self.partner,
@@ -237,9 +237,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
                 return TransformersVerifier(self._initial_model.to(device), self._tokenizer, args.verifier_batch_size)
             source = model_arg if isinstance(model_arg, str) else policy.config._name_or_path
         logger.info("RLCE verifier: frozen copy of %s loaded on %s.", source, device)
-        dtype = (args.model_init_kwargs or {}).get("dtype", "auto")
-        model, tokenizer = load_frozen_model(source, device=device, dtype=dtype)
-        return TransformersVerifier(model, tokenizer, args.verifier_batch_size)
+        return frozen_verifier(source, device=device, dtype=(args.model_init_kwargs or {}).get("dtype", "auto"),
+                               batch_size=args.verifier_batch_size)
 
     # -- rewards --------------------------------------------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):

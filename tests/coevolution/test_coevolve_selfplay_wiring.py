@@ -131,7 +131,7 @@ def test_build_options_reach_the_builder_and_a_fixed_clip_subset(tmp_path, monke
     corpus.write_text("".join(f'{{"id": "c{i}", "prompt": [{{"role": "user", "content": "clip {i}"}}]}}\n'
                               for i in range(6)))
     questioner = ScriptedVerifier(lambda r: "no blocks at all")  # nothing parses: nothing is retained
-    monkeypatch.setattr(selfplay_methods, "_frozen", lambda path, cache: questioner)
+    monkeypatch.setattr(selfplay_methods, "_frozen", lambda path, cache, video: questioner)
     method = get_method("visplay", {"build_kwargs": {"n_clips": 2, "n_candidates": 3, "m": 2}})
     phase = method.phases(0)[1]
     seen = []

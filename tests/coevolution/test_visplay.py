@@ -1,4 +1,4 @@
-"""VisPlay's rewards, Questioner scorer and Reasoner data, with a scripted FAKE partner (tests/scripted.py)."""
+"""VisPlay's rewards, Questioner scorer and Reasoner data, with a scripted FAKE partner (tests/fakes.py)."""
 
 import pytest
 from fakes import ScriptedVerifier

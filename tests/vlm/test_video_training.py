@@ -247,3 +247,13 @@ def test_text_and_images_inputs(tiny_vlm, split, tmp_path):
         assert loss_calls == 0 if mode == "text" else loss_calls >= 1, (mode, counter.counts)
         requests = [r for batch in scripted.batches for r in batch]
         assert requests and all(r.media is None for r in requests)
+
+
+def test_a_partner_of_a_vision_language_policy_is_a_vision_language_verifier(tiny_vlm, split, tmp_path):
+    """A co-evolution phase on video: the frozen partner is loaded as a vision-language model, so it sees the clips
+    (a text loader would drop them, or fail on the checkpoint)."""
+    from rlce_trl.verifiers.vlm_backend import VisionLanguageVerifier
+
+    trainer = RLCEGRPOTrainer(model=tiny_vlm, args=args(tmp_path, partner_model_name_or_path=tiny_vlm),
+                              train_dataset=dataset(split), verifier=verifier())
+    assert isinstance(trainer.partner, VisionLanguageVerifier) and trainer.partner.model is not trainer.model

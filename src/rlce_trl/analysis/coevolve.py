@@ -13,23 +13,20 @@ import argparse
 import json
 from pathlib import Path
 
+from ..coevolution.state import per_phase as phase_totals
+from ..coevolution.state import read_state
 from ..coevolution.state import totals as run_totals
 from ..errors import InputError
 
 
 def load_coevolve(path: str | Path) -> dict:
-    """A co-evolution run's `state.json` (the run folder or the file)."""
+    """A co-evolution run's `state.json` (the run folder or the file), read as the driver reads it."""
     path = Path(path)
-    file = path / "state.json" if path.is_dir() else path
-    try:
-        state = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"No state.json under {path}: pass the --output_dir of `rlce-trl coevolve`.") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"{file} is not valid JSON ({error}).") from None
-    if not isinstance(state, dict) or "steps" not in state or "method" not in state:
-        raise InputError(f"{file} is not a co-evolution state file (no 'method' / 'steps').")
-    state["run"] = path.name if path.is_dir() else path.parent.name
+    folder = path if path.is_dir() or not path.name.endswith(".json") else path.parent
+    state = read_state(folder)
+    if state is None:
+        raise InputError(f"No state.json under {path}: pass the --output_dir of `rlce-trl coevolve`.")
+    state["run"] = folder.name
     return state
 
 
@@ -71,14 +68,9 @@ def table(runs: list[dict], rlce_hours: float | None = None) -> str:
 
 def per_phase(run: dict) -> str:
     """Markdown: wall seconds and device-hours per phase and step kind of one run."""
-    rows: dict[str, list[float]] = {}
-    for step in run["steps"]:
-        entry = rows.setdefault(f"{step['phase']} / {step['kind']}", [0.0, 0.0, 0])
-        entry[0] += step["wall_s"]
-        entry[1] += step["device_hours"]
-        entry[2] += 0 if step.get("skipped") else 1  # a train step skipped for want of rows ran nothing
     lines = [f"{run['run']}:", "| phase / step | runs | wall s | device h |", "|---|---:|---:|---:|"]
-    lines += [f"| {k} | {v[2]} | {v[0]:.1f} | {v[1]:.3f} |" for k, v in rows.items()]
+    lines += [f"| {k.replace('/', ' / ')} | {v['runs']} | {v['wall_s']:.1f} | {v['device_hours']:.3f} |"
+              for k, v in phase_totals(run).items()]
     return "\n".join(lines)
 
 

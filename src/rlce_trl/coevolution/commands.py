@@ -62,7 +62,6 @@ def main(argv: list[str]) -> int:
 
     if args.method not in METHODS:
         raise InputError(f"--method {args.method!r}: use one of {', '.join(METHODS)}.")
-    get_method(args.method)  # a method whose modules are not there yet: named before anything is parsed
 
     try:
         recipe = resolve_recipe(args.config)

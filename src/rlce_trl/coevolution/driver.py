@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from .base import BuildContext, CoevolutionMethod, PhaseSpec
-from .state import new_state, read_state, record_step, totals, write_state
+from .state import new_state, per_phase, read_state, record_step, totals, write_state
 
 PHASE_MODULE = "rlce_trl.coevolution.phase"
 REPORT_FILE = "report.json"
@@ -295,22 +295,11 @@ class Coevolver:
         result = state["best"]["checkpoint"] if state["best"] else state["checkpoints"][state["validated_role"]]
         summary = {"method": state["method"], "rounds": state["rounds"], "result_checkpoint": result,
                    "best": state["best"], "validations": state["validations"], "totals": totals(state),
-                   "per_phase": _per_phase(state)}
+                   "per_phase": per_phase(state)}
         (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         spent = totals(state)
         self.log(f"done: {state['validated_role']} checkpoint {result}; wall {spent['wall_s'] / 3600:.2f} h, "
                  f"device {spent['device_hours']:.2f} GPU-h, CPU {spent['cpu_hours']:.2f} h")
-
-
-def _per_phase(state: dict) -> dict:
-    """Wall seconds and device-hours summed per phase name (build, train and validate apart)."""
-    out: dict[str, dict] = {}
-    for record in state["steps"]:
-        entry = out.setdefault(f"{record['phase']}/{record['kind']}", {"wall_s": 0.0, "device_hours": 0.0, "runs": 0})
-        entry["wall_s"] += record["wall_s"]
-        entry["device_hours"] += record["device_hours"]
-        entry["runs"] += 0 if record.get("skipped") else 1  # a train step skipped for want of rows ran nothing
-    return out
 
 
 def _children_cpu() -> float:

@@ -114,7 +114,8 @@ def harvest(ctx: BuildContext, max_pairs: int) -> dict:
     source = ctx.data.get("generator")
     if not source:
         raise InputError("The critic phase's harvest needs the generator phase's data: resume the run from its start.")
-    rows = pick_clips(read_jsonl(source), max_pairs, ctx.seed + ctx.round)
+    generated = read_jsonl(source)
+    rows = pick_clips(generated, max_pairs, ctx.seed + ctx.round)
     video = any(r.get("videos") for r in rows)
     overrides = (script_args.coevolve_phase_overrides or {}).get("generator", {})
     max_new = int(overrides.get("max_completion_length", training_args.max_completion_length or 256))
@@ -135,7 +136,7 @@ def harvest(ctx: BuildContext, max_pairs: int) -> dict:
           flush=True)
     out = critic_rows(rows, responses)
     write_rows(ctx.output_file, out)
-    return {"pairs": len(out), "clips": len(read_jsonl(source)), "max_pairs": max_pairs}
+    return {"pairs": len(out), "clips": len(generated), "max_pairs": max_pairs}
 
 
 def _prompt(row: dict, script_args, training_args) -> list[dict]:
@@ -155,22 +156,8 @@ METHODS = {
 
 
 def get_method(name: str, settings: dict | None = None) -> CoevolutionMethod:
-    """The method `name`, built with the recipe's `coevolve_*` settings; an `InputError` naming what is available."""
+    """The method `name`, built with the recipe's `coevolve_*` settings; an `InputError` naming the methods."""
     if name not in METHODS:
         raise InputError(f"--method {name!r}: use one of {', '.join(METHODS)}.")
     module_name, _, attr = METHODS[name].partition(":")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError):
-        available = [n for n in METHODS if n == "rlac" or _importable(METHODS[n])]
-        raise InputError(f"--method {name}: not available in this version of rlce-trl (its driver loop, "
-                         f"{METHODS[name]}, is not there yet); available: {', '.join(available)}.") from None
-    return factory(settings)
-
-
-def _importable(path: str) -> bool:
-    module_name, _, attr = path.partition(":")
-    try:
-        return hasattr(importlib.import_module(module_name), attr)
-    except ImportError:
-        return False
+    return getattr(importlib.import_module(module_name), attr)(settings)

@@ -73,12 +73,16 @@ class VZSolverScorer(_ColumnRewardScorer):
         return solver_reward(completion, columns["pseudo_label"], span, columns.get("clip_seconds"), labels)
 
 
-def _frozen(path: str, cache: dict):
-    """A transformers verifier of `path`, loaded once per build process."""
+def _frozen(path: str, cache: dict, video: bool):
+    """A frozen verifier of `path` (a vision-language one that sees the clips when the corpus has video), loaded once
+    per build process, on the GPU when there is one."""
     if path not in cache:
-        from ..verifiers.transformers_backend import TransformersVerifier, load_frozen_model
+        import torch
 
-        cache[path] = TransformersVerifier(*load_frozen_model(path))
+        from ..verifiers.from_config import frozen_verifier
+
+        device = "cuda" if torch.cuda.is_available() else None
+        cache[path] = frozen_verifier(path, vision_language=video, device=device)
     return cache[path]
 
 
@@ -147,8 +151,10 @@ class _SelfPlay:
 
         cache: dict = {}
         clips = seeded_subset(self._corpus(ctx), self.build_kwargs.get("n_clips"), ctx.seed)  # fixed every round
-        rows, stats = self.build_answer_rows(clips, _frozen(ctx.checkpoints["questioner"], cache),
-                                             _frozen(ctx.checkpoints[self.answerer], cache), ctx.seed + ctx.round)
+        video = any(c.get("videos") for c in clips)
+        questioner = _frozen(ctx.checkpoints["questioner"], cache, video)
+        answerer = _frozen(ctx.checkpoints[self.answerer], cache, video)
+        rows, stats = self.build_answer_rows(clips, questioner, answerer, ctx.seed + ctx.round)
         write_rows(ctx.output_file, rows)
         if not rows:  # the driver skips the phase (its checkpoint stays) and records why
             stats["skip"] = (f"no {self.answerer} rows retained: {stats['parsed']} of {stats['generated']} generated "

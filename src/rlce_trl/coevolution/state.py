@@ -75,6 +75,18 @@ def record_step(state: dict, record: dict) -> None:
     state["steps"].append(record)
 
 
+def per_phase(state: dict) -> dict:
+    """Wall seconds, device-hours and runs summed per phase and step kind (`"<phase>/<kind>"`); a train step skipped
+    for want of rows ran nothing, so it is not a run."""
+    out: dict[str, dict] = {}
+    for record in state["steps"]:
+        entry = out.setdefault(f"{record['phase']}/{record['kind']}", {"wall_s": 0.0, "device_hours": 0.0, "runs": 0})
+        entry["wall_s"] += record["wall_s"]
+        entry["device_hours"] += record["device_hours"]
+        entry["runs"] += 0 if record.get("skipped") else 1
+    return out
+
+
 def totals(state: dict) -> dict:
     """The run's time so far, summed over its finished steps: wall and CPU seconds, device- and CPU-hours."""
     steps = state["steps"]

@@ -67,12 +67,9 @@ def main(argv=None):
 
     from rlce_trl.data.synthetic import numbered_evidence
     from rlce_trl.elect import ElectRewardConfig, make_elect_reward_funcs
+    from rlce_trl.scripts.utils import resolve_model
 
-    model = args.model_name_or_path
-    if model == "smollm2":
-        from rlce_trl.models import smollm2_instruct
-
-        model = smollm2_instruct()
+    model = resolve_model(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(model)
     lo, hi = (int(x) for x in args.think_range.split(","))
     rows = numbered_evidence(args.rows, seed=args.seed, split="train", supervised=args.gate == "gold")

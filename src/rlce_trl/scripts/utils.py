@@ -28,7 +28,8 @@ from trl import ScriptArguments
 logger = logging.getLogger(__name__)
 
 #: Names of models that ship inside a PyPI package and load offline; value: a function returning a local folder.
-MODEL_ALIASES = {"smollm2-135m-instruct": "rlce_trl.models:smollm2_instruct"}
+MODEL_ALIASES = {"smollm2-135m-instruct": "rlce_trl.models:smollm2_instruct",
+                 "smollm2": "rlce_trl.models:smollm2_instruct"}
 
 
 @dataclass

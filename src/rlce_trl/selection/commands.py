@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..data.jsonl import read_jsonl
-from ..errors import InputError, MissingInputError
+from ..errors import InputError, MissingInputError, first_line
 
 DEFAULT_SELECTORS = "greedy,single,majority,elect,elect_noframes,oracle"
 
@@ -124,7 +124,7 @@ def _check_vision_language(path: str, name: str, flag: str = "--model_name_or_pa
     try:
         config = AutoConfig.from_pretrained(path)
     except (OSError, ValueError) as error:
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        first = first_line(error)
         raise MissingInputError(f"cannot load {flag} {name!r} ({first}): pass a local checkpoint folder.") from None
     if getattr(config, "vision_config", None) is None:
         raise InputError(f"{flag} {name!r} is a text model ({config.model_type}) and {what}: pass a "
@@ -173,11 +173,9 @@ def main_sample(args: argparse.Namespace, sampler=None) -> int:
             raise InputError(" ".join(str(error).split())) from None
         expand = _video_expander(args)
     if sampler is None:
-        path = args.model_name_or_path
-        if path == "smollm2":
-            from ..models import smollm2_instruct
+        from ..scripts.utils import resolve_model
 
-            path = smollm2_instruct()
+        path = resolve_model(args.model_name_or_path)
         from ..evaluation.generation import TransformersGenerator, VisionLanguageGenerator, VLLMGenerator
 
         if not Path(path).is_dir():
@@ -197,7 +195,7 @@ def main_sample(args: argparse.Namespace, sampler=None) -> int:
         except (OSError, TypeError, ValueError) as error:  # not a checkpoint, missing files, unknown vLLM argument
             if isinstance(error, InputError):
                 raise
-            first = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+            first = first_line(error)
             raise InputError(f"cannot load --model_name_or_path {args.model_name_or_path!r} ({first}): pass a "
                              "local checkpoint folder" + (" and vllm.LLM arguments in --vllm_kwargs"
                                                           if args.backend == "vllm" else "") + ".") from None
@@ -241,11 +239,9 @@ def add_select_arguments(parser: argparse.ArgumentParser) -> None:
 def _load_verifier(name: str, video: bool):
     """The frozen base model as the selectors' verifier: a vision-language verifier that sees each row's clip when
     the pool has video rows, the text backend otherwise."""
-    path = name
-    if path == "smollm2":
-        from ..models import smollm2_instruct
+    from ..scripts.utils import resolve_model
 
-        path = smollm2_instruct()
+    path = resolve_model(name)
     if not Path(path).is_dir():
         raise MissingInputError(f"--verifier_model_name_or_path {name!r} is not a folder: pass a local checkpoint "
                                 "folder (or `smollm2`).")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..data.jsonl import read_jsonl_lenient, repair_jsonl_tail
 from ..elect.parsing import ElectParse, parse_elect_output, tail_confidence
-from ..errors import MissingInputError
+from ..errors import MissingInputError, first_line
 from ..evidence.answers import match_label, normalize_answer
 
 POOL_FILE = "pool.jsonl"
@@ -146,7 +146,7 @@ def read_pool(path: str | os.PathLike, tail_fraction: float = 0.25) -> tuple[lis
                 problems.append(f"{path.name}:{number}: not UTF-8 text")
                 continue
             except (ValueError, TypeError, AttributeError) as error:
-                problems.append(f"{path.name}:{number}: {str(error).splitlines()[0][:200] if str(error) else error}")
+                problems.append(f"{path.name}:{number}: {first_line(error, 200)}")
                 continue
             if row.id in seen:
                 problems.append(f"{path.name}:{number}: row {row.id} again (the first one is kept)")
@@ -218,7 +218,7 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
                         row = expand(row)
                     except (ValueError, OSError) as error:
                         unreadable += 1
-                        log(f"row {row['id']}: skipped, {str(error).splitlines()[0]}")
+                        log(f"row {row['id']}: skipped, {first_line(error)}")
                         continue
                     row = {**row, "num_frames": row.get("num_frames") or frames_in_prompt(row["prompt"])}
                 batch.append(row)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..data.jsonl import read_jsonl_lenient, repair_jsonl_tail
+from ..errors import first_line
 from .pool import PoolRow
 from .selectors import Selection, majority_answer
 
@@ -50,7 +51,7 @@ def _run_selector(selector, items) -> tuple[list[Selection], dict[str, str]]:
                 (selection,) = selector.select([(row, subset)])
                 out.append(selection)
             except Exception as error:  # noqa: BLE001
-                message = (str(error).strip().splitlines() or [""])[0][:300]
+                message = first_line(error)
                 failures.setdefault(row.id, f"{type(error).__name__}: {message}")
                 out.append(Selection(majority_answer([row.candidates[i].answer for i in subset]), "error",
                                      len(subset)))

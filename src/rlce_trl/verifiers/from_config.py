@@ -8,6 +8,24 @@ import shlex
 from .base import Verifier
 
 
+def frozen_verifier(path: str, *, vision_language: bool = False, device=None, dtype=None,
+                    batch_size: int = 16) -> Verifier:
+    """A frozen checkpoint as a transformers verifier: a vision-language model that sees the requests' clips when
+    `vision_language`, else a text model (the verifier's own checkpoint, a co-evolution partner, the frozen models
+    of a co-evolution data build)."""
+    if vision_language:
+        from .hf import load_frozen_vlm
+        from .vlm_backend import VisionLanguageVerifier
+
+        model, processor = load_frozen_vlm(path, device, dtype)
+        return VisionLanguageVerifier(model, processor, batch_size)
+    from .hf import load_frozen_model
+    from .transformers_backend import TransformersVerifier
+
+    model, tokenizer = load_frozen_model(path, device=device, dtype=dtype)
+    return TransformersVerifier(model, tokenizer, batch_size)
+
+
 def client_settings(args) -> dict:
     """The HTTP client settings (`verifier_*`) every server client is built with: the verifier's and the partner's."""
     return dict(
