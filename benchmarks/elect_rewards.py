@@ -85,7 +85,7 @@ def probe(steps: int, warm_steps: int, seed: int, lr: float = 1e-3) -> None:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from rlce_trl.rewards import completion_text
+    from rlce_trl.data.prompts import completion_text
 
     rng = random.Random(seed)
     history: list[dict] = []

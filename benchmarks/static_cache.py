@@ -18,12 +18,12 @@ import time
 import torch
 
 from rlce_trl.data import load_preference_sample
+from rlce_trl.data.prompts import completion_text
 from rlce_trl.evidence.answers import extract_answer, normalize_answer
 from rlce_trl.evidence.construction import ordered_pairs
 from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
 from rlce_trl.evidence.prompts import render_context
 from rlce_trl.models import smollm2_instruct
-from rlce_trl.rewards import completion_text
 from rlce_trl.scoring import Group
 from rlce_trl.verifiers import TransformersVerifier, load_frozen_model
 from rlce_trl.verifiers.base import Request, Sampling

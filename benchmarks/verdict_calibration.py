@@ -53,7 +53,7 @@ def main(argv=None) -> int:
         read_verdicts,
     )
     from rlce_trl.evidence.prompt_set import VerifierPrompts, load_prompts
-    from rlce_trl.scripts.utils import resolve_model
+    from rlce_trl.models import resolve_model
     from rlce_trl.verifiers.transformers_backend import TransformersVerifier, load_frozen_model
 
     start = time.perf_counter()

@@ -89,7 +89,7 @@ def reference_passes(backend, requests) -> dict:
     """Seconds to read every prompt once, and to read every shared prefix once plus every prompt's own tail."""
     import torch
 
-    from rlce_trl.verifiers.kv_decoding import Rows, Work, plan_prefixes, prefill_prefix
+    from rlce_trl.generation.kv_decoding import Rows, Work, plan_prefixes, prefill_prefix
 
     ids = [backend.tokenizer(backend._prompt(r), add_special_tokens=False)["input_ids"] for r in requests]
     model, work = backend.model, Work()
@@ -129,7 +129,7 @@ def raw_decode_tokens_per_s(backend, prompt_ids: list[int], rows: int, steps: in
     import torch
     from transformers import DynamicCache
 
-    from rlce_trl.verifiers.kv_decoding import _cache_kwarg
+    from rlce_trl.generation.kv_decoding import _cache_kwarg
 
     model = backend.model
     with torch.inference_mode():

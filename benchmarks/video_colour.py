@@ -77,8 +77,8 @@ def held_out_accuracy(model, processor, rows, media, frame_kwargs, strip: bool) 
     import torch
 
     from rlce_trl.data.hba import expand_videos
-    from rlce_trl.evaluation.generation import VisionLanguageGenerator
-    from rlce_trl.video.media import text_only_prompt
+    from rlce_trl.data.media import text_only_prompt
+    from rlce_trl.generation.generators import VisionLanguageGenerator
 
     tok = processor.tokenizer
     r_id, b_id = tok.convert_tokens_to_ids("R"), tok.convert_tokens_to_ids("B")
@@ -102,7 +102,7 @@ def run(mode: str, model_dir: str, train, test, media, args) -> dict:
     from trl import GRPOConfig, GRPOTrainer
 
     from rlce_trl.data.hba import with_frames
-    from rlce_trl.video.trainer import VideoGRPOMixin
+    from rlce_trl.trainer_video import VideoGRPOMixin
 
     class VideoGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         def __init__(self, *a, **k):

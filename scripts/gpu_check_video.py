@@ -43,7 +43,7 @@ def speed(steps: int = 3) -> dict:
     from trl import GRPOConfig, GRPOTrainer
 
     from rlce_trl.data.hba import with_frames
-    from rlce_trl.video.trainer import VideoGRPOMixin
+    from rlce_trl.trainer_video import VideoGRPOMixin
 
     class VideoGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         def __init__(self, *a, **k):

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from trl import GRPOConfig
 
+from .config_video import VideoArguments
 from .evidence.state import MODES as RLCE_MODES
 from .verifiers.base import Sampling
 from .verifiers.partner import PartnerArguments
-from .video.config import VideoArguments
 
 if TYPE_CHECKING:  # the registry and the evidence pipeline are imported when used, never with the config
     from .evidence.pipeline import EvidenceSettings
@@ -323,7 +323,7 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
             except ValueError as error:
                 problems.append(f"rlce_prompts_file: {error}")
         if self.rlce_verdict_calibration_file is not None:
-            from .calibration.scoring import VerdictCalibration
+            from .verifiers.calibrated import VerdictCalibration
 
             try:
                 VerdictCalibration.load(self.rlce_verdict_calibration_file)

@@ -136,7 +136,7 @@ def _label_light(args) -> str | None:
         parts.append(f"prompts version `{prompts.version}` ({prompts.calibrated_on} labelled calibration cases, "
                      f"{len(prompts.examples)} few-shot examples)")
     if getattr(args, "rlce_verdict_calibration_file", None):
-        from .calibration.scoring import VerdictCalibration
+        from .verifiers.calibrated import VerdictCalibration
 
         fitted = VerdictCalibration.load(args.rlce_verdict_calibration_file).fitted_on
         parts.append(f"calibrated verdicts fitted on {fitted} labelled claims")

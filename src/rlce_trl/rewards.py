@@ -11,19 +11,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from .data.media import has_raw_frames, media_items, media_key
+from .data.prompts import completion_text
 from .evidence.pipeline import EvidencePipeline, EvidenceSettings
 from .evidence.prompts import render_context
 from .evidence.reward import format_reward
 from .scoring import Group, GroupResult, StepStats
 from .verifiers.base import Verifier
-from .video.media import has_raw_frames, media_items, media_key
-
-
-def completion_text(completion) -> str:
-    """The text of a completion, standard (`str`) or conversational (list of messages)."""
-    if isinstance(completion, str):
-        return completion
-    return "".join(m["content"] for m in completion if m.get("role", "assistant") == "assistant")
 
 
 def rlce_format(completions, **kwargs) -> list[float]:

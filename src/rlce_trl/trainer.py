@@ -15,14 +15,15 @@ from trl import GRPOTrainer
 from .audit import EVIDENCE_FILE, EvidenceRecorder
 from .config import RLCEGRPOConfig
 from .data.checks import check_datasets
+from .data.prompts import completion_text
 from .methods import build_scorer, scorer_name
-from .rewards import build_groups, completion_text, group_log_columns, rlce_format
+from .rewards import build_groups, group_log_columns, rlce_format
 from .scoring import GroupScorer, StepStats, as_group_scorer
+from .trainer_video import VideoGRPOMixin
 from .verifiers.base import Reply, Verifier, VerifierUnavailableError
 from .verifiers.from_config import frozen_verifier, remote_verifier
 from .verifiers.partner import server_partner
 from .verifiers.transformers_backend import TransformersVerifier
-from .video.trainer import VideoGRPOMixin
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
     4. **Logging.** `rlce/*` metrics per step (distinct answers per group, tests built and validated, verdict
        fractions, tie rates, fraction of groups with a verified answer, verifier calls, tokens and seconds) and
        `rlce_*` columns in the completions table.
-    5. **Video** (`args.video_input`, [`~rlce_trl.video.trainer.VideoGRPOMixin`]): a row's clip reaches generation,
+    5. **Video** (`args.video_input`, [`~rlce_trl.trainer_video.VideoGRPOMixin`]): a row's clip reaches generation,
        every log-probability forward and the verifier's requests; unsupported combinations raise.
     6. **State across steps** (the static tests of `rlce_mode="static"`) is shared across processes and saved with
        every checkpoint (`rlce_scorer_state.json`), so a resumed run reuses it.
@@ -190,7 +191,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
 
         self.verifier = verifier if verifier is not None else self._build_verifier(model)
         if args.rlce_verdict_calibration_file:  # opt-in, label-light: verdicts read through a fitted calibration
-            from .calibration.scoring import CalibratedVerifier, VerdictCalibration
+            from .verifiers.calibrated import CalibratedVerifier, VerdictCalibration
 
             calibration = VerdictCalibration.load(args.rlce_verdict_calibration_file)
             self.verifier = CalibratedVerifier(self.verifier, calibration)

@@ -2,10 +2,10 @@
 
 from fakes import ScriptedVerifier
 
-from rlce_trl.baselines import USCScorer
-from rlce_trl.baselines.prompts import parse_usc_choice, question_of
 from rlce_trl.evidence.pipeline import EvidenceSettings
 from rlce_trl.evidence.state import Group
+from rlce_trl.methods import USCScorer
+from rlce_trl.methods.baseline_prompts import parse_usc_choice, question_of
 
 BOXED_ONLY = EvidenceSettings(answer_fallback=False)  # these cases are about rollouts with no boxed answer
 

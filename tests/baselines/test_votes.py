@@ -3,9 +3,9 @@
 import pytest
 from fakes import ScriptedVerifier
 
-from rlce_trl.baselines import TTRLScorer, USCScorer
 from rlce_trl.evidence.pipeline import EvidenceSettings
 from rlce_trl.evidence.state import Group
+from rlce_trl.methods import TTRLScorer, USCScorer
 
 LABELS = ("positive", "negative", "neutral")
 

@@ -6,12 +6,12 @@ from types import SimpleNamespace
 import pytest
 from fakes import LogprobVerifier, lp
 
-from rlce_trl.calibration.scoring import CalibratedVerifier, VerdictCalibration
 from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.evidence.pipeline import EvidencePipeline
 from rlce_trl.evidence.prompt_set import VerifierPrompts
 from rlce_trl.evidence.state import Group
 from rlce_trl.model_card import _label_light
+from rlce_trl.verifiers.calibrated import CalibratedVerifier, VerdictCalibration
 
 
 def config(tmp_path, **kw):

@@ -8,17 +8,11 @@ from fakes import LogprobVerifier, lp
 
 from rlce_trl.calibration.cases import load_cases, preference_claims, split_cases
 from rlce_trl.calibration.metrics import accuracy, bootstrap, cohen_kappa, yes_rate
-from rlce_trl.calibration.scoring import (
-    CONTENT_FREE_CLAIMS,
-    CalibratedVerifier,
-    VerdictCalibration,
-    fit_calibration,
-    read_verdicts,
-    score_prompts,
-)
+from rlce_trl.calibration.scoring import CONTENT_FREE_CLAIMS, fit_calibration, read_verdicts, score_prompts
 from rlce_trl.evidence.prompt_set import VerifierPrompts, load_prompts
 from rlce_trl.evidence.prompts import construction_messages, validation_messages
 from rlce_trl.verifiers.base import Reply, Request
+from rlce_trl.verifiers.calibrated import CalibratedVerifier, VerdictCalibration
 
 
 def test_claim_set_shape_and_split():

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from rlce_trl.coevolution.bleu import average_linkage, bleu_distances, cluster_shares, sentence_bleu, symmetric_bleu
+from rlce_trl.methods.bleu import average_linkage, bleu_distances, cluster_shares, sentence_bleu, symmetric_bleu
 
 Q1 = "what is the speaker feeling"
 Q2 = "what is the speaker feeling now"

@@ -15,8 +15,8 @@ from run_fake_driver import settings
 from rlce_trl.coevolution.driver import Coevolver, PhaseFailedError, round_steps
 from rlce_trl.coevolution.phase import phase_argv
 from rlce_trl.coevolution.registry import get_method
-from rlce_trl.coevolution.rlac import GENERATOR_INSTRUCTION
 from rlce_trl.errors import InputError
+from rlce_trl.methods.rlac import GENERATOR_INSTRUCTION
 
 HERE = Path(__file__).parent
 

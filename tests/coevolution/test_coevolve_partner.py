@@ -10,7 +10,7 @@ from datasets import Dataset
 from testing_utils import preference_rows, tiny_grpo_args
 
 from rlce_trl import RLCEGRPOTrainer
-from rlce_trl.coevolution.rlac import critic_rows, generator_rows
+from rlce_trl.methods.rlac import critic_rows, generator_rows
 from rlce_trl.verifiers.base import VerifierUnavailableError
 
 

@@ -5,7 +5,8 @@ replies)."""
 import pytest
 from fakes import ScriptedVerifier
 
-from rlce_trl.coevolution.rlac import (
+from rlce_trl.methods import build_scorer
+from rlce_trl.methods.rlac import (
     GENERATOR_INSTRUCTION,
     Critique,
     Exchange,
@@ -19,7 +20,6 @@ from rlce_trl.coevolution.rlac import (
     parse_critique,
     pick_clips,
 )
-from rlce_trl.methods import build_scorer
 from rlce_trl.scoring import Group
 
 WELL = "<answer>Take the ferry</answer><justification>The user likes boats. Ferries are cheap.</justification>"

@@ -10,7 +10,7 @@ import pytest
 from rlce_trl.cli import main
 from rlce_trl.coevolution.state import totals
 from rlce_trl.data import load_preference_sample
-from rlce_trl.evidence.prompts import SOLVER_SYSTEM_PROMPT
+from rlce_trl.data.prompts import SOLVER_SYSTEM_PROMPT
 
 pytestmark = pytest.mark.slow
 

@@ -19,9 +19,9 @@ from rlce_trl.cli import main
 from rlce_trl.coevolution.base import PhaseSpec
 from rlce_trl.coevolution.state import totals
 from rlce_trl.data import load_preference_sample
-from rlce_trl.evidence.prompts import SOLVER_SYSTEM_PROMPT
+from rlce_trl.data.prompts import SOLVER_SYSTEM_PROMPT
+from rlce_trl.models import resolve_model
 from rlce_trl.scripts.recipes import resolve_recipe
-from rlce_trl.scripts.utils import resolve_model
 
 pytestmark = pytest.mark.slow
 
@@ -46,10 +46,10 @@ def _validation(tmp_path: Path) -> str:
 def _answerer_rows(method: str, clips: list[dict]) -> list[dict]:
     """Pseudo-labelled rows as the method's builder writes them (its row builder, a label per clip)."""
     if method == "visplay":
-        from rlce_trl.coevolution.visplay import reasoner_row
+        from rlce_trl.methods.visplay import reasoner_row
 
         return [reasoner_row(c, "What does the user avoid?", "boats", 0.5) for c in clips]
-    from rlce_trl.coevolution.video_zero import solver_row
+    from rlce_trl.methods.video_zero import solver_row
 
     return [solver_row(c, "What does the user avoid?", "boats", None, None, 0.5) for c in clips]
 

@@ -3,9 +3,9 @@
 import pytest
 from fakes import ScriptedVerifier
 
-from rlce_trl.coevolution import video_zero as vz
-from rlce_trl.coevolution.lexicons import ACTION_CUES, TEMPORAL_CUES
 from rlce_trl.data.sample import load_preference_sample
+from rlce_trl.methods import video_zero as vz
+from rlce_trl.methods.lexicons import ACTION_CUES, TEMPORAL_CUES
 from rlce_trl.rewards import build_groups
 from rlce_trl.scoring import Group
 from rlce_trl.verifiers.base import Reply
@@ -260,8 +260,8 @@ def test_build_solver_rows_hostile_replies_never_crash():
 
 
 def test_builders_reject_bad_inputs_with_one_line_errors():
-    from rlce_trl.coevolution import visplay as vp
     from rlce_trl.errors import InputError
+    from rlce_trl.methods import visplay as vp
 
     fake = ScriptedVerifier(lambda r: pytest.fail("no call before the inputs are checked"))
     with pytest.raises(InputError, match=r"build_solver_rows: clip_rows has 1 unusable row.*row 1: no `prompt`"):

@@ -3,8 +3,8 @@
 import pytest
 from fakes import ScriptedVerifier
 
-from rlce_trl.coevolution import visplay as vp
 from rlce_trl.data.sample import load_preference_sample
+from rlce_trl.methods import visplay as vp
 from rlce_trl.rewards import build_groups
 from rlce_trl.scoring import Group
 

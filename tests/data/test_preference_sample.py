@@ -3,7 +3,7 @@ from collections import Counter
 import pytest
 
 from rlce_trl.data import load_preference_sample, to_dataset
-from rlce_trl.evidence.prompts import SOLVER_SYSTEM_PROMPT
+from rlce_trl.data.prompts import SOLVER_SYSTEM_PROMPT
 
 
 def test_sample_sizes_and_shape():

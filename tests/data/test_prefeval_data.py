@@ -13,7 +13,7 @@ from rlce_trl.data.prefeval import (
     resolve_prefeval_dir,
     split_assignments,
 )
-from rlce_trl.evidence.prompts import SOLVER_SYSTEM_PROMPT
+from rlce_trl.data.prompts import SOLVER_SYSTEM_PROMPT
 
 
 def _chars(row):

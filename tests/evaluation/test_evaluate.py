@@ -128,7 +128,7 @@ def test_prefeval_forms_macro(tmp_path, fake_judge, stand_in_prefeval):
 def test_cli_with_tiny_model_and_judge(tmp_path, fake_judge, stand_in_prefeval, monkeypatch):
     pytest.importorskip("torch")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    import rlce_trl.evaluation.generation as generation_module
+    import rlce_trl.generation.generators as generation_module
     from rlce_trl.cli import main
 
     monkeypatch.setattr(generation_module, "vllm_available", lambda: False)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from rlce_trl.evaluation.generation import SampleSpec, TransformersGenerator
+from rlce_trl.generation.generators import SampleSpec, TransformersGenerator
 
 
 @pytest.fixture(scope="module")

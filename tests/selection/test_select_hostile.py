@@ -11,7 +11,7 @@ import pytest
 from fakes import ScriptedVerifier
 
 from rlce_trl.cli import main
-from rlce_trl.evaluation.generation import Sampled
+from rlce_trl.generation.generators import Sampled
 from rlce_trl.selection.commands import add_sample_arguments, add_select_arguments, main_sample, main_select
 
 

@@ -163,7 +163,7 @@ def test_mcnemar_and_pool_stats():
 
 
 def test_sample_pool_counts_malformed_rows_and_resumes(tmp_path):
-    from rlce_trl.evaluation.generation import Sampled
+    from rlce_trl.generation.generators import Sampled
     from rlce_trl.selection import sample_pool
 
     calls = []

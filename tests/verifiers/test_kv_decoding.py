@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from rlce_trl.evidence.prompts import VERDICTS, equivalence_messages, equivalence_schema, validation_messages
+from rlce_trl.generation.kv_decoding import plan_prefixes
 from rlce_trl.verifiers import Request, Sampling, TransformersVerifier, load_frozen_model
 from rlce_trl.verifiers.base import slot_logprobs
-from rlce_trl.verifiers.kv_decoding import plan_prefixes
 
 CONTEXTS = [" ".join([c] * 6) for c in (
     "The user said they are vegetarian.", "Write one evidence test about the input.", "same different yes")]
@@ -179,7 +179,7 @@ def test_refilled_batches_give_the_replies_of_one_batch(verifier, monkeypatch):
     """9 one-line prompts ending at different steps, through batches of 4: rows join the running batch as others
     end (caches of different lengths merged, leading pad columns dropped) and every reply is the one it gets in a
     single batch of 16."""
-    from rlce_trl.verifiers.kv_decoding import Rows
+    from rlce_trl.generation.kv_decoding import Rows
 
     joins = []
     extend = Rows.extend

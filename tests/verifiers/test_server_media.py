@@ -8,8 +8,8 @@ import json
 import pytest
 
 from rlce_trl.data.hba import expand_videos, load_hba_split
+from rlce_trl.data.media import media_items, openai_messages
 from rlce_trl.verifiers.base import Request
-from rlce_trl.video.media import media_items, openai_messages
 
 pytest.importorskip("av")
 from testing_utils import make_video

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 from fakes import ScriptedVerifier
 
 from rlce_trl.analysis.groups_log import CountingVerifier
-from rlce_trl.calibration.scoring import CalibratedVerifier, VerdictCalibration
 from rlce_trl.trainer import RLCEGRPOTrainer
 from rlce_trl.verifiers.base import Request, Sampling, VerifierStats
+from rlce_trl.verifiers.calibrated import CalibratedVerifier, VerdictCalibration
 from rlce_trl.verifiers.server import ServerVerifier
 
 REQUEST = Request(messages=[{"role": "user", "content": "Claim: x"}], sampling=Sampling(max_tokens=4),

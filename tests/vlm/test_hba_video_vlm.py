@@ -17,7 +17,7 @@ from testing_utils import build_tiny_vlm, make_video
 
 from rlce_trl.cli import main
 from rlce_trl.data.hba import expand_videos, load_hba_split
-from rlce_trl.evaluation.generation import VisionLanguageGenerator, make_generator
+from rlce_trl.generation.generators import VisionLanguageGenerator, make_generator
 
 pytestmark = pytest.mark.vlm
 pytest.importorskip("torchvision")

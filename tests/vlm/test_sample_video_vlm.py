@@ -157,7 +157,7 @@ def test_vision_language_sample_is_seeded_per_spec_with_raw_logprobs(setup):
     import torch
 
     from rlce_trl.data.hba import expand_videos, load_hba_split
-    from rlce_trl.evaluation.generation import SampleSpec, VisionLanguageGenerator
+    from rlce_trl.generation.generators import SampleSpec, VisionLanguageGenerator
 
     root, model = setup
     generator = VisionLanguageGenerator.from_pretrained(str(model), max_new_tokens=5, dtype="float32")

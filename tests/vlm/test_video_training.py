@@ -19,8 +19,8 @@ from testing_utils import build_tiny_vlm, make_video
 
 from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
 from rlce_trl.data.hba import expand_videos, load_hba_split, with_frames
-from rlce_trl.evaluation.generation import VisionLanguageGenerator
-from rlce_trl.video.media import resolve
+from rlce_trl.data.media import resolve
+from rlce_trl.generation.generators import VisionLanguageGenerator
 
 pytestmark = pytest.mark.vlm
 pytest.importorskip("torchvision")
@@ -109,7 +109,7 @@ class PhaseCounter:
 
 def test_stock_trl_trains_video_rows_without_frames(tiny_vlm, split, tmp_path):
     """V-0, what TRL 1.16 does on its own (the reason for the mixin): the clip is re-sampled for generation and the
-    loss never sees a frame. If this stops holding, TRL changed and `rlce_trl.video.trainer` must be re-read."""
+    loss never sees a frame. If this stops holding, TRL changed and `rlce_trl.trainer_video` must be re-read."""
     from trl import GRPOConfig, GRPOTrainer
 
     config = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_steps=1,

@@ -16,7 +16,7 @@ import sys
 
 
 def _verifier(args):
-    from ..scripts.utils import resolve_model
+    from ..models import resolve_model
     from ..verifiers.transformers_backend import TransformersVerifier, load_frozen_model
 
     model, tokenizer = load_frozen_model(resolve_model(args.verifier_model_name_or_path), dtype="float32")
@@ -44,7 +44,8 @@ def _print_alignment(a) -> None:
 
 
 def _score(args) -> int:
-    from .scoring import VerdictCalibration, score_prompts
+    from ..verifiers.calibrated import VerdictCalibration
+    from .scoring import score_prompts
 
     prompts, cases = _prompts(args), _cases(args.cases, args.split)
     calibration = VerdictCalibration.load(args.calibration) if args.calibration else None

@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
     validation_file = _check_file("--validation_file", script_args.validation_file, required=False)
     if validation_file:
         _check_validation(validation_file, script_args)
-    from ..scripts.utils import resolve_model
+    from ..models import resolve_model
 
     settings = DriverSettings(
         recipe=str(recipe), train_file=train_file, validation_file=validation_file, output_dir=args.output_dir,

@@ -216,7 +216,7 @@ def run_build(job: dict) -> dict:
 
 def run_validate(job: dict) -> dict:
     from ..evaluation.callbacks import make_validation_fn
-    from ..evaluation.generation import make_generator
+    from ..generation.generators import make_generator
     from ..scripts.utils import make_judge
     from .registry import load_validation
 

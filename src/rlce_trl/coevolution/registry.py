@@ -92,7 +92,7 @@ class RLAC:
         ]
 
     def build_data(self, ctx: BuildContext) -> dict:
-        from .rlac import generator_rows, pick_clips
+        from ..methods.rlac import generator_rows, pick_clips
 
         if ctx.phase.name == "generator":
             rows = load_corpus(ctx.train_file, self.settings.get("hba_task"))
@@ -107,8 +107,8 @@ def harvest(ctx: BuildContext, max_pairs: int) -> dict:
     """P_{t+1}: one response per clip from the new generator (sampled at its rollout temperature / top-p), at most
     `max_pairs` clips (seeded), written as critic rows. Runs in the build process (it loads the generator)."""
     from ..data.jsonl import read_jsonl
-    from ..evaluation.generation import SampleSpec, make_generator
-    from .rlac import critic_rows, pick_clips
+    from ..generation.generators import SampleSpec, make_generator
+    from ..methods.rlac import critic_rows, pick_clips
 
     script_args, training_args, _ = ctx.args
     source = ctx.data.get("generator")

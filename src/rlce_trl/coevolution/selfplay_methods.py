@@ -1,5 +1,5 @@
 """VisPlay (D.4) and Video-Zero (D.5) as driver methods, on the rewards, scorers and data builders of
-`coevolution/visplay.py` and `coevolution/video_zero.py`.
+`methods/visplay.py` and `methods/video_zero.py`.
 
 - VisPlay: `R_t -> Q_{t+1} -> D_{t+1} -> R_{t+1}`. The questioner phase (`visplay_questioner`, the frozen reasoner
   as partner; 20 steps), the reasoner's data (`build_reasoner_rows`: the new questioner writes, the frozen reasoner
@@ -13,64 +13,9 @@ phase is one group scorer like every other. The reasoner / solver is validated a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ..errors import InputError
-from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from .base import BuildContext, PhaseSpec
 from .registry import load_corpus, write_rows
-
-
-def _result(rewards: list[float | None]) -> GroupResult:
-    return GroupResult(verified=rewards, status="pseudo_label" if any(r is not None for r in rewards) else "no_label",
-                       answers=[], scores=[], verified_answer=None, assignment=[None] * len(rewards))
-
-
-class _ColumnRewardScorer(ScorerBase):
-    """A reward over the row's dataset columns (`columns`, read through `Group.columns`) as a group scorer; no
-    verifier call, no options. A row without a pseudo-label gets `None`."""
-
-    columns: tuple[str, ...] = ()
-
-    def __init__(self, verifier=None, settings=None, *, partner=None):
-        pass  # no options: an unknown `reward_method_kwargs` key is a TypeError that build_scorer names
-
-    def reward(self, completion: str, columns: dict, labels) -> float:
-        raise NotImplementedError
-
-    def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
-        results = []
-        for g in groups:
-            columns = g.columns or {}
-            has_label = bool(columns.get("pseudo_label"))
-            results.append(_result([self.reward(c, columns, g.labels) if has_label else None for c in g.completions]))
-        return results, StepStats(groups=len(groups))
-
-
-class PseudoLabelScorer(_ColumnRewardScorer):
-    """VisPlay's reasoner reward (`visplay.reasoner_reward` over the row's `pseudo_label`)."""
-
-    name = "visplay_reasoner"
-    columns = ("pseudo_label",)
-
-    def reward(self, completion: str, columns: dict, labels) -> float:
-        from .visplay import reasoner_reward
-
-        return reasoner_reward(completion, columns["pseudo_label"], labels)
-
-
-class VZSolverScorer(_ColumnRewardScorer):
-    """Video-Zero's solver reward (`video_zero.solver_reward` over `pseudo_label`, `target_span`, `clip_seconds`)."""
-
-    name = "vz_solver"
-    columns = ("pseudo_label", "target_span", "clip_seconds")
-
-    def reward(self, completion: str, columns: dict, labels) -> float:
-        from .video_zero import solver_reward
-
-        span = columns.get("target_span")
-        span = tuple(span) if span is not None and len(span) == 2 else None
-        return solver_reward(completion, columns["pseudo_label"], span, columns.get("clip_seconds"), labels)
 
 
 def _frozen(path: str, cache: dict, video: bool):
@@ -94,13 +39,13 @@ class _SelfPlay:
     answerer = ""
     steps: dict[str, int] = {}
     rewards: tuple[str, str] = ("", "")
-    module = ""  # the method's module in this package: its `questioner_row` and the answer-rows builder
+    module = ""  # the method's module in `rlce_trl.methods`: its `questioner_row` and the answer-rows builder
     builder = ""
 
     def _module(self):
         import importlib
 
-        return importlib.import_module(f".{self.module}", __package__)
+        return importlib.import_module(f"rlce_trl.methods.{self.module}")
 
     def questioner_row(self, row: dict) -> dict:
         return self._module().questioner_row(row)
@@ -136,7 +81,7 @@ class _SelfPlay:
         ]
 
     def _corpus(self, ctx: BuildContext) -> list[dict]:
-        from .rlac import pick_clips
+        from ..methods.rlac import pick_clips
 
         rows = load_corpus(ctx.train_file, self.settings.get("hba_task"))
         size = self.settings.get("corpus_size")
@@ -147,7 +92,7 @@ class _SelfPlay:
             rows = [self.questioner_row(r) for r in self._corpus(ctx)]
             write_rows(ctx.output_file, rows)
             return {"rows": len(rows)}
-        from .selfplay import seeded_subset
+        from ..methods.selfplay import seeded_subset
 
         cache: dict = {}
         clips = seeded_subset(self._corpus(ctx), self.build_kwargs.get("n_clips"), ctx.seed)  # fixed every round

@@ -27,8 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..evidence.prompts import SOLVER_SYSTEM_PROMPT
 from .jsonl import read_jsonl
+from .prompts import SOLVER_SYSTEM_PROMPT
 
 #: The closed label sets, in the fixed order the prompts list them (defined here only; metrics and tests import them).
 MOSEI_LABELS = (

@@ -30,8 +30,8 @@ from itertools import pairwise
 from pathlib import Path
 
 from ..errors import InputError, MissingInputError
-from ..evidence.prompts import SOLVER_SYSTEM_PROMPT
 from .jsonl import write_jsonl
+from .prompts import SOLVER_SYSTEM_PROMPT
 
 FORMS = ("explicit", "choice", "persona")
 SPLITS = ("train", "validation", "test")

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..data.prompts import completion_text
 from ..evidence.answers import extract_answer, normalize_answer
-from ..rewards import completion_text
 from .parsing import frame_sensitive_score, parse_elect_output, repetition_ratio, think_length, transparency_score
 
 logger = logging.getLogger(__name__)

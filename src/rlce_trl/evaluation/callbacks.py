@@ -14,8 +14,8 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from ..generation.generators import TransformersGenerator, VisionLanguageGenerator
 from .evaluate import evaluate_rows
-from .generation import TransformersGenerator, VisionLanguageGenerator
 
 #: `validate(model, processing_class, step) -> score` (higher is better unless told otherwise).
 ValidateFn = Callable[[object, object, int], float]

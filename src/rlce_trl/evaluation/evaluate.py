@@ -29,7 +29,7 @@ from ..data.checks import check_rows
 from ..data.jsonl import read_jsonl, read_jsonl_counted, repair_jsonl_tail
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
 from ..errors import InputError
-from .generation import Generator
+from ..generation.generators import Generator
 from .metrics import TASK_METRIC_NAMES, extract_prediction, macro_average, task_score
 
 #: The fields of a record written before judging (a re-judged row keeps these and gets fresh verdict fields).
@@ -194,7 +194,7 @@ def evaluate_rows(
 
     Rows with `videos` (HBA) get their frames from `media_root` one batch at a time, just before generation, so a
     split of thousands of clips never sits decoded in memory; `generate` must then take frames
-    ([`~rlce_trl.evaluation.generation.VisionLanguageGenerator`])."""
+    ([`~rlce_trl.generation.generators.VisionLanguageGenerator`])."""
     output_dir = Path(output_dir)
     if batch_size < 1:
         raise InputError(f"batch_size={batch_size}: use 1 or more.")

@@ -16,8 +16,8 @@ from ..data.hba import HBA_TASKS, load_hba_split
 from ..data.jsonl import read_jsonl_counted
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
 from ..errors import InputError, MissingInputError
+from ..generation.generators import BACKENDS, Generator, make_generator
 from .evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
-from .generation import BACKENDS, Generator, make_generator
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 

@@ -13,13 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-#: System prompt of the trainable policy (figure 13): reason, then end with the answer in \boxed{}.
-SOLVER_SYSTEM_PROMPT = (
-    "You are a helpful assistant. Read the whole conversation carefully, including what the user has said about "
-    "themselves earlier. Answer the final request, then end your response with your final answer written as "
-    "\\boxed{your answer}."
-)
-
 VERIFIER_SYSTEM_PROMPT = (
     "You are a careful, impartial verifier. You read an input and answer exactly what you are asked about it, "
     "relying only on what the input actually shows."

@@ -67,7 +67,7 @@ def main(argv=None):
 
     from rlce_trl.data.synthetic import numbered_evidence
     from rlce_trl.elect import ElectRewardConfig, make_elect_reward_funcs
-    from rlce_trl.scripts.utils import resolve_model
+    from rlce_trl.models import resolve_model
 
     model = resolve_model(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(model)
@@ -88,7 +88,8 @@ def main(argv=None):
 
         peft_config = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05, task_type="CAUSAL_LM")
     if args.gate == "rlce":
-        from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+        from rlce_trl.config import RLCEGRPOConfig
+        from rlce_trl.trainer import RLCEGRPOTrainer
 
         funcs, weights = make_elect_reward_funcs(cfg, include_accuracy=False)
         trainer = RLCEGRPOTrainer(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from trl import ModelConfig, TrlParser
 
-from rlce_trl import RLCEGRPOConfig
+from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.data.prefeval import FORMS
 from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks
 from rlce_trl.scripts.utils import (

@@ -74,7 +74,7 @@ class PassEvaluationCallback(TrainerCallback):
         if not state.is_world_process_zero:
             return
         from ..evaluation.evaluate import evaluate_rows
-        from ..evaluation.generation import TransformersGenerator, VisionLanguageGenerator
+        from ..generation.generators import TransformersGenerator, VisionLanguageGenerator
 
         backend = VisionLanguageGenerator if any(r.get("videos") for r in self.rows) else TransformersGenerator
         generate = backend(model, processing_class, max_new_tokens=self.max_new_tokens, batch_size=self.batch_size)

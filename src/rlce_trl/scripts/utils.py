@@ -25,12 +25,9 @@ from dataclasses import dataclass, field
 
 from trl import ScriptArguments
 
+from ..models import resolve_model
+
 logger = logging.getLogger(__name__)
-
-#: Names of models that ship inside a PyPI package and load offline; value: a function returning a local folder.
-MODEL_ALIASES = {"smollm2-135m-instruct": "rlce_trl.models:smollm2_instruct",
-                 "smollm2": "rlce_trl.models:smollm2_instruct"}
-
 
 @dataclass
 class RLCEScriptArguments(ScriptArguments):
@@ -99,20 +96,6 @@ def recipe_from_argv(argv: list[str] | None = None) -> str | None:
     if "--config" in argv and argv.index("--config") + 1 < len(argv):
         return os.path.basename(argv[argv.index("--config") + 1])
     return None
-
-
-def resolve_model(name_or_path: str | None) -> str | None:
-    """A model alias (see `MODEL_ALIASES`) as a local folder, converted on first use by the main process while the
-    others wait; any other name or path unchanged."""
-    if name_or_path is None or name_or_path.lower() not in MODEL_ALIASES:
-        return name_or_path
-    import importlib
-
-    from accelerate import PartialState
-
-    module, function = MODEL_ALIASES[name_or_path.lower()].split(":")
-    with PartialState().main_process_first():
-        return getattr(importlib.import_module(module), function)()
 
 
 def prepare_run(script_args, training_args, model_args) -> None:
@@ -230,7 +213,7 @@ def train_rlce(script_args, training_args, model_args, train_dataset, callbacks,
     quantization settings), the model card's dataset and recipe ([`card_info`]), then [`train_and_save`]."""
     from trl import get_peft_config, get_quantization_config
 
-    from rlce_trl import RLCEGRPOTrainer
+    from ..trainer import RLCEGRPOTrainer
 
     trainer = RLCEGRPOTrainer(
         model=model_args.model_name_or_path,

@@ -75,7 +75,7 @@ def add_sample_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _sample_problems(args) -> list[str]:
-    from ..video.config import VideoArguments
+    from ..config_video import VideoArguments
 
     problems = []
     for name, low in (("n", 1), ("max_new_tokens", 1), ("top_k", 0), ("seed", 0)):
@@ -173,10 +173,10 @@ def main_sample(args: argparse.Namespace, sampler=None) -> int:
             raise InputError(" ".join(str(error).split())) from None
         expand = _video_expander(args)
     if sampler is None:
-        from ..scripts.utils import resolve_model
+        from ..models import resolve_model
 
         path = resolve_model(args.model_name_or_path)
-        from ..evaluation.generation import TransformersGenerator, VisionLanguageGenerator, VLLMGenerator
+        from ..generation.generators import TransformersGenerator, VisionLanguageGenerator, VLLMGenerator
 
         if not Path(path).is_dir():
             raise MissingInputError(f"--model_name_or_path {args.model_name_or_path!r} is not a folder: pass a local "
@@ -239,7 +239,7 @@ def add_select_arguments(parser: argparse.ArgumentParser) -> None:
 def _load_verifier(name: str, video: bool):
     """The frozen base model as the selectors' verifier: a vision-language verifier that sees each row's clip when
     the pool has video rows, the text backend otherwise."""
-    from ..scripts.utils import resolve_model
+    from ..models import resolve_model
 
     path = resolve_model(name)
     if not Path(path).is_dir():
@@ -336,8 +336,8 @@ def _rows_short(summary: dict) -> dict[str, int]:
 
 
 def main_select(args: argparse.Namespace, verifier=None) -> int:
+    from ..data.media import media_items
     from ..evidence.pipeline import EvidenceSettings
-    from ..video.media import media_items
     from . import format_table, make_selector, read_pool, select_rows, summarize
     from .protocol import pool_stats
 

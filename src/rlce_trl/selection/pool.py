@@ -167,7 +167,7 @@ def candidate_record(sampled, spec, labels, num_frames, tail_fraction: float = 0
 
 def reference_prompt(prompt):
     """The prompt as a pool stores it: video blocks keep their `source` reference and `metadata`, not the pixels."""
-    from ..video.media import map_video_blocks
+    from ..data.media import map_video_blocks
 
     return map_video_blocks(prompt, lambda block: {k: v for k, v in block.items() if k != "video"})
 
@@ -182,7 +182,7 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
     into its prompt (`rlce_trl.data.hba.expand_videos`); a row whose clip cannot be decoded (`ValueError`, `OSError`)
     is counted and left for a rerun. Returns counts."""
     from ..elect.rewards import frames_in_prompt
-    from ..evaluation.generation import SampleSpec
+    from ..generation.generators import SampleSpec
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..data.media import media_items
 from ..elect.election import (
     Candidate,
     ElectConfig,
@@ -34,7 +35,6 @@ from ..elect.election import (
 from ..evidence.prompts import render_context
 from ..evidence.state import Group
 from ..verifiers.base import Request, Sampling, Verifier
-from ..video.media import media_items
 from .pool import PoolCandidate, PoolRow
 
 Item = tuple[PoolRow, Sequence[int]]

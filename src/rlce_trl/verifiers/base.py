@@ -61,7 +61,7 @@ class Request:
         json_schema: structured output, the reply must be a JSON document matching this schema. Same fallback.
         stage: the pipeline stage that made the request (`"equivalence"`, `"construction"`, `"validation"`, ...),
             used for per-stage accounting only.
-        media: the sample's clips, shown with the first user turn (`rlce_trl.video.media`): video blocks with their
+        media: the sample's clips, shown with the first user turn (`rlce_trl.data.media`): video blocks with their
             frames or a `source` reference to them. Vision-language backends show them; text backends cannot.
     """
 

@@ -14,12 +14,12 @@ def frozen_verifier(path: str, *, vision_language: bool = False, device=None, dt
     `vision_language`, else a text model (the verifier's own checkpoint, a co-evolution partner, the frozen models
     of a co-evolution data build)."""
     if vision_language:
-        from .hf import load_frozen_vlm
+        from ..generation.hf import load_frozen_vlm
         from .vlm_backend import VisionLanguageVerifier
 
         model, processor = load_frozen_vlm(path, device, dtype)
         return VisionLanguageVerifier(model, processor, batch_size)
-    from .hf import load_frozen_model
+    from ..generation.hf import load_frozen_model
     from .transformers_backend import TransformersVerifier
 
     model, tokenizer = load_frozen_model(path, device=device, dtype=dtype)

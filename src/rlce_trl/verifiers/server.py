@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..credentials import clean_url
-from ..video.media import openai_messages
+from ..data.media import openai_messages
 from .base import Reply, Request, Verifier, VerifierUnavailableError
 from .decisions import decide
 from .openai_http import HTTPRequestError, OpenAIHTTPClient, TransportStats

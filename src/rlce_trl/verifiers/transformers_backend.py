@@ -26,9 +26,18 @@ from collections.abc import Callable
 
 import torch
 
+from ..generation.hf import eos_token_ids, evaluating, generate_kwargs, load_frozen_model  # noqa: F401 - load_frozen_model: public here
+from ..generation.kv_decoding import (
+    PrefixCache,
+    Rows,
+    Stream,
+    Work,
+    greedy_walk,
+    plan_prefixes,
+    prefill_prefix,
+    sample_tokens,
+)
 from .base import Reply, Request, Verifier, first_line_ended
-from .hf import eos_token_ids, evaluating, generate_kwargs, load_frozen_model  # noqa: F401 - load_frozen_model: public here
-from .kv_decoding import PrefixCache, Rows, Stream, Work, greedy_walk, plan_prefixes, prefill_prefix, sample_tokens
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The vision-language transformers backend: a frozen VLM and its processor answer requests that carry the clip.
 
-A request's `media` (video blocks with frames or a `source` reference, `rlce_trl.video.media`) is put before the text
+A request's `media` (video blocks with frames or a `source` reference, `rlce_trl.data.media`) is put before the text
 of its first user turn and rendered by the processor with the settings the policy uses (`rlce-trl evaluate`'s
 `VisionLanguageGenerator.encode`: no re-sampling, the clip's own timestamps). Requests without media are plain text
 prompts of the same model. Batching and structured output follow the text backend (`transformers_backend`): groups of
@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 import torch
 
-from ..video.media import with_media
+from ..data.media import with_media
+from ..generation.hf import eos_token_ids, evaluating, generate_kwargs, load_frozen_vlm  # noqa: F401 - load_frozen_vlm: public here
 from .base import Reply, Request, Verifier
-from .hf import eos_token_ids, evaluating, generate_kwargs, load_frozen_vlm  # noqa: F401 - load_frozen_vlm: public here
 from .transformers_backend import _TemplateAutomaton, replies_from_generate, template_of
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class VisionLanguageVerifier(Verifier):
         context: Callable[[], contextlib.AbstractContextManager] | None = None,
     ):
         super().__init__()
-        from ..evaluation.generation import VisionLanguageGenerator
+        from ..generation.generators import VisionLanguageGenerator
 
         self.model, self.processor, self.batch_size = model, processor, batch_size
         self.context = context or contextlib.nullcontext

@@ -1,11 +1,6 @@
-"""Video rows through RLCE training: the policy's loss and the frozen verifier see the clip.
+"""Deprecated package (0.2): `rlce_trl.video.trainer` is now `rlce_trl.trainer_video`, `rlce_trl.video.media` is
+`rlce_trl.data.media` and `VideoArguments` lives in `rlce_trl.config_video`."""
 
-- `media`: video blocks, frame references, verifier request media, OpenAI content parts (no torch);
-- `config.VideoArguments`: the `video_*` fields of `RLCEGRPOConfig`;
-- `trainer.VideoGRPOMixin`: the TRL 1.16 overrides that feed frames to generation and every log-prob forward.
-"""
+from .._moved import alias
 
-from .config import VideoArguments
-from .media import VIDEO_INPUTS, has_video, media_items, text_only_prompt
-
-__all__ = ["VIDEO_INPUTS", "VideoArguments", "has_video", "media_items", "text_only_prompt"]
+alias(__name__, "rlce_trl.config_video", globals())

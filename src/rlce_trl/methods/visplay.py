@@ -24,10 +24,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..data.media import media_items
 from ..evidence.answers import extract_answer, match_label, normalize_answer
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
-from ..video.media import media_items
 from .bleu import cluster_shares
 from .selfplay import (
     NONE_ANSWER,
@@ -283,7 +283,7 @@ class PseudoLabelReward:
     __name__ = "pseudo_label"
 
     def __call__(self, prompts, completions, pseudo_label=None, answer_options=None, **kwargs) -> list[float | None]:
-        from ..rewards import completion_text
+        from ..data.prompts import completion_text
 
         labels = answer_options or [None] * len(completions)
         targets = pseudo_label or [None] * len(completions)

@@ -18,6 +18,7 @@ from ..evidence.pipeline import EvidenceSettings
 from ..evidence.state import GroupState
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
+from .baseline_prompts import parse_usc_choice, usc_messages
 from .common import (
     QuestionFn,
     distinct_answers,
@@ -28,7 +29,6 @@ from .common import (
     rewards_for,
     vote_counts,
 )
-from .prompts import parse_usc_choice, usc_messages
 
 
 class USCScorer(ScorerBase):

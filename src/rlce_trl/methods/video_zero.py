@@ -25,10 +25,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..data.media import media_items
 from ..evidence.answers import extract_answer, match_label, normalize_answer
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
-from ..video.media import media_items
 from .lexicons import ACTION_CUES, TEMPORAL_CUES
 from .selfplay import (
     answer_key,
@@ -371,7 +371,7 @@ class VZSolverReward:
 
     def __call__(self, prompts, completions, pseudo_label=None, target_span=None, clip_seconds=None,
                  answer_options=None, **kwargs) -> list[float | None]:
-        from ..rewards import completion_text
+        from ..data.prompts import completion_text
 
         columns = [c or [None] * len(completions) for c in (pseudo_label, target_span, clip_seconds, answer_options)]
         out = []

@@ -36,10 +36,10 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..baselines.prompts import YES_NO, parse_yes_no
 from ..evidence.prompts import cap_answer, render_context
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
+from .baseline_prompts import YES_NO, parse_yes_no
 
 #: [ours] Appended to the generator's system prompt (the paper names the tags, not the wording).
 GENERATOR_INSTRUCTION = (
@@ -290,7 +290,7 @@ class RLACCriticScorer(ScorerBase):
             columns = g.columns or {}
             if not isinstance(columns.get("rlac_response"), str) or not isinstance(columns.get("rlac_context"), str):
                 raise ValueError("rlac_critic needs the dataset columns rlac_response and rlac_context (the rows that "
-                                 "rlce_trl.coevolution.rlac.critic_rows writes): train the critic on harvested pairs.")
+                                 "rlce_trl.methods.rlac.critic_rows writes): train the critic on harvested pairs.")
             per_group.append([Exchange(columns["rlac_context"], columns["rlac_response"], text, g.media)
                               for text in g.completions])
         flat = [ex for exchanges in per_group for ex in exchanges]

@@ -7,7 +7,7 @@
 - `ttrl`: TTRL majority-vote pseudo-label. No call.
 - `rar`: Rubrics as Rewards, static seed rubrics (D.3). Seed (first visit), judge.
 - `rler`: Evolving Rubrics of DR Tulu (D.3). Seed (first visit), generation, judge.
-- `rlac_generator` / `rlac_critic`: RLAC's two phases (D.6; `rlce_trl.coevolution.rlac`, run by `rlce-trl coevolve`).
+- `rlac_generator` / `rlac_critic`: RLAC's two phases (D.6; `rlce_trl.methods.rlac`, run by `rlce-trl coevolve`).
   Critic (partner; generator phase only), meta-verification (paraphrase checks only), validation.
 - `visplay_questioner`: VisPlay's Questioner phase (D.4) against a frozen `partner`: one call (m answers each).
 - `vz_questioner`: Video-Zero's Questioner phase (D.5) against a frozen `partner`: one call (m with clip, m blind).
@@ -35,17 +35,17 @@ import logging
 import re
 from collections.abc import Callable
 
-from .baselines.judge import PolicyJudgeScorer
-from .baselines.rubrics import RubricScorer
-from .baselines.ttrl import TTRLScorer
-from .baselines.usc import USCScorer
-from .coevolution.rlac import RLACCriticScorer, RLACGeneratorScorer
-from .coevolution.selfplay_methods import PseudoLabelScorer, VZSolverScorer
-from .coevolution.video_zero import VZQuestionerScorer
-from .coevolution.visplay import VisPlayQuestionerScorer
-from .evidence.pipeline import EvidencePipeline, EvidenceSettings
-from .scoring import GroupScorer, as_group_scorer
-from .verifiers.base import Verifier
+from ..evidence.pipeline import EvidencePipeline, EvidenceSettings
+from ..scoring import GroupScorer, as_group_scorer
+from ..verifiers.base import Verifier
+from .judge import PolicyJudgeScorer
+from .pseudo_label import PseudoLabelScorer, VZSolverScorer
+from .rlac import RLACCriticScorer, RLACGeneratorScorer
+from .rubrics import RubricScorer
+from .ttrl import TTRLScorer
+from .usc import USCScorer
+from .video_zero import VZQuestionerScorer
+from .visplay import VisPlayQuestionerScorer
 
 #: Reward methods by recipe name: `factory(verifier, settings, **kwargs) -> scorer`.
 REWARD_METHODS: dict[str, Callable[..., GroupScorer]] = {

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..verifiers.hf import eos_token_ids, evaluating
+from .hf import eos_token_ids, evaluating
 
 Generator = Callable[[Sequence[list[dict]]], list[str]]
 BACKENDS = ("auto", "vllm", "transformers")
@@ -77,7 +77,7 @@ class TransformersGenerator:
 
     @classmethod
     def from_pretrained(cls, path: str, max_new_tokens: int = 512, batch_size: int = 8, dtype: str = "auto"):
-        from ..verifiers.hf import load_frozen_model
+        from .hf import load_frozen_model
 
         model, tokenizer = load_frozen_model(path, _device(), _load_dtype(dtype))
         return cls(model, tokenizer, max_new_tokens, batch_size)
@@ -163,7 +163,7 @@ class VisionLanguageGenerator:
 
     @classmethod
     def from_pretrained(cls, path: str, max_new_tokens: int = 512, batch_size: int = 8, dtype: str = "auto"):
-        from ..verifiers.hf import load_frozen_vlm
+        from .hf import load_frozen_vlm
 
         model, processor = load_frozen_vlm(path, _device(), _load_dtype(dtype))
         return cls(model, processor, max_new_tokens, batch_size)

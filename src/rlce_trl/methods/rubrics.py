@@ -39,8 +39,7 @@ from ..evidence.pipeline import EvidenceSettings
 from ..evidence.state import GroupState
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
-from .common import QuestionFn, distinct_answers, group_question, make_result, no_reward
-from .prompts import (
+from .baseline_prompts import (
     RUBRIC_SCORES,
     parse_rubric_score,
     parse_rubrics,
@@ -49,6 +48,7 @@ from .prompts import (
     rubric_schema,
     rubric_seed_messages,
 )
+from .common import QuestionFn, distinct_answers, group_question, make_result, no_reward
 
 #: Standard deviations below this are zero: J takes the values 0, 0.5 and 1 only.
 STD_TOLERANCE = 1e-12

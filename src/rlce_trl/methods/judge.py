@@ -18,8 +18,8 @@ from ..evidence.prompts import context_without_options
 from ..evidence.state import GroupState
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
+from .baseline_prompts import YES_NO, judge_messages, parse_yes_no
 from .common import distinct_answers, make_result, no_reward, rewards_for
-from .prompts import YES_NO, judge_messages, parse_yes_no
 
 
 class PolicyJudgeScorer(ScorerBase):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..data.hba import FRAME_FPS, FRAME_SIZE, MAX_FRAMES, MIN_FRAMES
-from .media import VIDEO_INPUTS
+from .data.hba import FRAME_FPS, FRAME_SIZE, MAX_FRAMES, MIN_FRAMES
+from .data.media import VIDEO_INPUTS
 
 
 @dataclass

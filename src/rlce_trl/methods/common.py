@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from ..evidence.canonicalization import canonicalize_deterministic
 from ..evidence.state import GroupState
 from ..scoring import Group, GroupResult
-from .prompts import question_of
+from .baseline_prompts import question_of
 
 QuestionFn = Callable[[Group], str]
 
