@@ -9,9 +9,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.rlce-installed
 
-VLM_BIN := .venv-vlm/bin
-
-.PHONY: setup quickstart test test-fast test-slow test-vllm test-vlm vllm-env vlm-env bench gpu-check quality clean
+.PHONY: setup quickstart test test-fast test-slow test-vllm test-vlm vllm-env bench gpu-check quality clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,22 +45,21 @@ test-vlm: setup
 vllm-env:
 	bash scripts/make_vllm_env.sh
 
-vlm-env:  # legacy: a separate torch + torchvision venv; `make setup` now builds one venv that runs the `vlm` tests
-	bash scripts/make_vlm_env.sh
-
 bench: setup vllm-env
 	$(BIN)/python benchmarks/stage_batching.py
 	$(BIN)/python benchmarks/verifier_throughput.py --groups 4 --source sample --transformers-calls 3
 
 RUFF ?= $(BIN)/ruff
 
-# lint (rules in pyproject.toml); ruff comes with the test extra of `make setup`, or pass RUFF=<a ruff binary>
+# lint (rules in pyproject.toml) and the layering contract (imports point down; [tool.importlinter] in
+# pyproject.toml); both come with the test extra of `make setup`, or pass RUFF=<a ruff binary>
 quality: $(if $(filter $(BIN)/ruff,$(RUFF)),setup)
 	$(RUFF) check src tests benchmarks scripts examples
+	PYTHONPATH=src $(BIN)/lint-imports
 
 gpu-check:  # on a machine with CUDA, vLLM, trl and this package installed: the co-located step, then video learning
 	python scripts/gpu_check_colocate.py
 	python scripts/gpu_check_video.py
 
 clean:
-	rm -rf $(VENV) .venv-vllm .venv-vlm build dist src/*.egg-info
+	rm -rf $(VENV) .venv-vllm build dist src/*.egg-info
