@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from rlce_trl.generation.generators import SampleSpec, TransformersGenerator
+from rlce_trl.generation.generators import TransformersGenerator
+from rlce_trl.generation.sampling import Sampling
 
 
 @pytest.fixture(scope="module")
@@ -14,7 +15,8 @@ def generator(tiny_model_dir):
 
 PROMPTS = [[{"role": "user", "content": "the user said the food yes likes"}],
            [{"role": "user", "content": "the food no"}]]
-SPECS = [SampleSpec(0.0), SampleSpec(1.0, 1.0, 0, seed=1), SampleSpec(1.0, 1.0, 0, seed=1), SampleSpec(0.7, seed=5)]
+SPECS = [Sampling(temperature=0.0), Sampling(temperature=1.0, seed=1), Sampling(temperature=1.0, seed=1),
+         Sampling(temperature=0.7, seed=5)]
 
 
 def test_sampling_is_seeded_per_prompt_and_logprobs_are_raw(generator):

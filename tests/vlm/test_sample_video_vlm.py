@@ -157,13 +157,15 @@ def test_vision_language_sample_is_seeded_per_spec_with_raw_logprobs(setup):
     import torch
 
     from rlce_trl.data.hba import expand_videos, load_hba_split
-    from rlce_trl.generation.generators import SampleSpec, VisionLanguageGenerator
+    from rlce_trl.generation.generators import VisionLanguageGenerator
+    from rlce_trl.generation.sampling import Sampling
 
     root, model = setup
     generator = VisionLanguageGenerator.from_pretrained(str(model), max_new_tokens=5, dtype="float32")
     prompt = expand_videos(load_hba_split(root / "test.jsonl", "mosei", "test")[1], root / "media")["prompt"]
-    a, b = SampleSpec(1.0, 0.95, 20, seed=3), SampleSpec(1.0, 0.95, 20, seed=4)
-    (both,) = generator.sample([prompt], [SampleSpec(0.0), a, b])
+    a = Sampling(temperature=1.0, top_p=0.95, top_k=20, seed=3)
+    b = Sampling(temperature=1.0, top_p=0.95, top_k=20, seed=4)
+    (both,) = generator.sample([prompt], [Sampling(temperature=0.0), a, b])
     torch.manual_seed(123)
     before = torch.rand(1)
     torch.manual_seed(123)
@@ -174,7 +176,7 @@ def test_vision_language_sample_is_seeded_per_spec_with_raw_logprobs(setup):
     tok, model = generator.processor.tokenizer, generator.model
     batch = generator.encode([prompt])
     start = batch["input_ids"].shape[1]
-    for spec, cand in zip([SampleSpec(0.0), a, b], both, strict=True):
+    for spec, cand in zip([Sampling(temperature=0.0), a, b], both, strict=True):
         torch.manual_seed(spec.seed)  # the same draw, by hand: ids, then the raw model's log-probabilities
         kwargs = {"do_sample": False} if spec.temperature == 0 else {
             "do_sample": True, "temperature": spec.temperature, "top_p": spec.top_p, "top_k": spec.top_k}

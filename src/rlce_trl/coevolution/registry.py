@@ -107,7 +107,8 @@ def harvest(ctx: BuildContext, max_pairs: int) -> dict:
     """P_{t+1}: one response per clip from the new generator (sampled at its rollout temperature / top-p), at most
     `max_pairs` clips (seeded), written as critic rows. Runs in the build process (it loads the generator)."""
     from ..data.jsonl import read_jsonl
-    from ..generation.generators import SampleSpec, make_generator
+    from ..generation.generators import make_generator
+    from ..generation.sampling import Sampling
     from ..methods.rlac import critic_rows, pick_clips
 
     script_args, training_args, _ = ctx.args
@@ -127,8 +128,8 @@ def harvest(ctx: BuildContext, max_pairs: int) -> dict:
     start = time.monotonic()
     prompts = [_prompt(r, script_args, training_args) for r in rows]
     if hasattr(generator, "sample"):
-        spec = SampleSpec(temperature=training_args.temperature, top_p=training_args.top_p or 1.0,
-                          top_k=training_args.top_k or 0, seed=ctx.seed + ctx.round)
+        spec = Sampling(temperature=training_args.temperature, top_p=training_args.top_p or 1.0,
+                        top_k=training_args.top_k or 0, seed=ctx.seed + ctx.round)
         responses = [s[0].text for s in generator.sample(prompts, [spec])]
     else:  # the vision-language generator decodes greedily
         responses = generator(prompts)

@@ -18,19 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .hf import eos_token_ids, evaluating
+from .sampling import Sampling
 
 Generator = Callable[[Sequence[list[dict]]], list[str]]
 BACKENDS = ("auto", "vllm", "transformers")
-
-
-@dataclass(frozen=True)
-class SampleSpec:
-    """Decoding settings of one sampled candidate. `temperature == 0` is greedy (top-p, top-k, seed then unused)."""
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0  # 0 disables top-k
-    seed: int = 0
 
 
 @dataclass
@@ -96,7 +87,7 @@ class TransformersGenerator:
 
         return _generate_batched(self.model, tokenizer, texts, encode, self.max_new_tokens, self.batch_size)
 
-    def sample(self, prompts: Sequence[list[dict]], specs: Sequence[SampleSpec]) -> list[list[Sampled]]:
+    def sample(self, prompts: Sequence[list[dict]], specs: Sequence[Sampling]) -> list[list[Sampled]]:
         """`len(specs)` responses per prompt, with token log-probabilities (log-softmax of the raw logits at the
         chosen tokens). Specs with equal decoding settings share one `generate` call per prompt
         (`num_return_sequences`), seeded with the first spec's seed, so a prompt's candidates do not depend on which
@@ -193,7 +184,7 @@ class VisionLanguageGenerator:
             self.model, tokenizer, list(prompts), self.encode, self.max_new_tokens, self.batch_size
         )
 
-    def sample(self, prompts: Sequence[list[dict]], specs: Sequence[SampleSpec]) -> list[list[Sampled]]:
+    def sample(self, prompts: Sequence[list[dict]], specs: Sequence[Sampling]) -> list[list[Sampled]]:
         """`len(specs)` responses per prompt (video blocks with frames, as for `__call__`), with the token
         log-probabilities of the raw logits. Each prompt is encoded once; each spec is one `generate` call under its
         own seed in a forked RNG, so a candidate depends only on its prompt and spec (not on `n`, the other rows or
@@ -280,7 +271,7 @@ class VLLMGenerator:
         )
         return [o.outputs[0].text for o in outputs]
 
-    def sample(self, prompts: Sequence[list[dict]], specs: Sequence[SampleSpec]) -> list[list[Sampled]]:
+    def sample(self, prompts: Sequence[list[dict]], specs: Sequence[Sampling]) -> list[list[Sampled]]:
         """As [`TransformersGenerator.sample`]: one request per prompt and spec, `logprobs=0` returns the sampled
         token's log-probability (vLLM's default `logprobs_mode` is the raw model output)."""
         from vllm import SamplingParams

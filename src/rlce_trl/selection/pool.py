@@ -182,7 +182,7 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
     into its prompt (`rlce_trl.data.hba.expand_videos`); a row whose clip cannot be decoded (`ValueError`, `OSError`)
     is counted and left for a rerun. Returns counts."""
     from ..elect.rewards import frames_in_prompt
-    from ..generation.generators import SampleSpec
+    from ..generation.sampling import Sampling
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -206,8 +206,8 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
     valid = [isinstance(r, dict) and "id" in r and bool(r.get("prompt")) and not _bad_fields(r) for r in rows]
     skipped = valid.count(False)
     todo = [r for r, ok in zip(rows, valid, strict=True) if ok and str(r["id"]) not in done]
-    specs = ([SampleSpec(0.0, 1.0, 0, seed)] if greedy_too else []) + [
-        SampleSpec(temperature, top_p, top_k, seed + 1 + k) for k in range(n)]
+    specs = ([Sampling(temperature=0.0, seed=seed)] if greedy_too else []) + [
+        Sampling(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed + 1 + k) for k in range(n)]
     unreadable = 0
     with pool_path.open("a", encoding="utf-8") as f:
         for start in range(0, len(todo), batch_size):

@@ -16,27 +16,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..generation.sampling import Sampling
+
 
 class VerifierUnavailableError(RuntimeError):
     """The verifier failed persistently (server unreachable, process dead): the run cannot produce rewards."""
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """Decoding settings of one request. `temperature == 0` means greedy (top-p and top-k are then ignored)."""
-
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0  # 0 disables top-k
-    max_tokens: int = 128
-    n: int = 1  # independent samples for this request (vLLM's `n`, transformers' `num_return_sequences`)
-    #: The stage reads only the reply's first non-blank line: a backend may end a sample as soon as that line has
-    #: ended (`first_line_ended`), with finish reason "stop". The transformers backend does; others ignore it.
-    one_line: bool = False
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0.0
 
 
 def first_line_ended(text: str) -> bool:
