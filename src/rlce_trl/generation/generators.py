@@ -70,8 +70,7 @@ class TransformersGenerator:
     def from_pretrained(cls, path: str, max_new_tokens: int = 512, batch_size: int = 8, dtype: str = "auto"):
         from .hf import load_frozen_model
 
-        model, tokenizer = load_frozen_model(path, _device(), _load_dtype(dtype))
-        return cls(model, tokenizer, max_new_tokens, batch_size)
+        return cls(*load_frozen_model(path, _device(), _load_dtype(dtype)), max_new_tokens, batch_size)
 
     def __call__(self, prompts: Sequence[list[dict]]) -> list[str]:
         tokenizer = self.tokenizer
@@ -156,8 +155,7 @@ class VisionLanguageGenerator:
     def from_pretrained(cls, path: str, max_new_tokens: int = 512, batch_size: int = 8, dtype: str = "auto"):
         from .hf import load_frozen_vlm
 
-        model, processor = load_frozen_vlm(path, _device(), _load_dtype(dtype))
-        return cls(model, processor, max_new_tokens, batch_size)
+        return cls(*load_frozen_vlm(path, _device(), _load_dtype(dtype)), max_new_tokens, batch_size)
 
     def encode(self, prompts: Sequence[list[dict]]):
         """Model inputs of a batch (left-padded `input_ids`, `pixel_values_videos`, `video_grid_thw`, ...)."""
