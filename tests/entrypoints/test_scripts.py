@@ -7,6 +7,7 @@ import os
 import sys
 from typing import ClassVar
 
+import pytest
 import torch
 from helpers import CONFIGS, TINY, load_example
 
@@ -143,3 +144,17 @@ def test_hba_script_text_only_trains_on_mosei_rows(tiny_model_dir, tmp_path, mon
     row = trainer.train_dataset[0]
     assert "gold" not in row and row["answer_options"]  # no gold reaches a reward; MOSEI's labels do
     assert "<audio>" not in str(row["prompt"]) and "rlce/distinct_answers_mean" in trainer.state.log_history[0]
+
+
+def test_a_run_that_would_train_nothing_stops_before_training(tiny_model_dir, tmp_path, monkeypatch):
+    from rlce_trl.errors import InputError
+
+    out = tmp_path / "empty"
+    with pytest.raises(InputError, match=r"All \d+ rows are longer than max_prompt_length=4 .*shortest has \d+"):
+        run_script("train_prefeval", quickstart_argv(tiny_model_dir, out, "--max_prompt_length", "4"), monkeypatch)
+    assert not (out / "model.safetensors").exists()
+    # fewer prompts than one generation batch: TRL's sampler would give 0 steps
+    with pytest.raises(InputError, match=r"has \d+ prompt\(s\), fewer than the 1024 one generation batch needs"):
+        run_script("train_prefeval", quickstart_argv(tiny_model_dir, out, "--per_device_train_batch_size", "4096"),
+                   monkeypatch)
+    assert not (out / "model.safetensors").exists()

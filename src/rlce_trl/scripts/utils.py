@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from trl import ScriptArguments
 
+from ..errors import InputError
 from ..models import resolve_model
 
 logger = logging.getLogger(__name__)
@@ -150,15 +151,20 @@ def filter_long_prompts(
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
-    kept = []
+    kept, shortest = [], None
     for row in rows:
         ids = tokenizer.apply_chat_template(
             row["prompt"], add_generation_prompt=True, tokenize=True, **(chat_template_kwargs or {})
         )
         if hasattr(ids, "keys"):  # transformers 5 may return a BatchEncoding
             ids = ids["input_ids"]
+        shortest = len(ids) if shortest is None else min(shortest, len(ids))
         if len(ids) <= max_prompt_length:
             kept.append(row)
+    if rows and not kept:
+        raise InputError(f"All {len(rows)} rows are longer than max_prompt_length={max_prompt_length} prompt "
+                         f"tokens (the shortest has {shortest}): raise max_prompt_length to at least {shortest}, "
+                         "or unset it.")
     if len(kept) < len(rows):
         logger.warning("Dropped %d of %d rows longer than %d prompt tokens.", len(rows) - len(kept), len(rows),
                        max_prompt_length)
@@ -208,6 +214,19 @@ def card_info(trainer, dataset: str, recipe: str | None, script_args=None) -> No
         tta_card_info(trainer, script_args.tta_split, trainer.args.num_train_epochs)
 
 
+def check_one_batch(prompts: int, training_args) -> None:
+    """Stop a run that would train nothing: TRL's sampler keeps only whole generation batches of
+    `generation_batch_size / num_generations` distinct prompts, so a smaller training set gives 0 steps."""
+    needed = training_args.generation_batch_size // training_args.num_generations
+    if prompts < needed:
+        raise InputError(
+            f"The training set has {prompts} prompt(s), fewer than the {needed} one generation batch needs "
+            f"(generation_batch_size {training_args.generation_batch_size} / num_generations "
+            f"{training_args.num_generations}): add rows, or lower per_device_train_batch_size or "
+            "steps_per_generation."
+        )
+
+
 def train_rlce(script_args, training_args, model_args, train_dataset, callbacks, dataset: str):
     """The training scripts' shared tail: an `RLCEGRPOTrainer` on the model of `model_args` (with its PEFT and
     quantization settings), the model card's dataset and recipe ([`card_info`]), then [`train_and_save`]."""
@@ -215,6 +234,7 @@ def train_rlce(script_args, training_args, model_args, train_dataset, callbacks,
 
     from ..trainer import RLCEGRPOTrainer
 
+    check_one_batch(len(train_dataset), training_args)
     trainer = RLCEGRPOTrainer(
         model=model_args.model_name_or_path,
         args=training_args,
