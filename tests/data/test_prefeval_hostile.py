@@ -80,6 +80,12 @@ def test_no_checkout_at_all(tmp_path, capsys, monkeypatch):
     _assert_one_line(code, err, "git clone https://github.com/amazon-science/PrefEval")
 
 
+def test_a_missing_checkout_is_blamed_not_the_output_folder(tmp_path, capsys):
+    code, err = _run(capsys, "--prefeval_dir", tmp_path / "nowhere", "--output_dir", tmp_path / "out")
+    _assert_one_line(code, err, "is not a PrefEval checkout", "--prefeval_dir")
+    assert "--output_dir" not in err.split("(")[0] and not (tmp_path / "out").exists()
+
+
 def test_a_rerun_replaces_the_output_whole(fake_prefeval, tmp_path, capsys):
     assert _run(capsys, "--prefeval_dir", fake_prefeval, "--output_dir", tmp_path / "out")[0] == 0
     (tmp_path / "out" / "explicit" / "stale.jsonl").write_text("{}\n")

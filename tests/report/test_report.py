@@ -110,3 +110,18 @@ def test_nothing_to_report_is_a_one_line_error(tmp_path, capsys, setup):
     assert main(["report", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "output_dir of a training run" in err
+
+
+@pytest.mark.parametrize("state, needle", [("{bad", "is not valid JSON"),
+                                           ('{"log_history": 5}', "`log_history` is a int"),
+                                           ('{"log_history": [1, {"step": 1, "loss": 0.5}]}', None)])
+def test_a_corrupt_or_wrong_typed_trainer_state_is_named(tmp_path, capsys, state, needle):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "trainer_state.json").write_text(state)
+    code = main(["report", str(run), "--output_dir", str(tmp_path / "page")])
+    err = capsys.readouterr().err
+    if needle is None:  # a stray entry is skipped and said on the page, the rest is drawn
+        assert code == 0 and "Skipped 1 log_history entries" in (tmp_path / "page" / "index.html").read_text()
+    else:
+        assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and needle in err

@@ -299,9 +299,11 @@ def prepare_prefeval(
 
     All or nothing: the output folder is checked first (a file, or not writable: [`InputError`]), every split is
     built in memory and written to a temporary folder inside it, and only then moved into place."""
+    prefeval_dir = resolve_prefeval_dir(prefeval_dir)  # a missing checkout is named before anything is written
     output_dir = Path(output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise InputError(f"--output_dir {str(output_dir)!r} is a file: pass a folder.")
+    created = not output_dir.exists()
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
         staging = output_dir / f".prepare-{os.getpid()}"
@@ -311,6 +313,12 @@ def prepare_prefeval(
                          "writable folder.") from None
     try:
         built = build_prefeval(prefeval_dir, seed=seed)
+    except InputError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            shutil.rmtree(output_dir, ignore_errors=True)
+        raise
+    try:
         counts = {form: {split: write_jsonl(rows, staging / form / f"{split}.jsonl") for split, rows in splits.items()}
                   for form, splits in built.items()}
         for form in built:

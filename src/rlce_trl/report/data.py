@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..audit import EVIDENCE_FILE
 from ..data.jsonl import read_jsonl_lenient
+from ..errors import InputError
 
 COMPLETION_ROWS = 1000  # newest rows of the completions tables shown on the page
 TEXT_CHARS = 600  # of a prompt or completion in the completions table
@@ -54,7 +55,8 @@ def valid_group(record: dict) -> bool:
 
 
 def find_state_file(run_dir: str) -> str | None:
-    """`RUN_DIR/trainer_state.json`, else the one of the checkpoint with the most steps."""
+    """`RUN_DIR/trainer_state.json`, else the one of the checkpoint with the most steps; an unreadable one only when
+    no other exists."""
     candidates = [os.path.join(run_dir, "trainer_state.json")]
     candidates += glob.glob(os.path.join(run_dir, "checkpoint-*", "trainer_state.json"))
     best, best_step = None, -1
@@ -66,6 +68,8 @@ def find_state_file(run_dir: str) -> str | None:
             continue
         if step > best_step:
             best, best_step = path, step
+    if best is None:  # only unreadable ones: return one, so that reading it names the file and the fix
+        best = next((path for path in candidates if os.path.isfile(path)), None)
     return best
 
 
@@ -121,6 +125,24 @@ def load_completions(run_dir: str, notes: list[str]) -> tuple[list[dict], list[s
     return rows, columns
 
 
+def _log_history(state_file: str) -> list:
+    """The `log_history` list of a trainer_state.json; a corrupt file or a wrong-typed field is an error that names
+    the file and the fix."""
+    try:
+        with open(state_file, encoding="utf-8") as f:
+            state = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{state_file} is not valid JSON ({error}): the run was killed while writing it; delete it "
+                         "or restore it from a checkpoint's copy.") from None
+    history = state.get("log_history") if isinstance(state, dict) else None
+    if history is None and isinstance(state, dict):
+        return []
+    if not isinstance(history, list):
+        raise InputError(f"{state_file}: `log_history` is a {type(history).__name__}, not a list: this is not a "
+                         "trainer_state.json written by transformers; pass the output_dir of a training run.")
+    return history
+
+
 def load_run(run_dir: str, max_groups: int | None = None) -> RunData:
     """Read a run directory. Raises FileNotFoundError (with the fix) when it holds nothing to report."""
     if not os.path.isdir(run_dir):
@@ -128,9 +150,11 @@ def load_run(run_dir: str, max_groups: int | None = None) -> RunData:
     data = RunData(run_dir=run_dir)
     data.state_file = find_state_file(run_dir)
     if data.state_file:
-        with open(data.state_file, encoding="utf-8") as f:
-            history = json.load(f).get("log_history") or []
+        history = _log_history(data.state_file)
         data.log_history = [{k: _finite(v) for k, v in e.items()} for e in history if isinstance(e, dict)]
+        if len(data.log_history) < len(history):
+            data.notes.append(f"Skipped {len(history) - len(data.log_history)} log_history entries of "
+                              f"{data.state_file} that are not objects.")
     else:
         data.notes.append(
             "No trainer_state.json in the run directory or its checkpoints, so there are no curves: rlce-trl writes "
