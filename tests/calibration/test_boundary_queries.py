@@ -102,3 +102,21 @@ def test_select_queries_ranks_by_categories_keeps_k_and_skips_malformed():
     assert len(select_queries(records, k=1)[0]) == 1
     with pytest.raises(ValueError, match="k must"):
         select_queries(records, k=0)
+
+
+def test_a_training_runs_evidence_trail_is_read_as_groups(tmp_path):
+    """`calibrate export --groups <output_dir>/rlce_evidence.jsonl`: the trail's own records, written by the audit."""
+    from rlce_trl.audit import group_record
+    from rlce_trl.evidence.state import EvidenceTest
+    from rlce_trl.scoring import Group, GroupResult
+
+    g = Group(context="User: q", completions=["x", "y", "y", "y"], labels=None)
+    tie = GroupResult(verified=[None] * 4, status="tie", answers=["x", "y"], scores=[0.5, 0.5],
+                      verified_answer=None, assignment=[0, 1, 1, 1],
+                      tests=[EvidenceTest(favoured=0, against=1, text="t", verdict="yes")])
+    minority = GroupResult(verified=[1.0, 0.0, 0.0, 0.0], status="verified", answers=["x", "y"], scores=[1.0, 0.0],
+                           verified_answer="x", assignment=[0, 1, 1, 1],
+                           tests=[EvidenceTest(favoured=0, against=1, text="t", verdict="yes")])
+    records = [group_record(g, r, group_id=f"train-1-{i}", step=1) for i, r in enumerate([tie, minority])]
+    picked, skipped = select_queries(json.loads(json.dumps(records)), k=5)
+    assert skipped == 0 and [r["query_categories"] for r in picked] == [["inconsistent", "high_impact"], ["uncertain"]]

@@ -1,7 +1,8 @@
 """Which logged groups to show a person next (VeriFine's query set H_t: uncertain, inconsistent, high-impact cases).
 
-Input: logged groups in the bench format (`analysis/bench.py`: `rollouts`, and per method `answers`, `assignment`,
-`status`, `verified_answer`, `tests`). Categories [ours, operationalising the paper's three words]:
+Input: logged groups in the bench format (`rlce-trl analyze`: `rollouts`, and per method `answers`, `assignment`,
+`status`, `verified_answer`, `tests`), or a training run's evidence trail (`rlce_evidence.jsonl`: the same fields at
+the top of each record, for the run's own method). Categories [ours, operationalising the paper's three words]:
 - `uncertain`: the RLCE group has no verified answer (tie / unresolved), the two best answers' verification scores
   (share of "yes" among the tests favouring each) are within `margin`, or at least half of its verdicts are "unknown";
 - `inconsistent`: the RLCE winner differs both from the majority answer and from the Policy-Judge's accepted answer;
@@ -30,9 +31,19 @@ def _scores(entry: dict) -> list[float]:
     return [yes[k] / total[k] if total[k] else 0.0 for k in range(len(entry.get("answers") or []))]
 
 
+def _entry(record: dict, method: str) -> dict:
+    """The method's part of a record: `record["methods"][method]` (bench format) or, for an evidence-trail record of
+    that method, the record itself. Raises `KeyError` when neither holds."""
+    if "methods" in record:
+        return record["methods"][method]
+    if "answers" in record and "assignment" in record and record.get("method", method) == method:
+        return record
+    raise KeyError(method)
+
+
 def categorize(record: dict, method: str = "rlce", judge: str = "policy_judge", margin: float = 0.1) -> list[str]:
     """The query categories of one logged group (possibly none). Raises `KeyError`/`TypeError` on a malformed one."""
-    entry = record["methods"][method]
+    entry = _entry(record, method)
     answers, assignment = list(entry.get("answers") or []), list(entry.get("assignment") or [])
     winner = entry.get("verified_answer")
     out = []
@@ -50,7 +61,7 @@ def categorize(record: dict, method: str = "rlce", judge: str = "policy_judge", 
     answered = sum(counts.values())
     if winner is not None and counts:
         majority = counts.most_common(1)[0][0]
-        judged = (record["methods"].get(judge) or {}).get("verified_answer")
+        judged = ((record.get("methods") or {}).get(judge) or {}).get("verified_answer")
         if winner != majority and (judged is None or winner != judged):
             out.append("inconsistent")
         if counts.get(winner, 0) < answered / 2:
