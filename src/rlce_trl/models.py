@@ -10,8 +10,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 from pathlib import Path
+
+from .errors import InputError
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -72,3 +75,29 @@ def resolve_model(name_or_path: str | None) -> str | None:
     module, function = MODEL_ALIASES[name_or_path.lower()].split(":")
     with PartialState().main_process_first():
         return getattr(importlib.import_module(module), function)()
+
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+def check_model_source(name_or_path: str | None, flag: str) -> None:
+    """Fail early, in one line naming `flag` and the fix, when a model can be neither read from disk nor fetched: a
+    path that does not exist, a folder without `config.json`, a malformed Hub id, or (with `HF_HUB_OFFLINE` set) a
+    Hub id that is not in the local cache. Names that may download are left to transformers."""
+    if name_or_path is None:
+        return
+    path = Path(os.path.expanduser(str(name_or_path)))
+    if path.is_dir():
+        if not (path / "config.json").exists() and not any(path.glob("*.gguf")):
+            raise InputError(f"{flag} {name_or_path!r} is a folder without config.json: pass the folder a "
+                             "`save_pretrained` wrote (or a Hub id).")
+        return
+    looks_local = str(name_or_path).startswith(("/", ".", "~")) or path.exists() or str(name_or_path).count("/") > 1
+    if looks_local or not _REPO_ID.match(str(name_or_path)):
+        raise InputError(f"{flag} {name_or_path!r}: no such folder, and not a Hub id (`org/name`): pass a model "
+                         f"folder, a Hub id, or one of the offline aliases {', '.join(sorted(MODEL_ALIASES))}.")
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if constants.HF_HUB_OFFLINE and not isinstance(try_to_load_from_cache(str(name_or_path), "config.json"), str):
+        raise InputError(f"{flag} {name_or_path!r} is not in the local Hub cache and HF_HUB_OFFLINE is set: download "
+                         "it first (unset HF_HUB_OFFLINE) or pass a local folder.")

@@ -158,3 +158,18 @@ def test_a_run_that_would_train_nothing_stops_before_training(tiny_model_dir, tm
         run_script("train_prefeval", quickstart_argv(tiny_model_dir, out, "--per_device_train_batch_size", "4096"),
                    monkeypatch)
     assert not (out / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize("model, needle", [("/no/such/model", "no such folder"), ("./missing", "no such folder"),
+                                           ("Org/not-cached", "not in the local Hub cache"),
+                                           ("bad id!", "not a Hub id"), ("EMPTY_DIR", "without config.json")])
+def test_a_model_that_cannot_load_is_named_before_anything_loads(tmp_path, monkeypatch, capsys, model, needle):
+    from rlce_trl.cli import main
+
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    if model == "EMPTY_DIR":
+        model = str(tmp_path / "empty")
+        (tmp_path / "empty").mkdir()
+    code = main(["train", "--config", "quickstart", "--model_name_or_path", model, "--output_dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: model_name_or_path") and err.count("\n") == 1 and needle in err

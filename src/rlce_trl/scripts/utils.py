@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from trl import ScriptArguments
 
 from ..errors import InputError
-from ..models import resolve_model
+from ..models import check_model_source, resolve_model
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +105,9 @@ def prepare_run(script_args, training_args, model_args) -> None:
     model_args.model_name_or_path = resolve_model(model_args.model_name_or_path)
     training_args.verifier_model_name_or_path = resolve_model(training_args.verifier_model_name_or_path)
     training_args.partner_model_name_or_path = resolve_model(training_args.partner_model_name_or_path)
+    check_model_source(model_args.model_name_or_path, "model_name_or_path")
+    check_model_source(training_args.verifier_model_name_or_path, "verifier_model_name_or_path")
+    check_model_source(training_args.partner_model_name_or_path, "partner_model_name_or_path")
     model_init_kwargs = {
         "revision": model_args.model_revision,
         "trust_remote_code": training_args.trust_remote_code,
