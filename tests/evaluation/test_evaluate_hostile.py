@@ -141,3 +141,26 @@ def test_a_partly_failed_judge_scores_only_the_judged_rows():
     summary = summarize("intentqa", rows, records)
     assert summary["score"] == 0.5 and summary["judge_failed"] == 2 and not summary["complete"]
     assert summary["num_done"] == 4 and "rerun" in summary["note"]
+
+
+def test_hba_rows_of_another_task_or_without_placeholders_are_named(tmp_path, capsys):
+    from rlce_trl.cli import main
+
+    data = tmp_path / "rows.jsonl"
+    for records, needle in [
+        ([{"id": "p/0", "task": "prefeval", "prompt": "hi", "gold": "x"}], "has no problem / answer"),
+        ([{"problem": "How does the speaker feel?", "videos": ["a.mp4"], "answer": "positive"}],
+         "0 <video> placeholders in `problem` but 1 `videos`"),
+    ]:
+        data.write_text("".join(json.dumps(r) + "\n" for r in records))
+        code = main(["evaluate", "--model_name_or_path", str(tmp_path), "--hba_task", "mosei", "--data", str(data),
+                     "--output_dir", str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith("error: HBA row") and err.count("\n") == 1 and needle in err
+
+
+def test_a_text_only_checkpoint_for_clips_is_refused_before_its_weights_load(tiny_model_dir):
+    from rlce_trl.generation.hf import check_vision_language
+
+    with pytest.raises(InputError, match=r"is a text-only checkpoint \(\w+\).*vision-language checkpoint"):
+        check_vision_language(str(tiny_model_dir))

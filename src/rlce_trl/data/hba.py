@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import InputError
 from .jsonl import read_jsonl
 from .prompts import SOLVER_SYSTEM_PROMPT
 
@@ -115,6 +116,7 @@ def build_hba_row(record: dict, task: str | HBATask, index: int, split: str = "t
     Every message content is a list of blocks (also the system prompt's), so that Arrow can store the column.
     """
     task = _task(task)
+    _check_record(record, task, index, split)
     videos = record.get("videos") or []
     if isinstance(videos, str):
         videos = [videos]
@@ -131,12 +133,28 @@ def build_hba_row(record: dict, task: str | HBATask, index: int, split: str = "t
     }
     n_placeholders = sum(b["type"] == "video" for b in row["prompt"][1]["content"])
     if n_placeholders != len(row["videos"]):
-        raise ValueError(
-            f"HBA row {row['id']} has {n_placeholders} <video> placeholders but {len(row['videos'])} videos."
+        raise InputError(
+            f"HBA row {row['id']} has {n_placeholders} <video> placeholders in `problem` but {len(row['videos'])} "
+            "`videos`: put one <video> in the problem text per clip listed in `videos`."
         )
     if split != "train":
         row["gold"] = str(record["answer"]).strip()
     return row
+
+
+def _check_record(record, task: HBATask, index: int, split: str) -> None:
+    """One line naming the row and the fix when an HBA record lacks what a row is built from (for example a PrefEval
+    row passed with `--hba_task`)."""
+    if not isinstance(record, dict):
+        raise InputError(f"HBA row {index} is a {type(record).__name__}, not an object: each line holds one record.")
+    needed = ("problem",) + (("answer",) if split != "train" else ())
+    missing = [k for k in needed if k not in record]
+    if missing or not isinstance(record.get("problem"), str):
+        raise InputError(
+            f"HBA row {index} has no {' / '.join(missing) or 'text `problem`'}: {task.name} rows need `problem` (the "
+            "question with one <video> per clip listed in `videos`)" + (" and `answer`" if split != "train" else "")
+            + "; is this file from another task (a PrefEval split is evaluated without --hba_task)?"
+        )
 
 
 def load_hba_split(path: str | os.PathLike, task: str | HBATask, split: str) -> list[dict]:

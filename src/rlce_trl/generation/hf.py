@@ -1,5 +1,5 @@
 """The one place transformers models are loaded and driven for generation, shared by the verifier backends
-(`transformers_backend`, `vlm_backend`) and `rlce-trl evaluate`'s generators (`evaluation/generation.py`):
+(`transformers_backend`, `vlm_backend`) and the generators of `rlce-trl evaluate` and `sample` (`generators.py`):
 
 - `load_frozen_model` / `load_frozen_vlm`: a checkpoint as a frozen model (eval mode, no gradients, never ZeRO-3
   sharded) with its tokenizer or processor;
@@ -13,6 +13,8 @@ torch and transformers are imported when a model is loaded, so importing this mo
 from __future__ import annotations
 
 import contextlib
+
+from ..errors import InputError
 
 
 def load_frozen_model(name_or_path: str, device=None, dtype=None, **kwargs):
@@ -29,11 +31,26 @@ def load_frozen_model(name_or_path: str, device=None, dtype=None, **kwargs):
     return _frozen(model, device), tokenizer
 
 
+def check_vision_language(name_or_path: str) -> None:
+    """Raise [`InputError`] (before any weight loads) when the checkpoint's config is not a vision-language model's:
+    clips need one."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    config = AutoConfig.from_pretrained(name_or_path)
+    if config.model_type not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        raise InputError(
+            f"{name_or_path} is a text-only checkpoint ({config.model_type}), but the rows carry clips: pass a "
+            "vision-language checkpoint (for example a Qwen3.5-VL one), or drop the clips (video_input: text)."
+        )
+
+
 def load_frozen_vlm(name_or_path: str, device=None, dtype=None):
     """A vision-language model and its processor as a frozen verifier (eval mode, no gradients, never ZeRO-3
     sharded: each rank scores its own groups)."""
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
+    check_vision_language(name_or_path)
     try:
         processor = AutoProcessor.from_pretrained(name_or_path)
     except ImportError as error:  # transformers' video processors need torchvision
