@@ -35,7 +35,7 @@ class VerifierPrompts:
     calibrated_on: int = 0  # labelled cases this version was calibrated on (0: hand-written); the model card says so
 
     def __post_init__(self):
-        problems = []
+        problems = [] if isinstance(self.system, str) else ["`system` must be a string"]
         for kind, slots in _SLOTS.items():
             text = getattr(self, kind)
             if not isinstance(text, str):
