@@ -228,3 +228,40 @@ def test_readme_and_guides_carry_no_commit_hashes():
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         for word in re.findall(r"(?<![\w./-])[0-9a-f]{7,40}(?![\w/-])", path.read_text(encoding="utf-8")):
             assert not (re.search(r"[a-f]", word) and re.search(r"[0-9]", word)), f"{_rel(path)}: {word}"
+
+
+def documented_names() -> set[str]:
+    """Every dotted `rlce_trl....` name and every `from rlce_trl... import a, b` that README.md and docs/ show."""
+    names: set[str] = set()
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        names |= set(re.findall(r"(?<![\w/])rlce_trl(?:\.[A-Za-z_]\w*)+", text))
+        for module, imported in re.findall(r"from (rlce_trl[\w.]*) import ([\w, ]+)", text):
+            names |= {f"{module}.{name.strip()}" for name in imported.split(",") if name.strip()}
+    return names
+
+
+def resolves(name: str) -> bool:
+    """Whether `name` is a module, or an attribute reached from the longest importable module prefix."""
+    import importlib
+
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def test_documented_python_names_exist():
+    names = documented_names()
+    assert {"rlce_trl.RLCEGRPOConfig", "rlce_trl.RLCEGRPOTrainer", "rlce_trl.selection.select_answer"} <= names
+    assert not resolves("rlce_trl.selection.no_such_name")
+    missing = sorted(name for name in names if not resolves(name))
+    assert not missing, f"README.md / docs/ name what the package does not have: {missing}"
