@@ -217,6 +217,16 @@ def test_readme_recipe_table_is_rlce_trl_recipes():
     )
 
 
+def test_every_recipe_title_is_a_whole_sentence(tmp_path):
+    from rlce_trl.scripts.recipes import describe, list_recipes
+
+    cut = [path.stem for path in list_recipes() if not describe(path).endswith(".")]
+    assert not cut, f"recipe titles cut mid-phrase (end the first sentence of the header with a full stop): {cut}"
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("# A title over\n# two lines (with a note). More.\n#   rlce-trl train --config r\nbeta: 0\n")
+    assert describe(recipe) == "A title over two lines (with a note)."
+
+
 def test_readme_is_a_short_manual():
     lines = _readme().splitlines()
     assert len(lines) <= 320, f"README.md has {len(lines)} lines: move detail to a page under docs/"
