@@ -39,11 +39,34 @@ def list_recipes() -> list[Path]:
 
 
 def describe(path: Path) -> str:
-    """The first comment line of a recipe (its title)."""
+    """A recipe's title: the first sentence of its leading comment, which may run over several comment lines (an
+    empty comment line, an indented command or a non-comment line ends it)."""
+    title = ""
     for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#"):
-            return line.lstrip("# ").strip()
-    return ""
+        if not line.startswith("#") or not line.strip("# ") or line.startswith("#  "):
+            if title:
+                break
+            continue
+        title = f"{title} {line.lstrip('# ').strip()}".strip()
+        end = title.find(". ")
+        if end >= 0:
+            return title[: end + 1]
+        if title.endswith("."):
+            break
+    return title
+
+
+def markdown_table() -> str:
+    """The shipped recipes as a Markdown table (name, title, the command that runs it): the README's recipe table."""
+    import yaml
+
+    rows = ["| recipe | what it is | run with |", "|---|---|---|"]
+    for path in list_recipes():
+        content = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        method = content.get("coevolve_method") if isinstance(content, dict) else None
+        command = f"`rlce-trl coevolve --method {method}`" if method else "`rlce-trl train`"
+        rows.append(f"| `{path.stem}` | {describe(path).replace('|', '/').replace('<', '&lt;')} | {command} |")
+    return "\n".join(rows)
 
 
 def resolve_recipe(name_or_path: str) -> Path:

@@ -5,7 +5,7 @@ Lifecycle: the child runs in its own session with its output in a log file, and 
 parent dies (`PR_SET_PDEATHSIG`: start it from the main thread); `stop()` SIGTERMs the process group, waits, then
 SIGKILLs it, and runs on `close()`, at interpreter exit and from SIGTERM / SIGHUP handlers that chain to the previous
 ones. Start-up fails fast (exit, or no `/health` within `startup_timeout_s`) with the last lines of its log. Why a
-process and not a second in-process `vllm.LLM`: README, "The verifier on vLLM". The restart policy and the client are
+process and not a second in-process `vllm.LLM`: docs/verifier.md, "Modes". The restart policy and the client are
 in [`~rlce_trl.verifiers.colocate`].
 """
 
