@@ -190,3 +190,89 @@ def test_a_failed_cell_stops_the_grid_and_names_its_log(tmp_path, monkeypatch, c
     err = capsys.readouterr().err
     assert "base model: test evaluation failed (exit 1): boom" in err
     assert (tmp_path / "out" / "comparison.md").is_file()
+
+
+class CheckpointRunner(FakeRunner):
+    """A FAKE for `--selection checkpoints`: training saves checkpoint-2, 4, ..., 20 and a final model; validation
+    scores step 4 best and every later one lower (so patience decides how many are validated)."""
+
+    STEPS = list(range(2, 22, 2))
+
+    def __call__(self, cmd, log, what):
+        if "training" in what:
+            self.calls.append(what)
+            out = Path(cmd[cmd.index("--output_dir") + 1])
+            for step in self.STEPS:
+                (out / f"checkpoint-{step}").mkdir(parents=True)
+                (out / f"checkpoint-{step}" / "config.json").write_text("{}")
+            (out / "config.json").write_text("{}")
+            assert cmd[cmd.index("--save_steps") + 1] == "12" and "--validation_steps" not in cmd
+            return 60.0
+        if "validation of step" in what:
+            self.calls.append(what)
+            out = Path(cmd[cmd.index("--output_dir") + 1])
+            out.mkdir(parents=True, exist_ok=True)
+            assert cmd[cmd.index("--split") + 1] == "validation"
+            step = out.name.split("-")[1]
+            score = 0.3 if step == "2" else 0.6 if step == "4" else 0.5
+            (out / "summary.json").write_text(json.dumps({"score": score}))
+            return 10.0
+        return super().__call__(cmd, log, what)
+
+
+@pytest.mark.parametrize(("method", "validated"), [
+    ("usc", [*map(str, CheckpointRunner.STEPS), "final"]),  # no patience: every checkpoint
+    ("rar", ["2", "4", "6", "8", "10", "12", "14", "16"]),  # Table 10: stop after 6 without improvement
+])
+def test_checkpoint_selection_validates_after_training(tmp_path, monkeypatch, method, validated):
+    fake = CheckpointRunner()
+    monkeypatch.setattr(command, "_run", fake)
+    args = _args(tmp_path, "--methods", method, "--seeds", "1", "--selection", "checkpoints", "--skip_base")
+    assert command.main(args) == 1  # no base model: the table is not complete, but the cell is
+    train = json.loads((tmp_path / "out" / method / "seed1" / "train.json").read_text())
+    assert train["best_step"] == 4 and train["checkpoint"].endswith("checkpoint-4") and train["best_validation"] == 0.6
+    assert [str(v["step"]) for v in train["validations"]] == validated
+    assert train["device_hours"] == pytest.approx(60 / 3600 + len(validated) * 10 / 3600)
+    done = json.loads((tmp_path / "out" / method / "seed1" / "done.json").read_text())
+    assert done["checkpoint"] == train["checkpoint"]
+
+
+def test_zero3_launcher_picks_checkpoint_selection(tmp_path):
+    from rlce_trl.scripts.recipes import recipes_dir
+
+    zero3 = recipes_dir() / "accelerate" / "zero3.yaml"
+    multi = recipes_dir() / "accelerate" / "multi_gpu.yaml"
+    assert command._zero3(["accelerate", "launch", "--config_file", str(zero3)])
+    assert not command._zero3(["accelerate", "launch", "--config_file", str(multi)]) and not command._zero3(["x"])
+
+
+def test_coevolution_cell_reads_the_drivers_state(tmp_path, monkeypatch):
+    for name in ("train", "validation", "test"):
+        (tmp_path / f"{name}.jsonl").write_text("{}\n")
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    args = parser.parse_args(["--task", "mosei", "--methods", "visplay", "--seeds", "7", "--output_dir",
+                              str(tmp_path / "out"), "--train_file", str(tmp_path / "train.jsonl"),
+                              "--validation_file", str(tmp_path / "validation.jsonl"), "--test_file",
+                              str(tmp_path / "test.jsonl"), "--media_root", str(tmp_path), "--skip_base"])
+    plan = command.make_plan(args)
+    argv = command.train_arguments(args, plan, "visplay", 7)
+    assert argv[:5] == ["-m", "rlce_trl.cli", "coevolve", "--method", "visplay"] and "--coevolve_launcher" not in argv
+    calls = []
+
+    def fake(cmd, log, what):  # a FAKE driver run: state.json as the co-evolution driver writes it
+        calls.append(what)
+        out = Path(cmd[cmd.index("--output_dir") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        if "training" in what:
+            state = {"best": {"round": 1, "score": 0.7, "checkpoint": str(out / "round-1" / "reasoner")},
+                     "steps": [{"device_hours": 1.5}, {"device_hours": 2.5}]}
+            (out / "state.json").write_text(json.dumps(state))
+            return 100.0
+        (out / "summary.json").write_text(json.dumps({"score": 0.66}))
+        return 36.0
+
+    monkeypatch.setattr(command, "_run", fake)
+    record = command.run_cell(args, plan, "visplay", 7, log=lambda _: None)
+    assert record["checkpoint"].endswith("round-1/reasoner") and record["best_round"] == 1
+    assert record["device_hours"] == pytest.approx(4.0 + 0.01) and record["score"] == 0.66

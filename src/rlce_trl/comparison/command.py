@@ -74,6 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="Validate every N optimizer steps in every GRPO cell (default: each method's interval "
                           "in the paper; lower it for short runs).")
     protocol.add_argument("--validation_limit", type=int, default=None, help="Validate on the first N rows only.")
+    protocol.add_argument("--selection", default="auto", choices=["auto", "in_training", "checkpoints"],
+                          help="in_training: the training run validates every N steps and keeps <output_dir>/best "
+                          "(early stop with patience); checkpoints: the run saves a checkpoint every N steps and each "
+                          "is validated afterwards with `rlce-trl evaluate` (the same choice, for sharded models that "
+                          "cannot generate on one process). auto: checkpoints under a DeepSpeed ZeRO-3 launcher.")
     protocol.add_argument("--test_limit", type=int, default=None, help="Test on the first N rows only (smoke runs).")
     protocol.add_argument("--max_new_tokens", type=int, default=512, help="Greedy tokens per test response.")
     protocol.add_argument("--eval_backend", default="auto", choices=["auto", "transformers", "vllm"],
@@ -106,6 +111,20 @@ def _devices_of(launcher: list[str]) -> int:
         except (OSError, ValueError, TypeError, yaml.YAMLError):
             return 1
     return 1
+
+
+def _zero3(launcher: list[str]) -> bool:
+    """Whether the launcher's accelerate config shards the model with DeepSpeed ZeRO-3."""
+    if "--config_file" not in launcher or launcher.index("--config_file") + 1 >= len(launcher):
+        return False
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path(launcher[launcher.index("--config_file") + 1]).read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return False
+    deepspeed = config.get("deepspeed_config") or {}
+    return config.get("distributed_type") == "DEEPSPEED" and int(deepspeed.get("zero_stage") or 0) == 3
 
 
 def _override(overrides: list[str], key: str) -> str | None:
@@ -214,8 +233,9 @@ def make_plan(args: argparse.Namespace) -> dict:
         raise InputError("no model: the recipes name none; pass -- --model_name_or_path <model>.")
 
     _check_data(args, methods, kinds)
-    return {"task": args.task, "methods": methods, "seeds": seeds, "launcher": launcher, "devices": devices,
-            "recipes": recipes, "kinds": kinds, "model": model, "overrides": overrides,
+    selection = args.selection if args.selection != "auto" else "checkpoints" if _zero3(launcher) else "in_training"
+    return {"selection": selection, "task": args.task, "methods": methods, "seeds": seeds, "launcher": launcher,
+            "devices": devices, "recipes": recipes, "kinds": kinds, "model": model, "overrides": overrides,
             "output_dir": Path(args.output_dir)}
 
 
@@ -288,10 +308,13 @@ def train_arguments(args, plan: dict, method: str, seed: int) -> list[str]:
     steps, patience = paper.validation_schedule(method, args.task)
     if steps is None:  # a method the paper does not list: the recipe's own (commented) interval, else 12
         steps = paper.BASELINE_VALIDATION_STEPS
-    argv = ["-m", "rlce_trl.cli", "train", "--config", recipe, "--seed", str(seed), "--output_dir", str(out),
-            "--validation_steps", str(args.validation_steps or steps)]
-    argv += ["--validation_patience", str(patience)] if patience else []
-    argv += ["--validation_limit", str(args.validation_limit)] if args.validation_limit else []
+    argv = ["-m", "rlce_trl.cli", "train", "--config", recipe, "--seed", str(seed), "--output_dir", str(out)]
+    if plan["selection"] == "checkpoints":  # validated afterwards, checkpoint by checkpoint
+        argv += ["--save_strategy", "steps", "--save_steps", str(args.validation_steps or steps)]
+    else:
+        argv += ["--validation_steps", str(args.validation_steps or steps)]
+        argv += ["--validation_patience", str(patience)] if patience else []
+        argv += ["--validation_limit", str(args.validation_limit)] if args.validation_limit else []
     if args.task == "prefeval":
         argv += ["--dataset_name", args.data]
         argv += ["--prefeval_dir", args.prefeval_dir] if args.prefeval_dir else []
@@ -301,17 +324,20 @@ def train_arguments(args, plan: dict, method: str, seed: int) -> list[str]:
     return argv + _judge_flags(args) + plan["overrides"]
 
 
-def eval_arguments(args, plan: dict, checkpoint: str, out: Path) -> list[str]:
-    """`python -m rlce_trl.cli evaluate ...` of a checkpoint on the test split."""
+def eval_arguments(args, plan: dict, checkpoint: str, out: Path, split: str = "test") -> list[str]:
+    """`python -m rlce_trl.cli evaluate ...` of a checkpoint on the test (or validation) split. The preference
+    sample has no validation split: its test split stands in, as in training."""
     argv = [sys.executable, "-m", "rlce_trl.cli", "evaluate", "--model_name_or_path", checkpoint,
             "--output_dir", str(out), "--max_new_tokens", str(args.max_new_tokens), "--backend", args.eval_backend,
             "--batch_size", str(args.eval_batch_size), "--no_progress"]
     if args.task == "prefeval":
-        argv += ["--data", args.data, "--split", "test"]
+        argv += ["--data", args.data, "--split", split]
         argv += ["--prefeval_dir", args.prefeval_dir] if args.prefeval_dir else []
     else:
-        argv += ["--data", args.test_file, "--hba_task", args.task, "--media_root", args.media_root]
-    argv += ["--limit", str(args.test_limit)] if args.test_limit else []
+        data = args.test_file if split == "test" else args.validation_file
+        argv += ["--data", data, "--hba_task", args.task, "--media_root", args.media_root]
+    limit = args.test_limit if split == "test" else args.validation_limit
+    argv += ["--limit", str(limit)] if limit else []
     return argv + _judge_flags(args)
 
 
@@ -347,6 +373,44 @@ def _write_json(path: Path, record: dict) -> None:
     os.replace(tmp, path)
 
 
+def _score(summary_path: Path) -> float | None:
+    summary = _read_json(summary_path) or {}
+    return summary.get("score", summary.get("prefeval_macro"))
+
+
+def _select_checkpoints(args, plan: dict, method: str, seed: int, train_dir: Path) -> tuple[str, dict]:
+    """Validate a finished run's checkpoints in step order (then its final model) with `rlce-trl evaluate` and keep
+    the best, stopping after `patience` validations without improvement as early stopping would have."""
+    steps = sorted((int(p.name.split("-")[1]), p) for p in train_dir.glob("checkpoint-*")
+                   if p.name.split("-")[1].isdigit() and (p / "config.json").is_file())
+    candidates = [(step, str(path)) for step, path in steps]
+    if (train_dir / "config.json").is_file():
+        candidates.append(("final", str(train_dir)))
+    if not candidates:
+        raise CellFailedError(f"{method} seed {seed}: no checkpoint in {train_dir} to validate (the run saved none: "
+                              "check save_strategy in the overrides).")
+    _, patience = paper.validation_schedule(method, args.task)
+    here = train_dir.parent
+    best, history, bad, wall = None, [], 0, 0.0
+    for step, path in candidates:
+        out = here / "validation" / f"step-{step}"
+        wall += _run(eval_arguments(args, plan, path, out, split="validation"), here / "validation.log",
+                     f"{method} seed {seed}: validation of step {step}")
+        score = _score(out / "summary.json")
+        improved = score is not None and (best is None or score > best[1])
+        history.append({"step": step, "score": score, "best": improved})
+        if improved:
+            best, bad = (step, score, path), 0
+        else:
+            bad += 1
+            if patience and bad >= patience:
+                break
+    if best is None:
+        raise CellFailedError(f"{method} seed {seed}: no validation produced a score ({here / 'validation'}).")
+    return best[2], {"best_step": best[0], "best_validation": best[1], "validations": history,
+                     "validation_wall_s": round(wall, 3)}
+
+
 def _best_checkpoint(plan: dict, method: str, train_dir: Path) -> tuple[str, dict]:
     """The best-on-validation checkpoint of a finished training and what its selection recorded."""
     if plan["kinds"][method] == "coevolve":
@@ -360,7 +424,8 @@ def _best_checkpoint(plan: dict, method: str, train_dir: Path) -> tuple[str, dic
     record = _read_json(train_dir / "best.json") or {}
     if not (best / "config.json").is_file():
         raise CellFailedError(f"{method}: no best checkpoint in {best}: validation never ran (the run ended before "
-                              "its first validation); lower --validation_steps or raise max_steps.")
+                              f"its first validation): delete {train_dir.parent} and rerun with a lower "
+                              "--validation_steps.")
     return str(best), {"best_step": record.get("best_step"), "best_validation": record.get("best_score"),
                        "stopped_early": record.get("stopped_early")}
 
@@ -383,23 +448,30 @@ def run_cell(args, plan: dict, method: str, seed: int, log=print) -> dict:
     if trained is not None and trained["arguments"] != train_args:
         raise InputError(f"{here} was trained with other arguments (recipe, data or overrides changed): use another "
                          "--output_dir, or delete that cell's folder to retrain it.")
+    train_dir = here / "train"
     if trained is None:
-        train_dir = here / "train"
         if train_dir.exists() and plan["kinds"][method] == "train":  # an interrupted run restarts from step 0
             shutil.rmtree(train_dir)
         resume = ["--resume"] if (train_dir / "state.json").is_file() else []  # a co-evolution run continues
         log(f"[{method} seed {seed}] training")
         wall = _run([*plan["launcher"], *train_args, *resume], here / "train.log", f"{method} seed {seed}: training")
-        checkpoint, selection = _best_checkpoint(plan, method, train_dir)
         trained = {"arguments": train_args, "launcher": plan["launcher"], "devices": plan["devices"],
                    "wall_s": round(wall, 3), "device_hours": _device_hours(plan, method, train_dir, wall),
-                   "checkpoint": checkpoint, **selection}
+                   "checkpoint": None}
+        _write_json(here / "train.json", trained)  # trained: a rerun from here on selects and tests only
+    if trained.get("checkpoint") is None:
+        if plan["kinds"][method] == "train" and plan["selection"] == "checkpoints":
+            log(f"[{method} seed {seed}] validating the checkpoints")
+            checkpoint, selection = _select_checkpoints(args, plan, method, seed, train_dir)
+            trained["device_hours"] += selection["validation_wall_s"] / 3600  # one device
+        else:
+            checkpoint, selection = _best_checkpoint(plan, method, train_dir)
+        trained = {**trained, "checkpoint": checkpoint, **selection}
         _write_json(here / "train.json", trained)
     log(f"[{method} seed {seed}] test evaluation of {trained['checkpoint']}")
     eval_wall = _run(eval_arguments(args, plan, trained["checkpoint"], here / "test"), here / "eval.log",
                      f"{method} seed {seed}: test evaluation")
-    summary = _read_json(here / "test" / "summary.json") or {}
-    score = summary.get("score", summary.get("prefeval_macro"))
+    score = _score(here / "test" / "summary.json")
     record = {"method": method, "seed": seed, "score": score, "train_wall_s": trained["wall_s"],
               "eval_wall_s": round(eval_wall, 3), "devices": trained["devices"],
               "device_hours": trained["device_hours"] + eval_wall / 3600,
@@ -426,8 +498,7 @@ def run_base(args, plan: dict, log=print) -> dict:
         model = resolve_model(model)
     log(f"[base] test evaluation of {model}")
     wall = _run(eval_arguments(args, plan, model, here / "test"), here / "eval.log", "base model: test evaluation")
-    summary = _read_json(here / "test" / "summary.json") or {}
-    record = {"method": "base", "model": plan["model"], "score": summary.get("score", summary.get("prefeval_macro")),
+    record = {"method": "base", "model": plan["model"], "score": _score(here / "test" / "summary.json"),
               "eval_wall_s": round(wall, 3)}
     _write_json(here / "done.json", record)
     return record
