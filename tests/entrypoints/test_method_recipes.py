@@ -123,3 +123,21 @@ def test_recipes_command_lists_every_method_recipe(capsys):
     for task in TASKS:
         for method in [*SHARED, *RUBRICS, "rlce", "rlac", "visplay", "video_zero"]:
             assert f"{task}_{method}" in listing
+
+
+def test_readme_names_every_method_recipe():
+    from helpers import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### The comparison (Table 1)"):]
+    section = " ".join(section[: section.index("\n### ", 5)].split())  # one line
+    for method in paper.METHODS:
+        if method in paper.ABLATIONS:
+            for task in paper.ABLATIONS[method]:
+                assert f"`{task}_{method}`" in section, method
+        else:
+            assert f"`<task>_{method}`" in section, method
+    t10 = paper.RUBRIC_SETTINGS
+    assert f"G={t10['num_generations']}, lr 5e-7, KL {t10['beta']}" in section
+    assert f"validation every {t10['validation_steps']} steps, patience {t10['validation_patience']}" in section
+    assert "rlce-trl compare" in section
