@@ -228,7 +228,7 @@ def test_checkpoint_selection_validates_after_training(tmp_path, monkeypatch, me
     fake = CheckpointRunner()
     monkeypatch.setattr(command, "_run", fake)
     args = _args(tmp_path, "--methods", method, "--seeds", "1", "--selection", "checkpoints", "--skip_base")
-    assert command.main(args) == 1  # no base model: the table is not complete, but the cell is
+    assert command.main(args) == 0  # every cell finished (the base model skipped)
     train = json.loads((tmp_path / "out" / method / "seed1" / "train.json").read_text())
     assert train["best_step"] == 4 and train["checkpoint"].endswith("checkpoint-4") and train["best_validation"] == 0.6
     assert [str(v["step"]) for v in train["validations"]] == validated
@@ -276,3 +276,17 @@ def test_coevolution_cell_reads_the_drivers_state(tmp_path, monkeypatch):
     record = command.run_cell(args, plan, "visplay", 7, log=lambda _: None)
     assert record["checkpoint"].endswith("round-1/reasoner") and record["best_round"] == 1
     assert record["device_hours"] == pytest.approx(4.0 + 0.01) and record["score"] == 0.66
+
+
+def test_prefeval_folder_refuses_row_limits_it_cannot_apply(tmp_path):
+    data = tmp_path / "prefeval"
+    for form in ("explicit", "choice", "persona"):
+        for split in ("train", "validation", "test"):
+            (data / form).mkdir(parents=True, exist_ok=True)
+            (data / form / f"{split}.jsonl").write_text("{}\n")
+    with pytest.raises(InputError, match="drop --test_limit"):
+        command.make_plan(_args(tmp_path, "--data", str(data), "--test_limit", "3"))
+    with pytest.raises(InputError, match="drop --validation_limit"):
+        command.make_plan(_args(tmp_path, "--data", str(data), "--validation_limit", "3", "--selection",
+                                "checkpoints"))
+    assert command.make_plan(_args(tmp_path, "--data", str(data)))["selection"] == "in_training"

@@ -234,6 +234,9 @@ def make_plan(args: argparse.Namespace) -> dict:
 
     _check_data(args, methods, kinds)
     selection = args.selection if args.selection != "auto" else "checkpoints" if _zero3(launcher) else "in_training"
+    if selection == "checkpoints" and args.validation_limit and args.task == "prefeval" and args.data != "sample":
+        raise InputError("--validation_limit with checkpoint selection applies to a single validation file, not to a "
+                         "PrefEval folder: drop --validation_limit.")
     return {"selection": selection, "task": args.task, "methods": methods, "seeds": seeds, "launcher": launcher,
             "devices": devices, "recipes": recipes, "kinds": kinds, "model": model, "overrides": overrides,
             "output_dir": Path(args.output_dir)}
@@ -557,4 +560,6 @@ def main(args: argparse.Namespace) -> int:
     print(f"wrote {plan['output_dir']}/comparison.md, comparison.json, comparison.png")
     if failures:
         return 1
-    return 0 if table["complete"] or args.table_only else 1
+    finished = not any(row["missing_seeds"] for row in table["rows"])
+    finished = finished and (args.skip_base or table["base"]["score"] is not None)
+    return 0 if finished or args.table_only else 1
