@@ -284,7 +284,7 @@ def test_prefeval_folder_refuses_row_limits_it_cannot_apply(tmp_path):
         for split in ("train", "validation", "test"):
             (data / form).mkdir(parents=True, exist_ok=True)
             (data / form / f"{split}.jsonl").write_text("{}\n")
-    with pytest.raises(InputError, match="drop --test_limit"):
+    with pytest.raises(InputError, match="--test_limit applies to a single test file"):
         command.make_plan(_args(tmp_path, "--data", str(data), "--test_limit", "3"))
     with pytest.raises(InputError, match="drop --validation_limit"):
         command.make_plan(_args(tmp_path, "--data", str(data), "--validation_limit", "3", "--selection",
