@@ -290,3 +290,9 @@ def test_prefeval_folder_refuses_row_limits_it_cannot_apply(tmp_path):
         command.make_plan(_args(tmp_path, "--data", str(data), "--validation_limit", "3", "--selection",
                                 "checkpoints"))
     assert command.make_plan(_args(tmp_path, "--data", str(data)))["selection"] == "in_training"
+
+
+def test_missing_matplotlib_is_named_before_anything_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(command, "_has_matplotlib", lambda: False)
+    with pytest.raises(InputError, match=r"rlce-trl\[analysis\]"):
+        command.make_plan(_args(tmp_path))

@@ -113,6 +113,12 @@ def _devices_of(launcher: list[str]) -> int:
     return 1
 
 
+def _has_matplotlib() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def _zero3(launcher: list[str]) -> bool:
     """Whether the launcher's accelerate config shards the model with DeepSpeed ZeRO-3."""
     if "--config_file" not in launcher or launcher.index("--config_file") + 1 >= len(launcher):
@@ -176,6 +182,9 @@ def make_plan(args: argparse.Namespace) -> dict:
         raise InputError(f"unexpected argument {overrides[0]!r}: recipe overrides go after `--` as `--key value`.")
     if args.task not in paper.TASKS:
         raise InputError(f"--task {args.task!r}: use one of {', '.join(paper.TASKS)}.")
+    if not _has_matplotlib():
+        raise MissingInputError("rlce-trl compare draws comparison.png with matplotlib, which is not installed: "
+                                "pip install 'rlce-trl[analysis]'.")
     methods = _csv(args.methods)
     if not methods:
         raise InputError("--methods is empty: pass e.g. --methods rlce,usc.")
