@@ -183,6 +183,15 @@ def _add_coevolve(subparsers) -> None:
     parser.set_defaults(func=lambda args: _coevolve(args.coevolve_args))
 
 
+def _add_compare(subparsers) -> None:
+    from .comparison import add_arguments, main
+
+    parser = subparsers.add_parser("compare", help="The paper's comparison for one task: train every (method, seed), "
+                                   "test each best-on-validation checkpoint, write Table 1's shape; resumable.")
+    add_arguments(parser)
+    parser.set_defaults(func=main)
+
+
 def _add_recipes(subparsers) -> None:
     parser = subparsers.add_parser("recipes", help="List the shipped training recipes, or print one.")
     parser.add_argument("name", nargs="?", help="Recipe to print (e.g. prefeval_rlce).")
@@ -194,7 +203,7 @@ def _add_recipes(subparsers) -> None:
 
 SUBCOMMANDS = [
     _add_prepare_prefeval, _add_evaluate, _add_analyze, _add_report, _add_sample, _add_select, _add_calibrate,
-    _add_train, _add_recipes, _add_coevolve,
+    _add_train, _add_recipes, _add_coevolve, _add_compare,
 ]
 
 

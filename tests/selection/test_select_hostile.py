@@ -82,7 +82,8 @@ def test_sample_files_end_in_one_line(tmp_path, capsys):
 def test_sample_resume_refuses_another_synthetic_style(tmp_path, capsys):
     parser = argparse.ArgumentParser()
     add_sample_arguments(parser)
-    argv = ["--model_name_or_path", "unused", "--synthetic", "2", "--output_dir", str(tmp_path / "out"), "--n", "1"]
+    argv = ["--model_name_or_path", "unused", "--synthetic", "2", "--output_dir", str(tmp_path / "out"), "--n", "1",
+            "--diversify", "off"]  # only the style differs
     sampler = lambda prompts, specs: [[Sampled("x", [-0.1])] * len(specs) for _ in prompts]  # noqa: E731 - FAKE
     assert main_sample(parser.parse_args(argv), sampler=sampler) == 0
     with pytest.raises(ValueError, match=r"other settings \(style\)"):

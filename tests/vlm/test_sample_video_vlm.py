@@ -59,6 +59,11 @@ def test_sample_video_rows_resumes_and_select_reads_the_pool(setup, tmp_path, ca
         for c in [row["greedy"], *row["candidates"]]:
             assert 1 <= len(c["token_logprobs"]) <= 4 and all(lp <= 0 for lp in c["token_logprobs"])
     assert rows[0]["candidates"][0]["seed"] != rows[0]["candidates"][1]["seed"]
+    # --style elect: Eq. 13's candidates, each clip perturbed as its record says (greedy: the clip as it is)
+    assert [c["temperature"] for c in rows[0]["candidates"]] == [0.2, 0.7]
+    assert rows[0]["greedy"]["perturbation"] is None
+    assert [c["perturbation"] for c in rows[0]["candidates"]] == [
+        {"crop": "center", "blur": 0.5, "brightness": 0.0}, {"crop": "top_left", "blur": 0.0, "brightness": 0.1}]
 
     # killed while writing the second row: the same command samples that row again, identically (seeded per spec)
     (pool / "pool.jsonl").write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])

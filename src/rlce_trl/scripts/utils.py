@@ -44,6 +44,9 @@ class RLCEScriptArguments(ScriptArguments):
         validation_steps (`int`, *optional*):
             Validate on the validation split every this many optimizer steps and keep the best checkpoint in
             `<output_dir>/best` (the paper: every second cycle). `None` disables validation.
+        validation_patience (`int`, *optional*):
+            Stop training after this many validations without improvement (Table 10: 6 for the rubric baselines).
+            `None` never stops early.
         validation_limit (`int`, *optional*):
             Validate on the first N validation rows only.
         validation_max_new_tokens (`int`, *optional*, defaults to `512`):
@@ -74,6 +77,9 @@ class RLCEScriptArguments(ScriptArguments):
     validation_steps: int | None = field(
         default=None,
         metadata={"help": "Validate every N optimizer steps and keep the best checkpoint in <output_dir>/best."},
+    )
+    validation_patience: int | None = field(
+        default=None, metadata={"help": "Stop after N validations without improvement; None never stops early."}
     )
     validation_limit: int | None = field(default=None, metadata={"help": "Validate on the first N rows only."})
     validation_max_new_tokens: int = field(default=512, metadata={"help": "Greedy tokens per validation response."})
@@ -188,7 +194,8 @@ def validation_callbacks(
     rows = rows[: script_args.validation_limit] if script_args.validation_limit else rows
     validate = make_validation_fn(rows, os.path.join(training_args.output_dir, "validation"), judge=judge,
                                   max_new_tokens=script_args.validation_max_new_tokens, media_root=media_root)
-    return [BestCheckpointCallback(validate, eval_steps=script_args.validation_steps)]
+    return [BestCheckpointCallback(validate, eval_steps=script_args.validation_steps,
+                                   patience=script_args.validation_patience)]
 
 
 def make_judge(script_args, rows: list[dict], prefeval_dir=None):

@@ -63,6 +63,11 @@ def add_sample_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top_p", type=float, default=0.95)
     parser.add_argument("--top_k", type=int, default=20)
     parser.add_argument("--no_greedy", action="store_true", help="Do not add the greedy (temperature 0) candidate.")
+    parser.add_argument("--diversify", default="auto", choices=("auto", "on", "off"),
+                        help="Elect's Eq. 13 candidates: temperatures 0.2 / 0.7 / 0.9 in turn with top-p 0.9 and "
+                        "distinct seeds, and on video rows a 0.9-scale crop (centre, four corners), blur sigma 0.5 "
+                        "and +-10%% brightness per candidate (replaces --temperature, --top_p, --top_k). auto: on "
+                        "with --style elect, off with boxed.")
     parser.add_argument("--max_new_tokens", type=int, default=256)
     parser.add_argument("--limit", type=int, default=None, help="Only the first N rows.")
     parser.add_argument("--seed", type=int, default=0)
@@ -204,10 +209,16 @@ def main_sample(args: argparse.Namespace, sampler=None) -> int:
         extra.update(frames={**args.frame_kwargs, "size": list(args.frame_kwargs["size"])}, style=args.style)
     elif args.synthetic:
         extra["style"] = args.style  # the prompts differ by style: a resume must not mix them
+    schedule = None
+    if args.diversify == "on" or (args.diversify == "auto" and args.style == "elect"):
+        from .diversify import describe, eq13_schedule
+
+        schedule = eq13_schedule(args.n, args.seed, greedy_too=not args.no_greedy)
+        extra["diversify"] = describe()
     try:
         counts = sample_pool(rows, sampler, args.output_dir, n=args.n, temperature=args.temperature,
                              top_p=args.top_p, top_k=args.top_k, seed=args.seed, greedy_too=not args.no_greedy,
-                             settings_extra=extra, expand=expand)
+                             settings_extra=extra, expand=expand, schedule=schedule)
     except ValueError as error:
         raise InputError(str(error)) from None
     print(json.dumps(counts))

@@ -175,12 +175,15 @@ def reference_prompt(prompt):
 def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.PathLike, *, n: int,
                 temperature: float = 1.0, top_p: float = 0.95, top_k: int = 20, seed: int = 0,
                 greedy_too: bool = True, batch_size: int = 4, settings_extra: dict | None = None,
-                expand: Callable[[dict], dict] | None = None, log: Callable[[str], None] = print) -> dict:
+                expand: Callable[[dict], dict] | None = None, log: Callable[[str], None] = print,
+                schedule: list | None = None) -> dict:
     """Sample `n` candidates (plus the greedy answer) per row into `output_dir/pool.jsonl`, appending row by row, so a
     rerun of the same command resumes. `sampler(prompts, specs) -> [[Sampled]]` (a generator's `.sample`). Rows
     without an id or a prompt are counted and skipped. `expand(row) -> row` puts the frames of a video row's clips
     into its prompt (`rlce_trl.data.hba.expand_videos`); a row whose clip cannot be decoded (`ValueError`, `OSError`)
-    is counted and left for a rerun. Returns counts."""
+    is counted and left for a rerun. `schedule`: per candidate a (Sampling, Perturbation) pair (Elect's Eq. 13,
+    `rlce_trl.selection.diversify.eq13_schedule`) that replaces the single temperature; each candidate record then
+    names its perturbation (video rows). Returns counts."""
     from ..elect.rewards import frames_in_prompt
     from ..generation.sampling import Sampling
 
@@ -208,6 +211,10 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
     todo = [r for r, ok in zip(rows, valid, strict=True) if ok and str(r["id"]) not in done]
     specs = ([Sampling(temperature=0.0, seed=seed)] if greedy_too else []) + [
         Sampling(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed + 1 + k) for k in range(n)]
+    if schedule is not None:
+        from .diversify import has_video, sample_diversified
+
+        specs = [spec for spec, _ in schedule]
     unreadable = 0
     with pool_path.open("a", encoding="utf-8") as f:
         for start in range(0, len(todo), batch_size):
@@ -224,11 +231,20 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
                 batch.append(row)
             prompts = [[{"role": "user", "content": r["prompt"]}] if isinstance(r["prompt"], str) else r["prompt"]
                        for r in batch]
-            sampled = sampler(prompts, specs) if batch else []
+            if not batch:
+                sampled = []
+            elif schedule is not None:
+                sampled = sample_diversified(sampler, prompts, schedule)
+            else:
+                sampled = sampler(prompts, specs)
             for row, outs in zip(batch, sampled, strict=True):
                 labels = row.get("answer_options") or None
                 frames = row.get("num_frames")
                 records = [candidate_record(s, spec, labels, frames) for s, spec in zip(outs, specs, strict=True)]
+                if schedule is not None:  # which perturbation each candidate saw (None: the clip as it is, or text)
+                    video = has_video(row["prompt"])
+                    for record, (_, xi) in zip(records, schedule, strict=True):
+                        record["perturbation"] = xi.as_dict() if video and not xi.identity else None
                 keep = {k: row.get(k) for k in ("task", "prompt", "answer_options", "question", "num_frames", "gold",
                                                 "evidence", "videos") if k in row}
                 keep["prompt"] = reference_prompt(row["prompt"])
