@@ -505,7 +505,7 @@ def run_base(args, plan: dict, log=print) -> dict:
     from ..models import MODEL_ALIASES
 
     if model.lower() in MODEL_ALIASES:  # an offline alias: the folder it converts to
-        from ..scripts.utils import resolve_model
+        from ..models import resolve_model
 
         model = resolve_model(model)
     log(f"[base] test evaluation of {model}")
