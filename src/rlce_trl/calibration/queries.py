@@ -1,6 +1,6 @@
 """Which logged groups to show a person next (VeriFine's query set H_t: uncertain, inconsistent, high-impact cases).
 
-Input: logged groups in the bench format (`analysis/bench.py`: `rollouts`, and per method `answers`, `assignment`,
+Input: logged groups in the bench format (`analysis/groups_log.py`: `rollouts`, and per method `answers`, `assignment`,
 `status`, `verified_answer`, `tests`). Categories [ours, operationalising the paper's three words]:
 - `uncertain`: the RLCE group has no verified answer (tie / unresolved), the two best answers' verification scores
   (share of "yes" among the tests favouring each) are within `margin`, or at least half of its verdicts are "unknown";
