@@ -139,7 +139,7 @@ def _parse_recipe(recipe, overrides: list[str], output_dir: str):
 
 def _check_validation(path: str, script_args) -> None:
     """Validation rows must load, and free-text rows need the recipe's judge: checked before any phase runs."""
-    from ..coevolution.registry import load_validation
+    from ..coevolution.corpus import load_validation
 
     try:
         rows = load_validation(path, script_args.hba_task)
