@@ -69,7 +69,7 @@ def _int_list(text: str, flag: str, example: str) -> list[int]:
 def _select_config(args):
     """The Elect config and the budgets from the flags; every flag problem at once, as one [`InputError`]."""
     from ..elect.election import ElectConfig
-    from ..selection import known_selectors
+    from ..selection import known_selectors, selector_name_problem
 
     problems = []
     for name, low in (("subsets", 1), ("chunk_size", 1), ("rlce_tests_per_direction", 1), ("rlce_max_tokens", 1)):
@@ -81,7 +81,7 @@ def _select_config(args):
         problems.append(f"--elect_gamma {args.elect_gamma}: use a value in [0, 1] (the paper: 0.4)")
     names = list(dict.fromkeys(s.strip() for s in args.selectors.split(",") if s.strip()))
     known = known_selectors()
-    unknown = [n for n in names if n not in known]
+    unknown = [n for n in names if selector_name_problem(n)]
     if not names or unknown:
         problems.append(f"--selectors {args.selectors!r}: {'unknown ' + ', '.join(unknown) if unknown else 'empty'}; "
                         f"choose from {', '.join(known)}")
@@ -139,7 +139,7 @@ def _rows_short(summary: dict) -> dict[str, int]:
 def main(args: argparse.Namespace, verifier=None) -> int:
     from ..data.media import media_items
     from ..evidence.pipeline import EvidenceSettings
-    from ..selection import format_table, make_selector, read_pool, select_rows, summarize
+    from ..selection import format_table, make_selector, needs_verifier, read_pool, select_rows, summarize
     from ..selection.protocol import pool_stats
 
     cfg, budgets, names = _select_config(args)
@@ -154,13 +154,12 @@ def main(args: argparse.Namespace, verifier=None) -> int:
     if budgets[-1] > max(sizes):
         raise InputError(f"--budgets {args.budgets}: no row has {budgets[-1]} candidates (pool sizes {sizes}); "
                          "use budgets up to the largest pool.")
-    needs_verifier = [n for n in names if n not in ("greedy", "single", "majority", "oracle", "elect",
-                                                   "elect_noframes")] or (args.elect_referee == "on" and names)
-    if verifier is None and needs_verifier and not args.verifier_model_name_or_path:
-        raise InputError(f"selectors {needs_verifier} need --verifier_model_name_or_path (the base model)")
+    needs = [n for n in names if needs_verifier(n)] or (args.elect_referee == "on" and names)
+    if verifier is None and needs and not args.verifier_model_name_or_path:
+        raise InputError(f"selectors {needs} need --verifier_model_name_or_path (the base model)")
     settings_path = _check_resume(args, Path(args.output_dir))
     tokenizer = None
-    if verifier is None and needs_verifier:
+    if verifier is None and needs:
         verifier = _load_verifier(args.verifier_model_name_or_path, video=any(media_items(r.prompt) for r in rows))
     if verifier is not None:
         tokenizer = getattr(verifier, "tokenizer", None)
