@@ -51,8 +51,8 @@ vlm-env:  # legacy: a separate torch + torchvision venv; `make setup` now builds
 	bash scripts/make_vlm_env.sh
 
 bench: setup vllm-env
-	$(BIN)/python benchmarks/stage_batching.py
-	$(BIN)/python benchmarks/verifier_throughput.py --groups 4 --source sample --transformers-calls 3
+	$(BIN)/python -m benchmarks.stage_batching
+	$(BIN)/python -m benchmarks.verifier_throughput --groups 4 --source sample --transformers-calls 3
 
 RUFF ?= $(BIN)/ruff
 
@@ -61,8 +61,8 @@ quality: $(if $(filter $(BIN)/ruff,$(RUFF)),setup)
 	$(RUFF) check src tests benchmarks scripts examples
 
 gpu-check:  # on a machine with CUDA, vLLM, trl and this package installed: the co-located step, then video learning
-	python scripts/gpu_check_colocate.py
-	python scripts/gpu_check_video.py
+	python -m scripts.gpu_check_colocate
+	python -m scripts.gpu_check_video
 
 clean:
 	rm -rf $(VENV) .venv-vllm .venv-vlm build dist src/*.egg-info

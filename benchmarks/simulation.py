@@ -4,8 +4,8 @@ points (section 4.3, Fig. 3 left), for independent tests and for tests whose err
 Each setting is one call of `rlce-trl analyze --simulate` (`rlce_trl.cli.main`); tables and PNGs go under
 `--out`, one folder per setting. Takes about 10 s per setting with the default 2,000 examples per error rate.
 
-    python benchmarks/simulation.py --out runs/simulation
-    python benchmarks/simulation.py --out runs/simulation --error-rates 0.35 0.4 0.45 --concentrations 2 8
+    python -m benchmarks.simulation --out runs/simulation
+    python -m benchmarks.simulation --out runs/simulation --error-rates 0.35 0.4 0.45 --concentrations 2 8
 """
 
 from __future__ import annotations
