@@ -122,9 +122,9 @@ SCALED_DOWN = {
     "save_strategy": "no", "gradient_checkpointing": False, "activation_checkpointing": False, "seed": 0,
 }
 #: Recipe keys that are not RLCEGRPOConfig fields (script and model arguments).
-NOT_CONFIG = {"model_name_or_path", "dtype", "dataset_name", "prefeval_form", "hba_task", "max_prompt_length",
-              "prompt_suffix", "validation_steps", "judge_base_url", "judge_model", "train_file", "validation_file",
-              "media_root", "output_dir", "tta_split", "tta_passes", "tta_eval_base"}
+NOT_CONFIG = {"script", "model_name_or_path", "dtype", "dataset_name", "prefeval_form", "hba_task",
+              "max_prompt_length", "prompt_suffix", "validation_steps", "judge_base_url", "judge_model", "train_file",
+              "validation_file", "media_root", "output_dir", "tta_split", "tta_passes", "tta_eval_base"}
 
 
 def scale_down(recipe_path: str, output_dir: str, use_cpu: bool = False) -> dict:
