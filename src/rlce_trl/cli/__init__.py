@@ -3,8 +3,8 @@
 One module per command group, in the shape of TRL's `trl/cli/commands/`: each has `add_parser(subparsers)`, which
 creates its parser and sets `func` (a function of the parsed arguments returning an exit code), and is listed in
 `COMMANDS`. Heavy imports go inside the functions, so that `rlce-trl --help` stays fast. Only argument parsing and
-command glue live here; what other modules import stays in its feature package, and nothing below `rlce_trl.cli`
-imports it.
+command glue live here; what other modules import stays in its feature package, and no feature package imports
+`rlce_trl.cli`.
 
 Commands that pass further `--key value` pairs on to a recipe (`train`, `coevolve`) set `accepts_extra`: they get the
 arguments their parser does not know as `args.extra`; for every other command those are an argparse error.
