@@ -153,7 +153,6 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError("; ".join(problems) + ".")
 
 
-
 def main(args: argparse.Namespace) -> int:
     """`rlce-trl analyze [LOG]`: bad flags and bad logs raise [`InputError`] before anything is written."""
     from ..analysis.groups_log import log_groups, read_log

@@ -34,7 +34,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--media_root", default=None, help="Folder the HBA clip paths are relative to.")
     parser.add_argument("--output_dir", help="The run's folder (state.json, logs, checkpoints).")
     parser.add_argument("--resume", action="store_true", help="Continue the run in --output_dir from state.json.")
-    parser.set_defaults(func=main, accepts_extra=True, print_help=parser.print_help)
+    parser.set_defaults(func=main, accepts_extra=True, parser=parser)
 
 
 def _check_file(flag: str, path: str | None, required: bool) -> str | None:
@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
     `rlce-trl coevolve` prints the help); further `--key value` pairs (`args.extra`) override the recipe."""
     extra = list(args.extra)
     if not extra and all(getattr(args, flag) is None for flag in REQUIRED):
-        args.print_help()
+        args.parser.print_help()
         return 2
     missing = [f"--{flag}" for flag in REQUIRED if getattr(args, flag) is None]
     if missing:
