@@ -46,8 +46,8 @@ vllm-env:
 	bash scripts/make_vllm_env.sh
 
 bench: setup vllm-env
-	$(BIN)/python benchmarks/stage_batching.py
-	$(BIN)/python benchmarks/verifier_throughput.py --groups 4 --source sample --transformers-calls 3
+	$(BIN)/python -m benchmarks.stage_batching
+	$(BIN)/python -m benchmarks.verifier_throughput --groups 4 --source sample --transformers-calls 3
 
 RUFF ?= $(BIN)/ruff
 
@@ -58,8 +58,8 @@ quality: $(if $(filter $(BIN)/ruff,$(RUFF)),setup)
 	PYTHONPATH=src $(BIN)/lint-imports
 
 gpu-check:  # on a machine with CUDA, vLLM, trl and this package installed: the co-located step, then video learning
-	python scripts/gpu_check_colocate.py
-	python scripts/gpu_check_video.py
+	python -m scripts.gpu_check_colocate
+	python -m scripts.gpu_check_video
 
 clean:
 	rm -rf $(VENV) .venv-vllm build dist src/*.egg-info

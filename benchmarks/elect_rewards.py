@@ -7,8 +7,8 @@ spread over 1..T (a short supervised warm start, so the schema exists before RL)
 (gold gate) with a stock `trl.GRPOTrainer`, logging per step the mean cited fraction |K|/T and EGS. A rising |K|/T
 with falling EGS is the documented failure mode.
 
-    python benchmarks/elect_rewards.py --steps 20          # algebra + 20 GRPO steps of a tiny model (minutes)
-    python benchmarks/elect_rewards.py --steps 0           # algebra only
+    python -m benchmarks.elect_rewards --steps 20          # algebra + 20 GRPO steps of a tiny model (minutes)
+    python -m benchmarks.elect_rewards --steps 0           # algebra only
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ rho ~ Beta(1,9) are independent of correctness; c ~ Beta(6,4) for correct and Be
 simulated referee calls a wrong winner "unsupported" (Delta = -S) with probability 0.5 and a right one with 0.05.
 All settings see the same candidates (paired). The numbers guard the implementation; they are not claims about models.
 
-    python benchmarks/elect_simulation.py                  # 5,000 rows, about a minute
-    python benchmarks/elect_simulation.py --rows 1000 --concentration 1.5
+    python -m benchmarks.elect_simulation                  # 5,000 rows, about a minute
+    python -m benchmarks.elect_simulation --rows 1000 --concentration 1.5
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Quickstart step time and the verifier's share of it, with the previous transformers backend and the new one.
 
-    python benchmarks/quickstart_steps.py                  # configs/quickstart.yaml, 4 steps per backend
-    python benchmarks/quickstart_steps.py --steps 2 --backends new
+    python -m benchmarks.quickstart_steps                  # configs/quickstart.yaml, 4 steps per backend
+    python -m benchmarks.quickstart_steps --steps 2 --backends new
 
 Each backend trains the quickstart (`examples/train_prefeval.py --config configs/quickstart.yaml`, SmolLM2-135M, G=4,
 same seed) in its own process, one after the other; "previous" replaces the trainer's `TransformersVerifier` with
@@ -23,15 +23,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def child(backend: str, steps: int, previous: str) -> dict:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    sys.path.insert(0, str(REPO / "examples"))
-    import train_prefeval
-
     import rlce_trl.trainer
     import rlce_trl.verifiers.transformers_backend
+    from rlce_trl.scripts import train_prefeval  # what examples/train_prefeval.py runs
 
     if backend == "previous":
-        from verifier_speed import load_previous_backend
+        from benchmarks.verifier_speed import load_previous_backend
 
         old = load_previous_backend(previous).TransformersVerifier
         # the trainer's own-model branches, and `frozen_verifier` (the quickstart's frozen copy of its checkpoint)
@@ -56,12 +53,12 @@ def main() -> int:
     if args.child:
         print("RESULT " + json.dumps(child(args.child, args.steps, args.previous)), flush=True)
         return 0
-    command = "python benchmarks/quickstart_steps.py " + " ".join(sys.argv[1:])
+    command = "python -m benchmarks.quickstart_steps " + " ".join(sys.argv[1:])
     results = []
     for backend in args.backends:
-        proc = subprocess.run([sys.executable, __file__, "--child", backend, "--steps", str(args.steps),
-                               "--previous", args.previous], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, check=False)
+        proc = subprocess.run([sys.executable, "-m", "benchmarks.quickstart_steps", "--child", backend, "--steps",
+                               str(args.steps), "--previous", args.previous], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, check=False)
         found = [json.loads(line[7:]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
         if not found:
             print("\n".join(proc.stdout.splitlines()[-40:]))

@@ -6,8 +6,8 @@ accuracy on rows where majority is wrong but a correct candidate exists (the rev
 direction, the inference analogue of the RLCE paper's Fig. 3 (54% -> 69% MOSEI, 56% -> 66% UR-FUNNY, 1 -> 12 tests)
 and of its Fig. 2 reversal rates (51-56% against USC).
 
-    python benchmarks/rlce_best_of_n.py                     # 2,000 rows, n=4, error 0.3, t = 1, 2, 3, 6
-    python benchmarks/rlce_best_of_n.py --rows 500 --error-rate 0.2
+    python -m benchmarks.rlce_best_of_n                     # 2,000 rows, n=4, error 0.3, t = 1, 2, 3, 6
+    python -m benchmarks.rlce_best_of_n --rows 500 --error-rate 0.2
 """
 
 from __future__ import annotations

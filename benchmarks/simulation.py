@@ -1,11 +1,11 @@
 """Simulated aggregate-verdict accuracy versus the number of composed tests, beside the paper's MOSEI / UR-FUNNY
 points (section 4.3, Fig. 3 left), for independent tests and for tests whose error rate is shared within an example.
 
-Each setting is one call of `rlce-trl analyze --simulate` (`rlce_trl.analysis.bench.main`); tables and PNGs go under
+Each setting is one call of `rlce-trl analyze --simulate` (`rlce_trl.cli.main`); tables and PNGs go under
 `--out`, one folder per setting. Takes about 10 s per setting with the default 2,000 examples per error rate.
 
-    python benchmarks/simulation.py --out runs/simulation
-    python benchmarks/simulation.py --out runs/simulation --error-rates 0.35 0.4 0.45 --concentrations 2 8
+    python -m benchmarks.simulation --out runs/simulation
+    python -m benchmarks.simulation --out runs/simulation --error-rates 0.35 0.4 0.45 --concentrations 2 8
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rlce_trl.analysis.bench import main as analyze
+from rlce_trl.cli import main as rlce_trl
 
 
 def run(argv=None) -> int:
@@ -31,9 +31,11 @@ def run(argv=None) -> int:
     for name, extra in settings:
         out = Path(args.out) / name
         print(f"\n## {name}")
-        analyze(["--simulate", "--out", str(out), "--trials", str(args.trials), "--tests-per-direction",
-                 str(args.tests_per_direction), "--error-rates", *map(str, args.error_rates), *extra,
-                 *(["--no-plots"] if args.no_plots else [])])
+        code = rlce_trl(["analyze", "--simulate", "--out", str(out), "--trials", str(args.trials),
+                         "--tests-per-direction", str(args.tests_per_direction), "--error-rates",
+                         *map(str, args.error_rates), *extra, *(["--no-plots"] if args.no_plots else [])])
+        if code:
+            return code
     return 0
 
 

@@ -5,21 +5,17 @@ K(K-1) construction and validation requests per group). The same step runs twice
 the pipeline does it (one batched call per stage) and once with every request sent alone. Prints verifier calls,
 generated tokens, wall time and the speed-up, for each G.
 
-    python benchmarks/stage_batching.py                    # tiny random model (seconds)
-    python benchmarks/stage_batching.py --model smollm2    # SmolLM2-135M-Instruct, offline (minutes)
+    python -m benchmarks.stage_batching                    # tiny random model (seconds)
+    python -m benchmarks.stage_batching --model smollm2    # SmolLM2-135M-Instruct, offline (minutes)
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import tempfile
 import time
 
 import torch
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
 from rlce_trl.evidence.state import Group
@@ -72,7 +68,7 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.model == "tiny":
-        from testing_utils import build_tiny_model
+        from tests.testing_utils import build_tiny_model
 
         path = build_tiny_model(tempfile.mkdtemp() + "/tiny", hidden_size=64, num_heads=2)
     elif args.model == "smollm2":

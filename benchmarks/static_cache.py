@@ -6,8 +6,8 @@ frozen model is the verifier of `EvidencePipeline(mode="static")`. Per step it p
 up, those served from the store (hits: no construction, no validation), the hit rate, and what the hit rate would be
 with the old semantics, keyed on the exact (normalized) answer pair.
 
-    python benchmarks/static_cache.py                        # 4 prompts, G=4, 3 steps (minutes on a free CPU)
-    python benchmarks/static_cache.py --prompts 8 --steps 4
+    python -m benchmarks.static_cache                        # 4 prompts, G=4, 3 steps (minutes on a free CPU)
+    python -m benchmarks.static_cache --prompts 8 --steps 4
 """
 
 from __future__ import annotations

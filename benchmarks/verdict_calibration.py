@@ -1,6 +1,6 @@
 """Verdict quality of a real verifier on the built-in claim set: default vs calibrated verdicts, held-out half.
 
-    python benchmarks/verdict_calibration.py [--model smollm2-135m-instruct] [--prompts p.json] [--coactive 4]
+    python -m benchmarks.verdict_calibration [--model smollm2-135m-instruct] [--prompts p.json] [--coactive 4]
 
 Fits on the calibration half (50 claims), reports on the held-out half (50 claims; true yes-rate 0.40):
 - `default`: the argmax verdict (what training reads today);

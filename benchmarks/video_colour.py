@@ -11,8 +11,8 @@ initial weights:
 
 Held-out accuracy is the greedy choice between `R` and `B` on unseen clips. Pass: video >= 0.8, control <= 0.6.
 
-    python benchmarks/video_colour.py --steps 150            # CPU: a few minutes per run
-    python benchmarks/video_colour.py --steps 150 --device cuda
+    python -m benchmarks.video_colour --steps 150            # CPU: a few minutes per run
+    python -m benchmarks.video_colour --steps 150 --device cuda
 
 Prints one JSON line per run: steps, seconds, seconds per step, held-out accuracy. Needs torchvision and PyAV.
 """
@@ -22,13 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # testing_utils: the tiny VLM and the clip writer of the tests
 
 QUESTION = "What colour is this clip? Answer R for red or B for blue."
 COLOURS = {"red": "R", "blue": "B"}
@@ -157,7 +155,7 @@ def main(argv=None) -> int:
     train, test = make_rows(media, args.train, seed=1), make_rows(media, args.test, seed=2)
     model_dir = args.model
     if model_dir is None:
-        from testing_utils import build_tiny_vlm
+        from tests.testing_utils import build_tiny_vlm  # the tiny VLM of the tests
 
         model_dir = str(build_tiny_vlm(Path(args.workdir) / "tiny-vlm", seed=args.seed))
     results = [run(mode, model_dir, train, test, media, args) for mode in args.modes.split(",")]

@@ -2,11 +2,11 @@
 policy engine AND the frozen verifier's vLLM server process on the same GPU, printing the peak GPU memory of
 training, of the policy engine and of the verifier. Runs each configuration in a fresh process:
 
-    python scripts/gpu_check_colocate.py                      # TRL sleep mode off, then on (a few minutes)
-    python scripts/gpu_check_colocate.py --trl-sleep off      # one configuration
-    python scripts/gpu_check_colocate.py --model /path/to/SmolLM2-135M-Instruct --verifier-sleep
-    python scripts/gpu_check_colocate.py --recipe configs/prefeval_rlce.yaml   # a recipe, scaled down
-    python scripts/gpu_check_colocate.py --recipe configs/prefeval_rlce.yaml --dry-run   # print its config (CPU)
+    python -m scripts.gpu_check_colocate                      # TRL sleep mode off, then on (a few minutes)
+    python -m scripts.gpu_check_colocate --trl-sleep off      # one configuration
+    python -m scripts.gpu_check_colocate --model /path/to/SmolLM2-135M-Instruct --verifier-sleep
+    python -m scripts.gpu_check_colocate --recipe configs/prefeval_rlce.yaml   # a recipe, scaled down
+    python -m scripts.gpu_check_colocate --recipe configs/prefeval_rlce.yaml --dry-run   # print its config (CPU)
 
 `--recipe` runs one step with the recipe's own settings (GRPO, rollouts, the two vLLM engines' shares, tensor
 parallel and sleep settings, RLCE) through the trainer's own `verifier_mode="colocate"` path (the trainer starts the
@@ -47,8 +47,7 @@ GIB = 1024**3
 def build_tiny_model(directory: Path) -> str:
     """The tests' tiny chat model (tests/testing_utils.py) at GPU-check size: 256 / 4 = head size 64, which vLLM
     needs, and positions for `--max-model-len` up to 4096."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from testing_utils import build_tiny_chat_model
+    from tests.testing_utils import build_tiny_chat_model
 
     return str(build_tiny_chat_model(directory, hidden_size=256, num_heads=4, max_positions=4096))
 
@@ -123,9 +122,9 @@ SCALED_DOWN = {
     "save_strategy": "no", "gradient_checkpointing": False, "activation_checkpointing": False, "seed": 0,
 }
 #: Recipe keys that are not RLCEGRPOConfig fields (script and model arguments).
-NOT_CONFIG = {"model_name_or_path", "dtype", "dataset_name", "prefeval_form", "hba_task", "max_prompt_length",
-              "prompt_suffix", "validation_steps", "judge_base_url", "judge_model", "train_file", "validation_file",
-              "media_root", "output_dir", "tta_split", "tta_passes", "tta_eval_base"}
+NOT_CONFIG = {"script", "model_name_or_path", "dtype", "dataset_name", "prefeval_form", "hba_task",
+              "max_prompt_length", "prompt_suffix", "validation_steps", "judge_base_url", "judge_model", "train_file",
+              "validation_file", "media_root", "output_dir", "tta_split", "tta_passes", "tta_eval_base"}
 
 
 def scale_down(recipe_path: str, output_dir: str, use_cpu: bool = False) -> dict:
@@ -327,8 +326,9 @@ def main() -> int:
 
     results = []
     for mode in (["off", "on"] if args.trl_sleep == "both" else [args.trl_sleep]):
-        argv = [sys.executable, __file__, "--child", "--trl-sleep", mode, "--policy-mem", str(args.policy_mem),
-                "--verifier-mem", str(args.verifier_mem), "--max-model-len", str(args.max_model_len)]
+        argv = [sys.executable, "-m", "scripts.gpu_check_colocate", "--child", "--trl-sleep", mode,
+                "--policy-mem", str(args.policy_mem), "--verifier-mem", str(args.verifier_mem), "--max-model-len",
+                str(args.max_model_len)]
         argv += (["--model", args.model] if args.model else []) + (["--verifier-sleep"] if args.verifier_sleep else [])
         argv += ["--cuda-graphs"] if args.cuda_graphs else []
         print(f"=== TRL sleep mode {mode}: {' '.join(argv)}", flush=True)

@@ -6,7 +6,7 @@
    `video_input="video"` (transformers generation, frames in every forward).
 3. V-7 learning: benchmarks/video_colour.py on CUDA (default 150 steps): video >= 0.8 held-out, control <= 0.6.
 
-    python scripts/gpu_check_video.py [--steps 150] [--skip-tests]
+    python -m scripts.gpu_check_video [--steps 150] [--skip-tests]
 
 Needs CUDA, torchvision, PyAV and this package. Prints one JSON line per part and exits non-zero on a failure.
 """
@@ -36,14 +36,13 @@ def parity() -> dict:
 
 
 def speed(steps: int = 3) -> dict:
-    sys.path.insert(0, str(ROOT / "tests"))  # testing_utils: the tiny VLM and the clip writer of the tests
     import torch
     from datasets import Dataset
-    from testing_utils import build_tiny_vlm, make_video
     from trl import GRPOConfig, GRPOTrainer
 
     from rlce_trl.data.hba import with_frames
     from rlce_trl.trainer_video import VideoGRPOMixin
+    from tests.testing_utils import build_tiny_vlm, make_video  # the tiny VLM and the clip writer of the tests
 
     class VideoGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         def __init__(self, *a, **k):
@@ -75,7 +74,7 @@ def speed(steps: int = 3) -> dict:
 
 def learning(steps: int) -> dict:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "video_colour.py"), "--steps", str(steps),
+    done = subprocess.run([sys.executable, "-m", "benchmarks.video_colour", "--steps", str(steps),
                            "--device", "cuda"], cwd=ROOT, capture_output=True, text=True, check=False)
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return {"part": "learning", "ok": done.returncode == 0, "seconds": round(time.perf_counter() - start, 1),

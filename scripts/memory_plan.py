@@ -1,8 +1,8 @@
 """GPU memory plan of the RLCE recipes with the verifier co-located on vLLM, computed from the model architectures.
 
-    python scripts/memory_plan.py                 # both setups, markdown (docs/verifier.md's table)
-    python scripts/memory_plan.py --setup paper   # 3 x H200, Qwen3.5-9B (the paper's hardware)
-    python scripts/memory_plan.py --setup 80gb    # 1 x 80 GB, Qwen3-1.7B (documented overrides)
+    python -m scripts.memory_plan                 # both setups, markdown (docs/verifier.md's table)
+    python -m scripts.memory_plan --setup paper   # 3 x H200, Qwen3.5-9B (the paper's hardware)
+    python -m scripts.memory_plan --setup 80gb    # 1 x 80 GB, Qwen3-1.7B (documented overrides)
 
 No Hub access: the architecture numbers are written below with their source, and the parameter count is computed
 from them (`parameter_count`; `tests/test_memory_plan.py` checks it against transformers' own model classes built on
@@ -115,7 +115,7 @@ class Setup:
 H200_GIB, GPU80_GIB = 143771 / 1024, 81559 / 1024
 PAPER_RECIPES = ("prefeval_rlce", "prefeval_rlce_static", "prefeval_rlce_pointwise", "intentqa_rlce", "urfunny_rlce",
                  "mosei_rlce")
-#: The 80 GB overrides (docs/verifier.md): a smaller text model on one GPU, the same ZeRO-3 accelerate config.
+#: The 80 GB overrides (README, "Memory plan"): a smaller text model on one GPU, the same ZeRO-3 accelerate config.
 OVERRIDES_80GB = {"model_name_or_path": "Qwen/Qwen3-1.7B", "vllm_gpu_memory_utilization": 0.28,
                   "verifier_gpu_memory_utilization": 0.17, "gradient_accumulation_steps": 16}
 SETUPS = {
@@ -204,7 +204,7 @@ def markdown(plans: list[dict]) -> str:
 
 
 def default_plans() -> list[dict]:
-    """The docs' columns: the paper's hardware on its longest-context (PrefEval) and video (MOSEI) recipes, and
+    """The README's columns: the paper's hardware on its longest-context (PrefEval) and video (MOSEI) recipes, and
     the 80 GB overrides."""
     return [plan(SETUPS["paper"], "prefeval_rlce"), plan(SETUPS["paper"], "mosei_rlce"),
             plan(SETUPS["80gb"], "prefeval_rlce")]

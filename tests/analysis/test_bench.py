@@ -5,8 +5,11 @@ import json
 import pytest
 from fakes import evidence_verifier
 
-from rlce_trl.analysis.bench import log_groups, main, markdown_table, read_jsonl, summarize, write_jsonl
+from rlce_trl.analysis.groups_log import log_groups
 from rlce_trl.analysis.simulation import SyntheticVerifier, synthetic_groups
+from rlce_trl.analysis.tables import markdown_table, summarize
+from rlce_trl.cli import main as cli_main
+from rlce_trl.data.jsonl import read_jsonl, write_jsonl
 from rlce_trl.evidence.pipeline import EvidenceSettings
 from rlce_trl.evidence.state import Group
 
@@ -15,6 +18,10 @@ LABELS = ("positive", "negative")
 
 def boxed(*answers):
     return [f"Because... \\boxed{{{a}}}" if a is not None else "unsure" for a in answers]
+
+
+def analyze(argv: list[str]) -> int:
+    return cli_main(["analyze", *argv])
 
 
 def test_log_groups_records_rewards_tests_and_cost():
@@ -71,7 +78,7 @@ def test_synthetic_log_through_every_scorer_and_cli(tmp_path):
     path = tmp_path / "log.jsonl"
     write_jsonl(records, path)
     assert read_jsonl(path) == json.loads(json.dumps(records))
-    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots", "--permutations", "2"]) == 0
+    assert analyze([str(path), "--out", str(tmp_path / "out"), "--no-plots", "--permutations", "2"]) == 0
     text = (tmp_path / "out" / "summary.md").read_text()
     for method in ("rlce_pointwise", "policy_judge", "rler"):
         assert f"| {method} |" in text
@@ -79,7 +86,7 @@ def test_synthetic_log_through_every_scorer_and_cli(tmp_path):
 
 
 def test_cli_simulation_writes_table(tmp_path):
-    assert main(["--simulate", "--out", str(tmp_path), "--trials", "50", "--error-rates", "0.3", "--no-plots"]) == 0
+    assert analyze(["--simulate", "--out", str(tmp_path), "--trials", "50", "--error-rates", "0.3", "--no-plots"]) == 0
     text = (tmp_path / "simulation.md").read_text()
     assert "| 30% |" in text and "paper MOSEI" in text
 
@@ -92,8 +99,8 @@ def test_plots_are_written(tmp_path):
                          methods=("rlce", "usc", "policy_judge", "rar"),
                          settings=EvidenceSettings(tests_per_direction=3))
     write_jsonl(records, tmp_path / "log.jsonl")
-    assert main([str(tmp_path / "log.jsonl"), "--out", str(tmp_path), "--permutations", "2"]) == 0
+    assert analyze([str(tmp_path / "log.jsonl"), "--out", str(tmp_path), "--permutations", "2"]) == 0
     for name in ("variation.png", "reversals.png", "composition.png", "cost.png"):
         assert (tmp_path / name).stat().st_size > 5000
-    assert main(["--simulate", "--out", str(tmp_path), "--trials", "30", "--error-rates", "0.3"]) == 0
+    assert analyze(["--simulate", "--out", str(tmp_path), "--trials", "30", "--error-rates", "0.3"]) == 0
     assert (tmp_path / "simulation.png").stat().st_size > 5000

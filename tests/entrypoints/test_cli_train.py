@@ -21,14 +21,29 @@ def test_recipes_are_the_configs_and_resolve_by_name():
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.stem)
-def test_each_recipe_has_a_script(path):
+def test_each_recipe_names_its_script(path):
     text = path.read_text()
     if "\ncoevolve_method:" in text:  # a co-evolution recipe: `rlce-trl coevolve` runs it, `train` names that command
         with pytest.raises(ValueError, match="rlce-trl coevolve --method"):
             script_for(path)
         return
+    # the script it names is the one its keys belong to
     expected = "train_hba" if "hba_task:" in text else "train_elect" if "\ngate:" in text else "train_prefeval"
+    assert f"\nscript: {expected.removeprefix('train_')}" in text
     assert script_for(path) == f"rlce_trl.scripts.{expected}"
+
+
+def test_a_recipe_without_a_known_script_is_one_line_naming_the_fix(tmp_path, capsys):
+    recipe = tmp_path / "mine.yaml"
+    recipe.write_text("hba_task: mosei\nmax_steps: 1\n")  # keys are no longer sniffed
+    with pytest.raises(ValueError, match="mine.yaml names no training script: add a top-level `script: prefeval`"):
+        script_for(recipe)
+    recipe.write_text("script: grpo\nmax_steps: 1\n")
+    with pytest.raises(ValueError, match="`script: grpo` is not a training script; use one of prefeval, hba, elect"):
+        script_for(recipe)
+    assert main(["train", "--config", str(recipe)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: mine.yaml: `script: grpo`")
 
 
 def test_script_for_rejects_a_non_mapping(tmp_path):

@@ -51,6 +51,7 @@ def test_training_rows_with_gold_fail_when_the_dataset_is_built(tmp_path, monkey
             "--output_dir", str(tmp_path / "o"), "--model_name_or_path", "unused"]
     args = script.make_parser().parse_args_and_config(argv)
     monkeypatch.setattr("rlce_trl.scripts.train_prefeval.filter_long_prompts", lambda rows, *a, **k: rows)
+    monkeypatch.setattr("rlce_trl.scripts.utils.check_model_source", lambda *a, **k: None)  # no model is loaded
     with pytest.raises(ValueError, match="column 'gold'"):
         script.main(*args)
 

@@ -11,7 +11,8 @@ from rlce_trl.evidence.prompt_set import load_prompts
     ({"system": 3}, "`system` must be a string"),
     ({"validation": ["a list"]}, "`validation` must be a string"),
     ({"construction": "no slots"}, "needs the slot {favoured}"),
-    ({"examples": [{"kind": "validation", "context": 1, "test": "t", "verdict": "yes"}]}, "needs string fields context"),
+    ({"examples": [{"kind": "validation", "context": 1, "test": "t", "verdict": "yes"}]},
+     "needs string fields context"),
 ])
 def test_wrong_typed_fields_are_named(tmp_path, content, needle):
     path = tmp_path / "prompts.json"

@@ -10,8 +10,8 @@ import json
 import pytest
 from PIL import Image, ImageStat
 
+from rlce_trl.cli import sample
 from rlce_trl.generation.generators import Sampled
-from rlce_trl.selection.commands import add_sample_arguments, main_sample
 from rlce_trl.selection.diversify import (
     BLUR_SIGMA,
     Perturbation,
@@ -66,7 +66,7 @@ def test_crops_blur_and_brightness_on_frames():
 
 def _parser():
     parser = argparse.ArgumentParser()
-    add_sample_arguments(parser)
+    sample.add_arguments(parser)
     return parser
 
 
@@ -88,7 +88,7 @@ def test_sample_uses_the_grid_by_default_for_elect(tmp_path, extra, diversified)
     out = tmp_path / "pool"
     argv = ["--model_name_or_path", "unused", "--synthetic", "2", "--output_dir", str(out), "--n", "4", *extra]
     sampler = RecordingSampler()
-    assert main_sample(_parser().parse_args(argv), sampler=sampler) == 0
+    assert sample.main(_parser().parse_args(argv), sampler=sampler) == 0
     rows = [json.loads(line) for line in (out / "pool.jsonl").read_text().splitlines()]
     settings = json.loads((out / "sample_settings.json").read_text())
     for row in rows:

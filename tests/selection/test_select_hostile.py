@@ -10,9 +10,8 @@ import json
 import pytest
 from fakes import ScriptedVerifier
 
-from rlce_trl.cli import main
+from rlce_trl.cli import main, sample, select
 from rlce_trl.generation.generators import Sampled
-from rlce_trl.selection.commands import add_sample_arguments, add_select_arguments, main_sample, main_select
 
 
 def _row(rid, answers, gold="a", prompt="Which one?"):
@@ -81,13 +80,13 @@ def test_sample_files_end_in_one_line(tmp_path, capsys):
 
 def test_sample_resume_refuses_another_synthetic_style(tmp_path, capsys):
     parser = argparse.ArgumentParser()
-    add_sample_arguments(parser)
+    sample.add_arguments(parser)
     argv = ["--model_name_or_path", "unused", "--synthetic", "2", "--output_dir", str(tmp_path / "out"), "--n", "1",
             "--diversify", "off"]  # only the style differs
     sampler = lambda prompts, specs: [[Sampled("x", [-0.1])] * len(specs) for _ in prompts]  # noqa: E731 - FAKE
-    assert main_sample(parser.parse_args(argv), sampler=sampler) == 0
+    assert sample.main(parser.parse_args(argv), sampler=sampler) == 0
     with pytest.raises(ValueError, match=r"other settings \(style\)"):
-        main_sample(parser.parse_args([*argv, "--style", "boxed"]), sampler=sampler)
+        sample.main(parser.parse_args([*argv, "--style", "boxed"]), sampler=sampler)
 
 
 def test_sample_counts_malformed_rows_and_guards_a_corrupt_settings_file(tmp_path, capsys):
@@ -100,17 +99,17 @@ def test_sample_counts_malformed_rows_and_guards_a_corrupt_settings_file(tmp_pat
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     parser = argparse.ArgumentParser()
-    add_sample_arguments(parser)
+    sample.add_arguments(parser)
     args = parser.parse_args(["--model_name_or_path", "unused", "--data", str(data), "--output_dir",
                               str(tmp_path / "out"), "--n", "2"])
-    assert main_sample(args, sampler=fake_sampler) == 0
+    assert sample.main(args, sampler=fake_sampler) == 0
     counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert counts["sampled"] == 1 and counts["skipped_malformed"] == 3
     (tmp_path / "out" / "sample_settings.json").write_text("{not json")
     args = parser.parse_args(["--model_name_or_path", "unused", "--data", str(data), "--output_dir",
                               str(tmp_path / "out"), "--n", "2"])
     with pytest.raises(ValueError, match="sample_settings.json is unreadable: restore it"):
-        main_sample(args, sampler=fake_sampler)
+        sample.main(args, sampler=fake_sampler)
 
 
 SELECT_CASES = [
@@ -171,10 +170,10 @@ def test_bad_rows_pool_sizes_and_a_failing_selector_are_counted_and_reported(poo
         return "yes"
 
     parser = argparse.ArgumentParser()
-    add_select_arguments(parser)
+    select.add_arguments(parser)
     args = parser.parse_args(["--pool", str(pool), "--output_dir", str(tmp_path / "sel"), "--selectors",
                               "majority,rlce,elect,oracle,majority", "--budgets", "2,4", "--subsets", "1"])
-    assert main_select(args, verifier=ScriptedVerifier(reply)) == 0
+    assert select.main(args, verifier=ScriptedVerifier(reply)) == 0
     printed = capsys.readouterr().out
     summary = json.loads((tmp_path / "sel" / "summary.json").read_text())
     assert summary["rows"] == 3 and summary["pool_sizes"] == [2, 4]

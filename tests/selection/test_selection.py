@@ -69,6 +69,28 @@ def test_rlce_best_of_n_and_its_fallbacks():
     assert (out[0].answer, out[0].status) == ("negative", "fallback_majority")
 
 
+def test_scorer_selectors_are_built_like_training_scorers_by_alias_or_dotted_path():
+    """Every name outside `SELECTORS` goes through `rlce_trl.methods.build_scorer`: an alias sets the RLCE mode, a
+    `package.module:Class` path imports the scorer; the same RLCE best-of-n answer either way."""
+    from rlce_trl.methods.usc import USCScorer
+    from rlce_trl.selection import SELECTORS, needs_verifier, selector_name_problem
+
+    verifier = evidence_verifier({"positive>negative": "yes", "negative>positive": "no"})
+    settings = EvidenceSettings(redact_answers=False)
+    static = make_selector("rlce_static", verifier, settings=settings)
+    assert static.scorer.settings.mode == "static"
+    rec = record("win", ["negative", "positive", "negative"])
+    assert run(static, rec).answer == run(make_selector("rlce", verifier, settings=settings), rec).answer == "positive"
+    dotted = make_selector("rlce_trl.methods.usc:USCScorer", verifier, settings=settings)
+    assert isinstance(dotted.scorer, USCScorer)
+    assert selector_name_problem("rlce_trl.methods.usc:USCScorer") is None
+    assert "Unknown selector 'best'" in selector_name_problem("best")
+    assert [n for n in ("majority", "elect", "rlce", "x.y:Z") if needs_verifier(n)] == ["rlce", "x.y:Z"]
+    assert set(SELECTORS) == {"greedy", "single", "majority", "oracle", "elect", "elect_noframes"}
+    with pytest.raises(ValueError, match="cannot import 'no_such_module'"):
+        make_selector("no_such_module:Scorer", verifier)
+
+
 def test_elect_selector_runs_the_conservative_run_first_and_the_referee():
     rec = record("e", ["negative", "negative", "negative", "negative"], greedy="positive")
     sel = run(make_selector("elect"), rec, [0, 1])

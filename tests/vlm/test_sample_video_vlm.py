@@ -87,7 +87,7 @@ def test_rlce_best_of_n_verifier_sees_the_clip_and_elect_counts_its_frames(setup
     verifier runs its vision tower on each row's frames; Elect parses citations against the clip's T."""
     import torch
 
-    from rlce_trl.selection.commands import add_select_arguments, main_select
+    from rlce_trl.cli import select
     from rlce_trl.verifiers.vlm_backend import VisionLanguageVerifier, load_frozen_vlm
 
     root, model = setup
@@ -105,11 +105,11 @@ def test_rlce_best_of_n_verifier_sees_the_clip_and_elect_counts_its_frames(setup
     hook = verifier.model.model.visual.register_forward_hook(
         lambda module, args, kwargs, out: grids.extend(kwargs["grid_thw"][:, 0].tolist()), with_kwargs=True)
     parser = argparse.ArgumentParser()
-    add_select_arguments(parser)
+    select.add_arguments(parser)
     args = parser.parse_args(["--pool", str(pool), "--output_dir", str(tmp_path / "sel"), "--selectors",
                               "rlce,elect,elect_noframes", "--budgets", "2", "--rlce_max_tokens", "6"])
     try:
-        assert main_select(args, verifier=verifier) == 0
+        assert select.main(args, verifier=verifier) == 0
     finally:
         hook.remove()
     summary = json.loads((tmp_path / "sel" / "summary.json").read_text())

@@ -9,7 +9,6 @@ An RLCE run's device-hours are its `train_runtime` (from `trainer_state.json`) t
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -72,23 +71,3 @@ def per_phase(run: dict) -> str:
     lines += [f"| {k.replace('/', ' / ')} | {v['runs']} | {v['wall_s']:.1f} | {v['device_hours']:.3f} |"
               for k, v in phase_totals(run).items()]
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rlce-trl analyze coevolve", description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", help="output folders of `rlce-trl coevolve` runs")
-    parser.add_argument("--rlce", default=None, help="an RLCE run's output_dir, for the device-hours ratio")
-    parser.add_argument("--rlce_gpus", type=int, default=None, help="GPUs the RLCE run used")
-    parser.add_argument("--out", default=None, help="also write the tables to this Markdown file")
-    args = parser.parse_args(argv)
-    if args.rlce and not (args.rlce_gpus and args.rlce_gpus > 0):
-        raise InputError("--rlce needs --rlce_gpus N (the GPUs that run used) to turn its runtime into GPU-hours.")
-    runs = [load_coevolve(p) for p in args.runs]
-    rlce_hours = rlce_device_hours(args.rlce, args.rlce_gpus) if args.rlce else None
-    text = "\n\n".join([table(runs, rlce_hours), *(per_phase(r) for r in runs)])
-    if rlce_hours is not None:
-        text += f"\n\nRLCE reference: {rlce_hours:.2f} device-hours ({args.rlce})."
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
-    return 0

@@ -1,10 +1,63 @@
-"""Producing a logged-groups file: run several reward methods over the same rollout groups with one verifier, with
-their verifier cost (format: [`rlce_trl.analysis.bench`])."""
+"""The reward-analysis bench: compare label-free reward methods on the same logged rollout groups (paper sections
+4.2-4.3), with their verifier cost.
+
+Gold labels are used here for evaluation only; no reward ever sees them.
+
+## Logged-groups format (JSONL, one line per rollout group)
+
+```json
+{"prompt_id": "s0001",
+ "gold": "humour",
+ "labels": ["humour", "not humour"],               // null for free text
+ "rollouts": ["humour", null, "not humour", ...],  // the extracted \\boxed{} answer of each rollout, or null
+ "correct": [true, false, false, ...],             // per rollout, judged against gold (evaluation only)
+ "methods": {
+   "rlce": {
+     "rewards": [1.0, 0.0, 0.0, ...],              // the task reward per rollout (GroupResult.verified), null = none
+     "status": "verified",
+     "answers": ["humour", "not humour"],          // the method's distinct answers
+     "assignment": [0, null, 1, ...],              // answer index of each rollout
+     "answer_correct": [true, false],              // per distinct answer, judged against gold
+     "verified_answer": "humour",
+     "tests": [{"favoured": 0, "against": 1, "verdict": "yes", "tie_break": false}, ...],  // RLCE family only
+     "calls": 2, "requests": 4, "tokens": 37, "prompt_chars": 5120   // verifier cost of this group
+   },
+   "usc": {...}, "policy_judge": {...}, "rar": {...}, "rler": {...}
+ }}
+```
+
+`tests[*].favoured` / `against` index the method's own `answers`; `against` is null for pointwise tests; `verdict` is
+"yes" / "no" / "unknown" or null (unreadable). A file from a real run is produced by [`log_groups`], which runs
+several scorers over the same groups with one verifier; any other producer only has to write these fields (`tests`,
+`answer_correct` and the cost fields are optional; `correct` is required).
+
+## What the bench reports, per method
+
+- the share of reward variation between correct and incorrect rollouts ([`rlce_trl.analysis.variation`]);
+- how often it reverses the wrong preferences of USC and of the Policy LLM-Judge ([`rlce_trl.analysis.reversals`]);
+- for methods with logged tests, aggregate-verdict accuracy versus the number of composed tests and versus the
+  fraction of incorrect tests ([`rlce_trl.analysis.composition`]);
+- cost: verifier calls (batched `generate` calls), requests, generated tokens and prompt characters per group.
+
+`rlce-trl analyze` writes `summary.md`, `summary.csv`, `composition.csv`, `incorrect_tests.csv` and PNG
+plots; with `--simulate` it runs the synthetic-validator simulation ([`rlce_trl.analysis.simulation`]) instead, and
+with `--synthetic N` it first writes a logged-groups file from N synthetic groups scored by the real scorers with a
+synthetic verifier.
+
+This module documents the format, produces it ([`log_groups`], [`CountingVerifier`], [`default_correct`]) and
+reads it back checked ([`read_log`]); the tables are [`rlce_trl.analysis.tables`], the plots
+[`rlce_trl.analysis.plots`], the command [`rlce_trl.cli.analyze`]. Logs are read and written with the package's one
+JSONL reader and writer (`rlce_trl.data.jsonl`).
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Sequence
 
+from ..data.jsonl import read_jsonl_counted
+from ..errors import InputError
 from ..evidence.answers import extract_boxed, match_label, normalize_answer
 from ..evidence.pipeline import EvidenceSettings
 from ..evidence.state import Group
@@ -113,4 +166,67 @@ def log_groups(
                         for t in result.tests
                     ]
                 records[k]["methods"][name] = entry
+    return records
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _entry_problem(name: str, entry, n: int) -> str | None:
+    """Why one method's entry of a record cannot be analysed (`None` when it can)."""
+    rewards = entry.get("rewards") if isinstance(entry, dict) else None
+    if not isinstance(rewards, list) or len(rewards) != n or not all(r is None or _number(r) for r in rewards):
+        return f"method {name!r} has no `rewards` list of numbers (or null) as long as `correct`"
+    for cost in ("calls", "requests", "tokens", "prompt_chars"):
+        if entry.get(cost) is not None and not _number(entry[cost]):
+            return f"method {name!r} has a non-numeric `{cost}`"
+    answer_correct, tests = entry.get("answer_correct"), entry.get("tests")
+    if answer_correct is not None and (not isinstance(answer_correct, list)
+                                       or not all(isinstance(c, bool) for c in answer_correct)):
+        return f"method {name!r} has `answer_correct` that is not a list of booleans"
+    if tests is not None:
+        if not isinstance(tests, list):
+            return f"method {name!r} has `tests` that is not a list"
+        k = len(answer_correct or [])
+        for test in tests:
+            ok = (isinstance(test, dict) and isinstance(test.get("favoured"), int)
+                  and 0 <= test["favoured"] < max(k, 1)
+                  and (test.get("against") is None or isinstance(test["against"], int) and 0 <= test["against"] < k)
+                  and test.get("verdict") in ("yes", "no", "unknown", None))
+            if not ok:
+                return (f"method {name!r} has a test {str(test)[:80]} without `favoured` / `against` indexing its "
+                        "`answer_correct` or with a verdict other than yes / no / unknown / null")
+    return None
+
+
+def read_log(path: str | os.PathLike, methods: Sequence[str] | None = None) -> list[dict]:
+    """The records of a logged-groups file, checked: an empty log, a record without the fields the bench needs, or
+    `--methods` naming a method the log lacks raise [`InputError`] naming the record and the fix."""
+    records, skipped = read_jsonl_counted(path, "logged-groups file")
+    if skipped:
+        print(f"warning: {path}: skipped an unreadable last line (cut short?)", file=sys.stderr)
+    if not records:
+        raise InputError(f"logged-groups file {str(path)!r} holds no records: log some groups first (see "
+                         "`rlce_trl.analysis.groups_log` for the format) or use --synthetic N.")
+    fix = "each record needs `correct` (a list of booleans) and `methods` ({name: {\"rewards\": [...]}})"
+    for k, record in enumerate(records):
+        correct, by_method = record.get("correct"), record.get("methods")
+        problem = None
+        if not isinstance(correct, list) or not all(isinstance(c, bool) for c in correct):
+            problem = "`correct` is missing or not a list of booleans"
+        elif not isinstance(by_method, dict) or not by_method:
+            problem = "`methods` is missing or empty"
+        else:
+            for name, entry in by_method.items():
+                problem = _entry_problem(name, entry, len(correct))
+                if problem:
+                    break
+        if problem:
+            raise InputError(f"logged-groups file {str(path)!r} record {k + 1}: {problem}. Fix: {fix}.")
+    if methods:
+        present = {name for record in records for name in record["methods"]}
+        unknown = [m for m in methods if m not in present]
+        if unknown:
+            raise InputError(f"--methods {unknown[0]!r} is not in the log (it has {', '.join(sorted(present))}).")
     return records

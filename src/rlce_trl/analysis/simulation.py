@@ -18,7 +18,7 @@ bench scores logged groups ([`rlce_trl.analysis.composition`]).
 **Pipeline-level simulation** ([`SyntheticVerifier`], [`synthetic_groups`]). A scripted *stand-in* for the frozen
 model that answers every request of RLCE and of the baselines with the same error model, knowing the gold label of
 each synthetic sample from an `[id:...]` tag in its question. Running the real scorers over synthetic groups with it
-([`rlce_trl.analysis.bench.log_groups`]) produces a logged-groups file for the bench with no model at all. Its
+([`rlce_trl.analysis.groups_log.log_groups`]) produces a logged-groups file for the bench with no model at all. Its
 numbers show the bench working, not how any real model behaves.
 """
 

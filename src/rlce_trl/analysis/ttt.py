@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -43,19 +42,3 @@ def table(runs: list[dict]) -> str:
                  and scores[last] is not None else "")
         lines.append("| " + " | ".join(cells + [delta]) + " |")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rlce-trl analyze ttt", description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", help="output folders of test-time adaptation runs (or their passes.json)")
-    args = parser.parse_args(argv)
-    try:
-        runs = [load_run(p) for p in args.runs]
-    except (FileNotFoundError, ValueError) as error:
-        parser.exit(2, f"error: {error}\n")
-    print(table(runs))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Which logged groups to show a person next (VeriFine's query set H_t: uncertain, inconsistent, high-impact cases).
 
-Input: logged groups in the bench format (`rlce-trl analyze`: `rollouts`, and per method `answers`, `assignment`,
+Input: logged groups in the bench format (`analysis/groups_log.py`: `rollouts`, and per method `answers`, `assignment`,
 `status`, `verified_answer`, `tests`), or a training run's evidence trail (`rlce_evidence.jsonl`: the same fields at
 the top of each record, for the run's own method). Categories [ours, operationalising the paper's three words]:
 - `uncertain`: the RLCE group has no verified answer (tie / unresolved), the two best answers' verification scores

@@ -218,7 +218,7 @@ def run_validate(job: dict) -> dict:
     from ..evaluation.callbacks import make_validation_fn
     from ..generation.generators import make_generator
     from ..scripts.utils import make_judge
-    from .registry import load_validation
+    from .corpus import load_validation
 
     script_args, _, _ = parse_job_args(job)
     rows = load_validation(job["validation_file"], script_args.hba_task)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from .base import BuildContext, PhaseSpec
-from .registry import load_corpus, write_rows
+from .corpus import load_corpus, write_rows
 
 
 def _frozen(path: str, cache: dict, video: bool):

@@ -14,14 +14,12 @@ page = build_report("runs/quickstart")  # runs/quickstart/report/index.html (+ c
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from collections import Counter
 
 from .data import RunData, load_run
 from .page import render
-from .plots import CURVES_PNG, panels, svg_panel, write_pngs
+from .plots import panels, svg_panel, write_pngs
 
 REPORT_DIR = "report"
 MAX_GROUPS = 5000
@@ -63,20 +61,4 @@ def build_report(
     return path, data
 
 
-def main_report(args: argparse.Namespace) -> int:
-    if args.max_groups is not None and args.max_groups < 1:
-        print("error: --max_groups must be >= 1.", file=sys.stderr)
-        return 2
-    try:
-        path, data = build_report(args.run_dir, args.output_dir, args.max_groups)
-    except FileNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    for note in data.notes:
-        print(f"note: {note}")
-    pngs = os.path.join(os.path.dirname(path), CURVES_PNG)
-    print(f"wrote {path}" + (f" and {pngs}" if os.path.exists(pngs) else ""))
-    return 0
-
-
-__all__ = ["build_report", "main_report", "report_dir"]
+__all__ = ["build_report", "report_dir"]

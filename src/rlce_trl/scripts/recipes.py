@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-#: Training script (module under `rlce_trl.scripts`) of a recipe: HBA recipes name their task, Elect ones their gate.
+#: A recipe's top-level `script` key -> its training script (module under `rlce_trl.scripts`).
 SCRIPTS = {
     "prefeval": "rlce_trl.scripts.train_prefeval",
     "hba": "rlce_trl.scripts.train_hba",
@@ -83,8 +83,9 @@ def resolve_recipe(name_or_path: str) -> Path:
 
 
 def script_for(recipe: Path) -> str:
-    """The module that trains `recipe`: `train_hba` when it names an `hba_task`, `train_elect` when it names a
-    `gate`, else `train_prefeval`."""
+    """The module that trains `recipe`: the one its top-level `script` key names (`prefeval`, `hba` or `elect`). A
+    co-evolution recipe (`coevolve_method`), a recipe without `script` or with an unknown one is a `ValueError` that
+    names the fix."""
     import yaml
 
     try:
@@ -96,7 +97,14 @@ def script_for(recipe: Path) -> str:
     if "coevolve_method" in content:
         raise ValueError(f"{recipe.name} is a co-evolution recipe: run it with `rlce-trl coevolve --method "
                          f"{content['coevolve_method']} --config {recipe.stem} --train_file ... --output_dir ...`.")
-    return SCRIPTS["hba" if "hba_task" in content else "elect" if "gate" in content else "prefeval"]
+    script = content.get("script")
+    if script is None:
+        raise ValueError(f"{recipe.name} names no training script: add a top-level `script: prefeval` line (or "
+                         f"{', '.join(s for s in SCRIPTS if s != 'prefeval')}).")
+    if script not in SCRIPTS:
+        raise ValueError(f"{recipe.name}: `script: {script}` is not a training script; use one of "
+                         f"{', '.join(SCRIPTS)}.")
+    return SCRIPTS[script]
 
 
 def train(argv: list[str]) -> int:

@@ -9,8 +9,8 @@ a CPU): GRPO with the five Elect rewards, either paper-faithful with gold answer
     rlce-trl train --config elect_numbered_evidence --output_dir runs/elect_gold           # the shipped recipe
 
 `--config recipe.yaml` reads the flags from a YAML mapping (keys are the flag names; flags on the command line win),
-which is how `rlce-trl train` runs a recipe that names a `gate`. Paper settings (GPU): `--num_generations 4 --beta
-0.04 --learning_rate 1e-5 --lora` (r=8, alpha=16, dropout 0.05), weight decay 0.1, grad clip 1.0, 2 epochs,
+which is how `rlce-trl train` runs a recipe that names `script: elect`. Paper settings (GPU): `--num_generations 4
+--beta 0.04 --learning_rate 1e-5 --lora` (r=8, alpha=16, dropout 0.05), weight decay 0.1, grad clip 1.0, 2 epochs,
 `--think_range 64,1024`. The default think range here is (16, 128) tokens, because a 135M model on 8-sentence rows
 thinks briefly (below the lower bound the transparency term is 0).
 """
@@ -23,6 +23,8 @@ import argparse
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--config", help="A YAML recipe: flag names to values (command-line flags win).")
+    parser.add_argument("--script", choices=("elect",), default="elect",
+                        help="The recipe's training script, read by `rlce-trl train` (this script: elect).")
     parser.add_argument("--model_name_or_path", default="smollm2", help="`smollm2` = the packaged SmolLM2-135M")
     parser.add_argument("--gate", choices=("gold", "rlce", "none"), default="gold")
     parser.add_argument("--output_dir", help="Required (on the command line or in the recipe).")

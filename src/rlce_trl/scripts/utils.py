@@ -35,6 +35,9 @@ class RLCEScriptArguments(ScriptArguments):
     """Script arguments shared by the RLCE training scripts (TRL's `ScriptArguments` plus the fields below).
 
     Args:
+        script (`str`, *optional*):
+            The recipe's training script (`prefeval`, `hba` or `elect`): `rlce-trl train` reads it from the recipe to
+            pick the script; the script itself ignores it.
         prompt_suffix (`str`, *optional*):
             Text appended to the last user turn of every prompt. The quickstart uses it to remind a 135M model of the
             `\\boxed{}` answer format; the paper's recipes leave it unset.
@@ -65,6 +68,10 @@ class RLCEScriptArguments(ScriptArguments):
             With `tta_split`, also evaluate the base model before the first pass (pass 0).
     """
 
+    script: str | None = field(
+        default=None,
+        metadata={"help": "The recipe's training script (prefeval, hba or elect), read by `rlce-trl train`."},
+    )
     prompt_suffix: str | None = field(
         default=None,
         metadata={"help": "Text appended to the last user turn of every prompt (e.g. a format reminder for a small "

@@ -13,6 +13,7 @@ choice.answer, choice.status
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from ..elect.election import ElectConfig
@@ -29,31 +30,68 @@ from .selectors import (
     majority_answer,
 )
 
-PLAIN = {"greedy": GreedySelector, "single": SingleSelector, "majority": MajoritySelector, "oracle": OracleSelector}
+
+def _plain(cls):
+    def build(elect_config=None, verifier=None, referee: bool = False, tokenizer=None):
+        return cls()
+
+    return build
+
+
+def _elect(name: str, use_frames: bool):
+    def build(elect_config: ElectConfig | None = None, verifier=None, referee: bool = False, tokenizer=None):
+        cfg = dataclasses.replace(elect_config or ElectConfig(), use_frames=use_frames)
+        return ElectSelector(cfg, referee=verifier if referee else None, tokenizer=tokenizer, name=name)
+
+    return build
+
+
+#: The selectors of their own (no group scorer): name -> builder of `(elect_config, verifier, referee, tokenizer)`.
+#: Any other name is a group scorer of `rlce_trl.methods` (a reward method, an alias or `package.module:Class`), built
+#: by [`rlce_trl.methods.build_scorer`] as in training, and needs a verifier.
+SELECTORS = {
+    "greedy": _plain(GreedySelector),
+    "single": _plain(SingleSelector),
+    "majority": _plain(MajoritySelector),
+    "oracle": _plain(OracleSelector),
+    "elect": _elect("elect", use_frames=True),
+    "elect_noframes": _elect("elect_noframes", use_frames=False),
+}
 
 
 def known_selectors() -> list[str]:
-    """Every name [`make_selector`] takes."""
+    """Every registered name [`make_selector`] takes (a `package.module:Class` scorer is taken too)."""
     from ..methods import REWARD_METHODS
 
-    return [*PLAIN, "elect", "elect_noframes", *REWARD_METHODS]
+    return [*SELECTORS, *REWARD_METHODS]
+
+
+def selector_name_problem(name: str) -> str | None:
+    """Why `name` names no selector (`None` when it does): one of [`SELECTORS`], else a reward method name, alias or
+    `package.module:Class` (checked for its form; imported when the selector is built)."""
+    from ..methods import method_name_problem
+
+    if name in SELECTORS or method_name_problem(name) is None:
+        return None
+    return (f"Unknown selector {name!r}; choose from {', '.join(known_selectors())}, or a scorer as "
+            "'package.module:Class'.")
+
+
+def needs_verifier(name: str) -> bool:
+    """Group-scorer selectors need the verifier (Elect only for its referee)."""
+    return name not in SELECTORS
 
 
 def make_selector(name: str, verifier=None, elect_config: ElectConfig | None = None, settings=None,
                   referee: bool = False, tokenizer=None, **options):
-    """A selector by name: `greedy`, `single`, `majority`, `oracle`, `elect`, `elect_noframes`, or any reward method
-    of `rlce_trl.methods.REWARD_METHODS` (`rlce`, `usc`, `policy_judge`, ...), which needs `verifier`."""
-    import dataclasses
-
-    if name in PLAIN:
-        return PLAIN[name]()
-    if name in ("elect", "elect_noframes"):
-        cfg = dataclasses.replace(elect_config or ElectConfig(), use_frames=name == "elect")
-        return ElectSelector(cfg, referee=verifier if referee else None, tokenizer=tokenizer, name=name)
-    from ..methods import REWARD_METHODS
-
-    if name not in REWARD_METHODS:
-        raise ValueError(f"Unknown selector {name!r}; choose from {', '.join(known_selectors())}.")
+    """A selector by name: one of [`SELECTORS`] (`greedy`, `single`, `majority`, `oracle`, `elect`,
+    `elect_noframes`), or a group scorer built by `rlce_trl.methods.build_scorer` (a reward method such as `rlce`,
+    `usc`, `policy_judge`, an alias, or `package.module:Class`), which needs `verifier`."""
+    if name in SELECTORS:
+        return SELECTORS[name](elect_config, verifier, referee, tokenizer)
+    problem = selector_name_problem(name)
+    if problem:
+        raise ValueError(problem)
     if verifier is None:
         raise ValueError(f"Selector {name!r} needs a verifier: pass --verifier_model_name_or_path (the base model).")
     return ScorerSelector(name, verifier, settings, **options)
@@ -79,6 +117,7 @@ __all__ = [
     "GreedySelector",
     "MajoritySelector",
     "OracleSelector",
+    "SELECTORS",
     "PoolRow",
     "ScorerSelector",
     "Selection",
@@ -88,6 +127,7 @@ __all__ = [
     "known_selectors",
     "majority_answer",
     "make_selector",
+    "needs_verifier",
     "paired_bootstrap",
     "parse_candidate",
     "read_pool",
@@ -95,5 +135,6 @@ __all__ = [
     "sample_pool",
     "select_answer",
     "select_rows",
+    "selector_name_problem",
     "summarize",
 ]

@@ -15,9 +15,9 @@ from pathlib import Path
 from ..data.hba import HBA_TASKS, load_hba_split
 from ..data.jsonl import read_jsonl_counted
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
-from ..errors import InputError, MissingInputError
+from ..errors import InputError, MissingInputError, first_line
+from ..evaluation.evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 from ..generation.generators import BACKENDS, Generator, make_generator
-from .evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -34,7 +34,7 @@ def _json_object(text: str) -> dict:
     return value
 
 
-def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model_name_or_path", required=True, help="Checkpoint to evaluate (a local folder).")
     parser.add_argument(
         "--data",
@@ -146,9 +146,9 @@ def _read_rows(args: argparse.Namespace) -> list[dict] | None:
     return rows
 
 
-def main_evaluate(args: argparse.Namespace, generator: Generator | None = None) -> int:
-    from .evaluate import Judge
-    from .judges import OpenAIJudgeClient, load_prefeval_judge_prompts
+def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
+    from ..evaluation.evaluate import Judge
+    from ..evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
 
     check_flags(args)
     rows = _read_rows(args)
@@ -177,7 +177,7 @@ def main_evaluate(args: argparse.Namespace, generator: Generator | None = None) 
                                        max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
                                        dtype=args.dtype, vllm_kwargs=args.vllm_kwargs)
         except OSError as error:  # transformers: not a checkpoint, missing files, no network for a Hub id
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            first = first_line(error)
             raise MissingInputError(f"cannot load --model_name_or_path {args.model_name_or_path!r} ({first}): pass "
                                     "a local checkpoint folder.") from None
     kwargs = {"judge": judge, "batch_size": args.batch_size, "progress": not args.no_progress}
@@ -190,3 +190,14 @@ def main_evaluate(args: argparse.Namespace, generator: Generator | None = None) 
         for form, s in summary["forms"].items():
             print(f"{form:<10} {s['score']}")
     return 0
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="Greedy generation of a checkpoint on a split, answer extraction and scoring (appendix A protocol).",
+        description="Evaluate a checkpoint on a split with the paper's protocol. Writes per-row JSONL and a summary "
+        "JSON as it goes; rerunning the same command resumes.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=main)

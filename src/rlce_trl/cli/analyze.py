@@ -1,32 +1,55 @@
-"""`rlce-trl analyze`: flags, input checks and the run of the reward-analysis bench (format and analyses:
-[`rlce_trl.analysis.bench`]). A missing, malformed or empty log, a record without the fields the bench needs and
-out-of-range flags end in one line that names the fix ([`~rlce_trl.errors.InputError`]), before anything is written.
+"""`rlce-trl analyze`: the reward-analysis bench over logged rollout groups (format, producer and checked reader:
+[`rlce_trl.analysis.groups_log`]), and its two subcommands `analyze ttt` (test-time training runs side by side) and
+`analyze coevolve` (co-evolution runs with their compute). A missing, malformed or empty log, a record without the
+fields the bench needs and out-of-range flags end in one line that names the fix ([`~rlce_trl.errors.InputError`]),
+before anything is written.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from ..data.jsonl import read_jsonl_counted, write_jsonl
 from ..errors import InputError
-from ..evidence.pipeline import EvidenceSettings
-from .groups_log import log_groups
-from .plots import plot_bench, plot_simulation
-from .simulation import SyntheticVerifier, exact_single_test_accuracy, simulate_composition, synthetic_groups
-from .tables import markdown_table, simulation_table, summarize, write_tables
+
+USAGE = """rlce-trl analyze [LOG] --out OUT [options]     (the bench; --simulate / --synthetic N need no LOG)
+       rlce-trl analyze ttt RUN [RUN ...]
+       rlce-trl analyze coevolve RUN [RUN ...] [--rlce RUN --rlce_gpus N] [--out FILE]"""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rlce-trl analyze",
-        description="Reward-analysis bench over logged rollout groups with gold labels (evaluation only), or the "
+class _WithCommands(argparse.ArgumentParser):
+    """A parser whose first argument may name one of its `commands` (a subcommand parsed by that command's parser);
+    any other first argument is its own: `analyze LOG --out OUT` and `analyze ttt RUN ...` both parse."""
+
+    commands: dict[str, argparse.ArgumentParser] = {}
+
+    def parse_known_args(self, args=None, namespace=None):
+        if args and args[0] in self.commands:
+            return self.commands[args[0]].parse_known_args(args[1:], namespace)
+        return super().parse_known_args(args, namespace)
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "analyze",
+        help="Reward-analysis bench over logged rollout groups with gold labels (or --simulate / --synthetic N); "
+        "`analyze ttt`, `analyze coevolve`: runs side by side.",
+        description="Reward-analysis bench over logged rollout groups with gold labels (evaluation only), or the\n"
         "synthetic-validator simulation.",
+        usage=USAGE,
+        epilog="subcommands:\n  ttt         test-time training runs side by side (rlce-trl analyze ttt --help)\n"
+        "  coevolve    co-evolution runs with their compute and the ratio to RLCE (rlce-trl analyze coevolve --help)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("log", nargs="?", help="logged-groups JSONL (format: rlce_trl.analysis.bench docstring)")
+    parser.__class__ = _WithCommands
+    parser.commands = {"ttt": _ttt_parser(), "coevolve": _coevolve_parser()}
+    add_arguments(parser)
+    parser.set_defaults(func=main, parser=parser)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("log", nargs="?", help="logged-groups JSONL (format: rlce_trl.analysis.groups_log docstring)")
     parser.add_argument("--out", required=True, help="output folder for tables and PNGs")
     parser.add_argument("--methods", nargs="+", help="methods to report (default: all in the log)")
     parser.add_argument("--max-tests", type=int, default=12, help="largest number of composed tests")
@@ -48,7 +71,62 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument("--synthetic", type=int, metavar="N",
                      help="first write <out>/synthetic_groups.jsonl: N synthetic groups scored by every method with "
                      "a synthetic verifier (error rate: the first of --error-rates), then analyze it")
+
+
+def _ttt_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rlce-trl analyze ttt",
+        description="Test-time training runs side by side (the shape of the paper's Table 2): the per-pass "
+        "evaluation scores that PassEvaluationCallback writes to <output_dir>/tta/passes.json, one row per run.",
+    )
+    parser.add_argument("runs", nargs="+", help="output folders of test-time adaptation runs (or their passes.json)")
+    parser.set_defaults(func=main_ttt)
     return parser
+
+
+def _coevolve_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rlce-trl analyze coevolve",
+        description="Co-evolution runs side by side, with their compute: the `state.json` that `rlce-trl coevolve` "
+        "writes (validation per round, best round, wall / CPU / device hours per phase), and optionally RLCE runs "
+        "for the paper's cost ratio (\"co-evolution costs 3-6 times RLCE's GPU-hours\", App. D.4-D.6).",
+    )
+    parser.add_argument("runs", nargs="+", help="output folders of `rlce-trl coevolve` runs")
+    parser.add_argument("--rlce", default=None, help="an RLCE run's output_dir, for the device-hours ratio")
+    parser.add_argument("--rlce_gpus", type=int, default=None, help="GPUs the RLCE run used")
+    parser.add_argument("--out", default=None, help="also write the tables to this Markdown file")
+    parser.set_defaults(func=main_coevolve)
+    return parser
+
+
+def main_ttt(args: argparse.Namespace) -> int:
+    """`rlce-trl analyze ttt RUN ...`."""
+    from ..analysis.ttt import load_run, table
+
+    try:
+        runs = [load_run(p) for p in args.runs]
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(table(runs))
+    return 0
+
+
+def main_coevolve(args: argparse.Namespace) -> int:
+    """`rlce-trl analyze coevolve RUN ...`."""
+    from ..analysis.coevolve import load_coevolve, per_phase, rlce_device_hours, table
+
+    if args.rlce and not (args.rlce_gpus and args.rlce_gpus > 0):
+        raise InputError("--rlce needs --rlce_gpus N (the GPUs that run used) to turn its runtime into GPU-hours.")
+    runs = [load_coevolve(p) for p in args.runs]
+    rlce_hours = rlce_device_hours(args.rlce, args.rlce_gpus) if args.rlce else None
+    text = "\n\n".join([table(runs, rlce_hours), *(per_phase(r) for r in runs)])
+    if rlce_hours is not None:
+        text += f"\n\nRLCE reference: {rlce_hours:.2f} device-hours ({args.rlce})."
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    return 0
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -75,83 +153,20 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError("; ".join(problems) + ".")
 
 
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def main(args: argparse.Namespace) -> int:
+    """`rlce-trl analyze [LOG]`: bad flags and bad logs raise [`InputError`] before anything is written."""
+    from ..analysis.groups_log import log_groups, read_log
+    from ..analysis.plots import plot_bench, plot_simulation
+    from ..analysis.simulation import (
+        SyntheticVerifier,
+        exact_single_test_accuracy,
+        simulate_composition,
+        synthetic_groups,
+    )
+    from ..analysis.tables import markdown_table, simulation_table, summarize, write_tables
+    from ..data.jsonl import write_jsonl
+    from ..evidence.pipeline import EvidenceSettings
 
-
-def _entry_problem(name: str, entry, n: int) -> str | None:
-    """Why one method's entry of a record cannot be analysed (`None` when it can)."""
-    rewards = entry.get("rewards") if isinstance(entry, dict) else None
-    if not isinstance(rewards, list) or len(rewards) != n or not all(r is None or _number(r) for r in rewards):
-        return f"method {name!r} has no `rewards` list of numbers (or null) as long as `correct`"
-    for cost in ("calls", "requests", "tokens", "prompt_chars"):
-        if entry.get(cost) is not None and not _number(entry[cost]):
-            return f"method {name!r} has a non-numeric `{cost}`"
-    answer_correct, tests = entry.get("answer_correct"), entry.get("tests")
-    if answer_correct is not None and (not isinstance(answer_correct, list)
-                                       or not all(isinstance(c, bool) for c in answer_correct)):
-        return f"method {name!r} has `answer_correct` that is not a list of booleans"
-    if tests is not None:
-        if not isinstance(tests, list):
-            return f"method {name!r} has `tests` that is not a list"
-        k = len(answer_correct or [])
-        for test in tests:
-            ok = (isinstance(test, dict) and isinstance(test.get("favoured"), int)
-                  and 0 <= test["favoured"] < max(k, 1)
-                  and (test.get("against") is None or isinstance(test["against"], int) and 0 <= test["against"] < k)
-                  and test.get("verdict") in ("yes", "no", "unknown", None))
-            if not ok:
-                return (f"method {name!r} has a test {str(test)[:80]} without `favoured` / `against` indexing its "
-                        "`answer_correct` or with a verdict other than yes / no / unknown / null")
-    return None
-
-
-def read_log(path: str | os.PathLike, methods: Sequence[str] | None = None) -> list[dict]:
-    """The records of a logged-groups file, checked: an empty log, a record without the fields the bench needs, or
-    `--methods` naming a method the log lacks raise [`InputError`] naming the record and the fix."""
-    records, skipped = read_jsonl_counted(path, "logged-groups file")
-    if skipped:
-        print(f"warning: {path}: skipped an unreadable last line (cut short?)", file=sys.stderr)
-    if not records:
-        raise InputError(f"logged-groups file {str(path)!r} holds no records: log some groups first (see "
-                         "`rlce_trl.analysis.bench` for the format) or use --synthetic N.")
-    fix = "each record needs `correct` (a list of booleans) and `methods` ({name: {\"rewards\": [...]}})"
-    for k, record in enumerate(records):
-        correct, by_method = record.get("correct"), record.get("methods")
-        problem = None
-        if not isinstance(correct, list) or not all(isinstance(c, bool) for c in correct):
-            problem = "`correct` is missing or not a list of booleans"
-        elif not isinstance(by_method, dict) or not by_method:
-            problem = "`methods` is missing or empty"
-        else:
-            for name, entry in by_method.items():
-                problem = _entry_problem(name, entry, len(correct))
-                if problem:
-                    break
-        if problem:
-            raise InputError(f"logged-groups file {str(path)!r} record {k + 1}: {problem}. Fix: {fix}.")
-    if methods:
-        present = {name for record in records for name in record["methods"]}
-        unknown = [m for m in methods if m not in present]
-        if unknown:
-            raise InputError(f"--methods {unknown[0]!r} is not in the log (it has {', '.join(sorted(present))}).")
-    return records
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`rlce-trl analyze`. Bad flags and bad logs raise [`InputError`] (one line, printed by `rlce-trl`); run as
-    `python -m rlce_trl.analysis.cli` the same line is printed here."""
-    try:
-        return _main(argv)
-    except InputError as error:
-        if __name__ != "__main__":
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     check_args(args)
     if args.log is not None and args.synthetic is None and not args.simulate:
         records = read_log(args.log, args.methods)  # before anything is written
@@ -189,7 +204,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         write_jsonl(records, log)
         print(f"wrote {log}")
     if log is None:
-        build_parser().error("give a logged-groups JSONL, --synthetic N or --simulate")
+        args.parser.error("give a logged-groups JSONL, --synthetic N or --simulate")
     if args.synthetic or args.simulate:
         records = read_log(log, args.methods)
     summary = summarize(records, args.methods, max_tests=args.max_tests, permutations=args.permutations,
@@ -201,7 +216,3 @@ def _main(argv: Sequence[str] | None = None) -> int:
         for path in plot_bench(summary, out):
             print(path)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,9 +1,9 @@
-"""`rlce-trl sample` and `rlce-trl select` (next-capabilities §3.2): argument parsers and entry points."""
+"""`rlce-trl sample` (next-capabilities §3.2): sample n candidates per row into a pool that every selector of
+`rlce-trl select` reads; resumable."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -11,8 +11,6 @@ from pathlib import Path
 
 from ..data.jsonl import read_jsonl
 from ..errors import InputError, MissingInputError, first_line
-
-DEFAULT_SELECTORS = "greedy,single,majority,elect,elect_noframes,oracle"
 
 
 def _load_rows(args) -> list[dict]:
@@ -36,7 +34,7 @@ def _load_rows(args) -> list[dict]:
     return rows
 
 
-def add_sample_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..data.hba import FRAME_FPS, FRAME_SIZE, HBA_TASKS, MAX_FRAMES, MIN_FRAMES
 
     parser.add_argument("--model_name_or_path", required=True,
@@ -121,7 +119,7 @@ def _sample_problems(args) -> list[str]:
     return problems
 
 
-def _check_vision_language(path: str, name: str, flag: str = "--model_name_or_path",
+def check_vision_language(path: str, name: str, flag: str = "--model_name_or_path",
                            what: str = "these rows hold video clips") -> None:
     """Video rows need a vision-language checkpoint: one line naming the fix for a text model."""
     from transformers import AutoConfig
@@ -155,7 +153,7 @@ def _video_expander(args) -> Callable[[dict], dict]:
     return expand
 
 
-def main_sample(args: argparse.Namespace, sampler=None) -> int:
+def main(args: argparse.Namespace, sampler=None) -> int:
     from ..selection.pool import sample_pool
 
     problems = _sample_problems(args)
@@ -188,7 +186,7 @@ def main_sample(args: argparse.Namespace, sampler=None) -> int:
                                     "checkpoint folder (or `smollm2`).")
         try:
             if video:
-                _check_vision_language(path, args.model_name_or_path)
+                check_vision_language(path, args.model_name_or_path)
                 sampler = VisionLanguageGenerator.from_pretrained(path, args.max_new_tokens, dtype=args.dtype).sample
             elif args.backend == "vllm":
                 kwargs = dict(args.vllm_kwargs or {})
@@ -211,7 +209,7 @@ def main_sample(args: argparse.Namespace, sampler=None) -> int:
         extra["style"] = args.style  # the prompts differ by style: a resume must not mix them
     schedule = None
     if args.diversify == "on" or (args.diversify == "auto" and args.style == "elect"):
-        from .diversify import describe, eq13_schedule
+        from ..selection.diversify import describe, eq13_schedule
 
         schedule = eq13_schedule(args.n, args.seed, greedy_too=not args.no_greedy)
         extra["diversify"] = describe()
@@ -225,185 +223,8 @@ def main_sample(args: argparse.Namespace, sampler=None) -> int:
     return 0
 
 
-def add_select_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pool", required=True, help="A folder written by `rlce-trl sample` (or a pool.jsonl).")
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--selectors", default=DEFAULT_SELECTORS,
-                        help="Comma-separated: greedy, single, majority, usc, policy_judge, rlce, elect, "
-                        f"elect_noframes, oracle (default {DEFAULT_SELECTORS}).")
-    parser.add_argument("--budgets", default=None, help="Comma-separated b values (default 1,2,..,n).")
-    parser.add_argument("--subsets", type=int, default=5, help="Seeded random b-subsets per row when b < n.")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--verifier_model_name_or_path", default=None,
-                        help="Verifier of rlce / usc / policy_judge and Elect's referee: the BASE model (`smollm2`).")
-    parser.add_argument("--rlce_tests_per_direction", type=int, default=1)
-    parser.add_argument("--rlce_max_tokens", type=int, default=128,
-                        help="Longest evidence test the verifier writes, in tokens (the paper's 128).")
-    parser.add_argument("--elect_referee", choices=("on", "off"), default="off")
-    parser.add_argument("--elect_trim", choices=("paper", "min4", "none"), default="paper")
-    parser.add_argument("--elect_delta", type=float, default=0.08)
-    parser.add_argument("--elect_gamma", type=float, default=0.4)
-    parser.add_argument("--elect_think_range", default="64,1024", help="L clip range of tau, in tokens.")
-    parser.add_argument("--chunk_size", type=int, default=16)
-
-
-def _load_verifier(name: str, video: bool):
-    """The frozen base model as the selectors' verifier: a vision-language verifier that sees each row's clip when
-    the pool has video rows, the text backend otherwise."""
-    from ..models import resolve_model
-
-    path = resolve_model(name)
-    if not Path(path).is_dir():
-        raise MissingInputError(f"--verifier_model_name_or_path {name!r} is not a folder: pass a local checkpoint "
-                                "folder (or `smollm2`).")
-    if video:
-        from ..verifiers.vlm_backend import VisionLanguageVerifier, load_frozen_vlm
-
-        _check_vision_language(path, name, flag="--verifier_model_name_or_path", what="this pool holds video rows")
-        return VisionLanguageVerifier(*load_frozen_vlm(path, dtype="float32"))
-    from ..verifiers.transformers_backend import TransformersVerifier, load_frozen_model
-
-    return TransformersVerifier(*load_frozen_model(path, dtype="float32"))
-
-
-def _int_list(text: str, flag: str, example: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"{flag} {text!r}: give comma-separated integers, e.g. {example}") from None
-    if not values:
-        raise InputError(f"{flag} {text!r}: give comma-separated integers, e.g. {example}")
-    return values
-
-
-def _select_config(args):
-    """The Elect config and the budgets from the flags; every flag problem at once, as one [`InputError`]."""
-    from ..elect.election import ElectConfig
-    from . import known_selectors
-
-    problems = []
-    for name, low in (("subsets", 1), ("chunk_size", 1), ("rlce_tests_per_direction", 1), ("rlce_max_tokens", 1)):
-        if getattr(args, name) < low:
-            problems.append(f"--{name} {getattr(args, name)}: use {low} or more")
-    if not args.elect_delta >= 0:
-        problems.append(f"--elect_delta {args.elect_delta}: use 0 or more (the paper: 0.08)")
-    if not 0 <= args.elect_gamma <= 1:
-        problems.append(f"--elect_gamma {args.elect_gamma}: use a value in [0, 1] (the paper: 0.4)")
-    names = list(dict.fromkeys(s.strip() for s in args.selectors.split(",") if s.strip()))
-    known = known_selectors()
-    unknown = [n for n in names if n not in known]
-    if not names or unknown:
-        problems.append(f"--selectors {args.selectors!r}: {'unknown ' + ', '.join(unknown) if unknown else 'empty'}; "
-                        f"choose from {', '.join(known)}")
-    budgets = sorted(set(_int_list(args.budgets, "--budgets", "1,2,4"))) if args.budgets else None
-    if budgets and budgets[0] < 1:
-        problems.append(f"--budgets {args.budgets}: budgets are candidate counts, use 1 or more")
-    think = _int_list(args.elect_think_range, "--elect_think_range", "64,1024")
-    if len(think) != 2:
-        problems.append(f"--elect_think_range {args.elect_think_range!r}: give LO,HI in tokens, e.g. 64,1024")
-    if Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
-        problems.append(f"--output_dir {args.output_dir}: is a file, pass a folder")
-    cfg = None
-    if not problems:
-        try:
-            cfg = ElectConfig(trim=args.elect_trim, delta=args.elect_delta, gamma=args.elect_gamma,
-                              think_range=(think[0], think[1]))
-        except ValueError as error:
-            problems.append(" ".join(str(error).replace("Invalid ElectConfig:", "").split()).lstrip("- "))
-    if problems:
-        raise InputError("; ".join(problems) + ".")
-    return cfg, budgets, names
-
-
-def _check_resume(args, out: Path) -> Path:
-    """A rerun resumes the rows not yet in selections.jsonl; with other selection settings it would mix two runs.
-    Returns the settings file, written by the caller once the selectors are built."""
-    keys = ("selectors", "budgets", "subsets", "seed", "rlce_tests_per_direction", "rlce_max_tokens",
-            "elect_referee", "elect_trim", "elect_delta", "elect_gamma", "elect_think_range",
-            "verifier_model_name_or_path")
-    settings = {k: getattr(args, k) for k in keys}
-    path = out / "select_settings.json"
-    selections = out / "selections.jsonl"
-    if selections.exists() and selections.stat().st_size and path.exists():
-        try:
-            previous = json.loads(path.read_text())
-        except (ValueError, OSError):
-            previous = None
-        if previous != settings:
-            changed = sorted(k for k in keys if not isinstance(previous, dict) or previous.get(k) != settings[k])
-            raise InputError(f"{out} holds selections made with other settings ({', '.join(changed)}): use another "
-                             "--output_dir, or the same settings to resume.")
-    args.select_settings = settings
-    return path
-
-
-def _rows_short(summary: dict) -> dict[str, int]:
-    """Per budget, the rows whose pool is smaller than it (the same for every selector)."""
-    out: dict[str, int] = {}
-    for s in summary["selectors"].values():
-        for b, m in s["budgets"].items():
-            out[b] = max(out.get(b, 0), m["rows_short"])
-    return out
-
-
-def main_select(args: argparse.Namespace, verifier=None) -> int:
-    from ..data.media import media_items
-    from ..evidence.pipeline import EvidenceSettings
-    from . import format_table, make_selector, read_pool, select_rows, summarize
-    from .protocol import pool_stats
-
-    cfg, budgets, names = _select_config(args)
-    rows, problems = read_pool(args.pool)
-    if not rows:
-        raise InputError(f"no readable rows in {args.pool} ({len(problems)} unreadable lines"
-                         + (f", first: {problems[0]}" if problems else "") + "): sample one with `rlce-trl sample`.")
-    sizes = sorted({len(r.candidates) for r in rows})
-    if max(sizes) == 0:
-        raise InputError(f"no row of {args.pool} has candidates: sample them with `rlce-trl sample`.")
-    budgets = budgets or list(range(1, max(sizes) + 1))
-    if budgets[-1] > max(sizes):
-        raise InputError(f"--budgets {args.budgets}: no row has {budgets[-1]} candidates (pool sizes {sizes}); "
-                         "use budgets up to the largest pool.")
-    needs_verifier = [n for n in names if n not in ("greedy", "single", "majority", "oracle", "elect",
-                                                   "elect_noframes")] or (args.elect_referee == "on" and names)
-    if verifier is None and needs_verifier and not args.verifier_model_name_or_path:
-        raise InputError(f"selectors {needs_verifier} need --verifier_model_name_or_path (the base model)")
-    settings_path = _check_resume(args, Path(args.output_dir))
-    tokenizer = None
-    if verifier is None and needs_verifier:
-        verifier = _load_verifier(args.verifier_model_name_or_path, video=any(media_items(r.prompt) for r in rows))
-    if verifier is not None:
-        tokenizer = getattr(verifier, "tokenizer", None)
-    settings = EvidenceSettings(tests_per_direction=args.rlce_tests_per_direction,
-                                construction_sampling=dataclasses.replace(EvidenceSettings.construction_sampling,
-                                                                          max_tokens=args.rlce_max_tokens))
-    try:
-        selectors = [make_selector(n, verifier, cfg, settings, referee=args.elect_referee == "on", tokenizer=tokenizer)
-                     for n in names]
-    except ValueError as error:
-        raise InputError(str(error)) from None
-    settings_path.parent.mkdir(parents=True, exist_ok=True)
-    settings_path.write_text(json.dumps(args.select_settings, indent=2))
-    path = select_rows(rows, selectors, budgets, args.output_dir, args.subsets, args.seed, args.chunk_size)
-    records = read_jsonl(path, "selections file")
-    summary = summarize(records)
-    summary["unreadable_pool_lines"] = problems
-    summary["pool_sizes"] = sizes
-    summary["pool_stats"] = pool_stats(rows, cfg.think_range, cfg.ngram)
-    out = Path(args.output_dir)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    table = format_table(summary)
-    (out / "summary.md").write_text(table + "\n")
-    print(table)
-    print(f"rows {summary['rows']}, candidates {summary['candidates']}, without an answer "
-          f"{summary['unparsed_candidates']}, unreadable pool lines {len(problems)}, pool sizes {sizes}")
-    for name, failed in summary.get("selector_failures", {}).items():
-        print(f"selector {name} failed on {failed['rows']} rows (majority answer used, status error); first: "
-              f"{failed['first']}")
-    short = {b: n for b, n in _rows_short(summary).items() if n}
-    if short:
-        print("rows with fewer candidates than a budget (skipped for it): "
-              + ", ".join(f"b={b}: {n}" for b, n in short.items()))
-    print("pool: " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
-                               for k, v in summary["pool_stats"].items()))
-    return 0
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("sample", help="Sample n candidates per row (text, answer, token log-probs) into a "
+                                   "pool that every selector of `rlce-trl select` reads; resumable.")
+    add_arguments(parser)
+    parser.set_defaults(func=main)

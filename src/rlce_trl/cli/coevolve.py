@@ -16,20 +16,25 @@ import sys
 
 from ..errors import InputError, MissingInputError
 
+REQUIRED = ("method", "config", "output_dir")
 USAGE = ("rlce-trl coevolve --method {rlac,visplay,video_zero} --config <recipe> --train_file <jsonl> "
          "[--validation_file <jsonl>] --output_dir <dir> [--resume] [--<recipe key> <value> ...]")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rlce-trl coevolve", usage=USAGE, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--method", required=True, help="rlac, visplay or video_zero.")
-    parser.add_argument("--config", required=True, help="Recipe: a YAML path or a name from `rlce-trl recipes`.")
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "coevolve", usage=USAGE, description=__doc__.split("\n\n")[0],
+        help="Co-evolution baselines (RLAC; VisPlay, Video-Zero): phases round after round, resumable.",
+    )
+    parser.__class__ = _Raising  # a flag error is one line with the usage (an InputError), not argparse's exit
+    parser.add_argument("--method", help="rlac, visplay or video_zero.")
+    parser.add_argument("--config", help="Recipe: a YAML path or a name from `rlce-trl recipes`.")
     parser.add_argument("--train_file", default=None, help="The corpus (JSONL); default: the recipe's train_file.")
     parser.add_argument("--validation_file", default=None, help="Validation rows with gold (JSONL).")
     parser.add_argument("--media_root", default=None, help="Folder the HBA clip paths are relative to.")
-    parser.add_argument("--output_dir", required=True, help="The run's folder (state.json, logs, checkpoints).")
+    parser.add_argument("--output_dir", help="The run's folder (state.json, logs, checkpoints).")
     parser.add_argument("--resume", action="store_true", help="Continue the run in --output_dir from state.json.")
-    return parser
+    parser.set_defaults(func=main, accepts_extra=True, parser=parser)
 
 
 def _check_file(flag: str, path: str | None, required: bool) -> str | None:
@@ -47,18 +52,21 @@ class _Raising(argparse.ArgumentParser):
         raise InputError(f"{message}. Usage: {USAGE}")
 
 
-def main(argv: list[str]) -> int:
-    if not argv or argv[:1] in (["-h"], ["--help"]):
-        build_parser().print_help()
-        return 0 if argv else 2
-    parser = build_parser()
-    parser.__class__ = _Raising
-    args, extra = parser.parse_known_args(argv)
+def main(args: argparse.Namespace) -> int:
+    """`rlce-trl coevolve`: `--method`, `--config` and `--output_dir` are required (checked here, so that a bare
+    `rlce-trl coevolve` prints the help); further `--key value` pairs (`args.extra`) override the recipe."""
+    extra = list(args.extra)
+    if not extra and all(getattr(args, flag) is None for flag in REQUIRED):
+        args.parser.print_help()
+        return 2
+    missing = [f"--{flag}" for flag in REQUIRED if getattr(args, flag) is None]
+    if missing:
+        raise InputError(f"the following arguments are required: {', '.join(missing)}. Usage: {USAGE}")
     if any(a.startswith("-") and not a.startswith("--") for a in extra[:1]):
         raise InputError(f"unknown flag {extra[0]!r}. Usage: {USAGE}")
+    from ..coevolution.driver import Coevolver, DriverSettings, PhaseFailedError
+    from ..coevolution.registry import METHODS, get_method
     from ..scripts.recipes import resolve_recipe
-    from .driver import Coevolver, DriverSettings, PhaseFailedError
-    from .registry import METHODS, get_method
 
     if args.method not in METHODS:
         raise InputError(f"--method {args.method!r}: use one of {', '.join(METHODS)}.")
@@ -110,7 +118,7 @@ def _parse_recipe(recipe, overrides: list[str], output_dir: str):
     import contextlib
     import io
 
-    from .phase import make_parser
+    from ..coevolution.phase import make_parser
 
     stderr = io.StringIO()
     try:
@@ -131,7 +139,7 @@ def _parse_recipe(recipe, overrides: list[str], output_dir: str):
 
 def _check_validation(path: str, script_args) -> None:
     """Validation rows must load, and free-text rows need the recipe's judge: checked before any phase runs."""
-    from .registry import load_validation
+    from ..coevolution.corpus import load_validation
 
     try:
         rows = load_validation(path, script_args.hba_task)

@@ -30,7 +30,7 @@ def _prompts(args):
 
 
 def _cases(path, split):
-    from .cases import load_cases, preference_claims, split_cases
+    from ..calibration.cases import load_cases, preference_claims, split_cases
 
     return split_cases(load_cases(path) if path else preference_claims(), split)
 
@@ -44,8 +44,8 @@ def _print_alignment(a) -> None:
 
 
 def _score(args) -> int:
+    from ..calibration.scoring import score_prompts
     from ..verifiers.calibrated import VerdictCalibration
-    from .scoring import score_prompts
 
     prompts, cases = _prompts(args), _cases(args.cases, args.split)
     calibration = VerdictCalibration.load(args.calibration) if args.calibration else None
@@ -61,7 +61,7 @@ def _score(args) -> int:
 
 
 def _fit(args) -> int:
-    from .scoring import fit_calibration
+    from ..calibration.scoring import fit_calibration
 
     prompts, cases = _prompts(args), _cases(args.cases, "calibration")
     calibration = fit_calibration(_verifier(args), prompts, cases, contextual=not args.no_prior, band=not args.no_band)
@@ -72,8 +72,8 @@ def _fit(args) -> int:
 
 
 def _run(args) -> int:
-    from .calibrator import CoactiveCalibrator, few_shot_proposer, list_proposer
-    from .cases import load_cases
+    from ..calibration.calibrator import CoactiveCalibrator, few_shot_proposer, list_proposer
+    from ..calibration.cases import load_cases
 
     prompts, current = _prompts(args), _cases(args.cases, "all" if args.cases else "calibration")
     retained = load_cases(args.retained) if args.retained else []
@@ -101,8 +101,8 @@ def _run(args) -> int:
 
 
 def _export(args) -> int:
+    from ..calibration.queries import select_queries
     from ..data.jsonl import read_jsonl, write_jsonl
-    from .queries import select_queries
 
     try:
         groups = read_jsonl(args.groups)
@@ -127,7 +127,7 @@ def _common(parser, model: bool = True) -> None:
         parser.add_argument("--cases", default=None, help="Labelled cases (JSONL); default: the built-in claim set.")
 
 
-def add_calibrate(subparsers) -> None:
+def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "calibrate",
         help="Measure and calibrate the frozen verifier on labelled claims (label-light; VeriFine-style loop).",
@@ -142,7 +142,7 @@ def add_calibrate(subparsers) -> None:
     score.add_argument("--resamples", type=int, default=1000, help="Bootstrap resamples.")
     score.add_argument("--seed", type=int, default=0)
     score.add_argument("--out", default=None, help="Also write the figures as JSON here.")
-    score.set_defaults(func=main_calibrate, step=_score)
+    score.set_defaults(func=main, step=_score)
     fit = sub.add_parser(
         "fit", help="Fit calibrated verdicts (content-free prior + unknown band) on the calibration half."
     )
@@ -150,7 +150,7 @@ def add_calibrate(subparsers) -> None:
     fit.add_argument("--no_prior", action="store_true", help="No contextual calibration, the band only.")
     fit.add_argument("--no_band", action="store_true", help="No unknown band, the prior only.")
     fit.add_argument("--out", required=True, help="Where to write the calibration (JSON).")
-    fit.set_defaults(func=main_calibrate, step=_fit)
+    fit.set_defaults(func=main, step=_fit)
     run = sub.add_parser("run", help="Coactive calibration: propose prompt revisions, keep those that agree better.")
     _common(run)
     run.add_argument("--retained", default=None, help="Cases kept from earlier rounds (JSONL).")
@@ -161,17 +161,17 @@ def add_calibrate(subparsers) -> None:
     run.add_argument("--max_regression", type=float, default=0.02)
     run.add_argument("--metric", default="kappa", choices=["accuracy", "kappa"])
     run.add_argument("--out", required=True, help="Where to write the best prompts (JSON).")
-    run.set_defaults(func=main_calibrate, step=_run)
+    run.set_defaults(func=main, step=_run)
     export = sub.add_parser(
         "export", help="Select calibration queries from logged groups (uncertain, inconsistent, high impact)."
     )
     export.add_argument("--groups", required=True, help="Logged groups (JSONL).")
     export.add_argument("--k", type=int, default=50)
     export.add_argument("--out", required=True)
-    export.set_defaults(func=main_calibrate, step=_export)
+    export.set_defaults(func=main, step=_export)
 
 
-def main_calibrate(args) -> int:
+def main(args) -> int:
     try:
         return args.step(args)
     except ValueError as error:

@@ -1,0 +1,66 @@
+"""The `rlce-trl` command line: `rlce-trl <command> [--flags]` (also `python -m rlce_trl.cli`).
+
+One module per command group, in the shape of TRL's `trl/cli/commands/`: each has `add_parser(subparsers)`, which
+creates its parser and sets `func` (a function of the parsed arguments returning an exit code), and is listed in
+`COMMANDS`. Heavy imports go inside the functions, so that `rlce-trl --help` stays fast. Only argument parsing and
+command glue live here; what other modules import stays in its feature package, and no feature package imports
+`rlce_trl.cli`.
+
+Commands that pass further `--key value` pairs on to a recipe (`train`, `coevolve`) set `accepts_extra`: they get the
+arguments their parser does not know as `args.extra`; for every other command those are an argparse error.
+
+Bad input ends in one line: a command raises [`~rlce_trl.errors.InputError`] (or the verifier's
+`VerifierUnavailableError`) with a message that names the fix, and [`main`] prints `error: <message>` (scrubbed of
+credentials) and returns 2. Any other exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import analyze, calibrate, coevolve, compare, data, evaluate, report, sample, select, train
+
+#: The command groups, in the order of `rlce-trl --help`.
+COMMANDS = [data, evaluate, analyze, report, sample, select, calibrate, train, coevolve, compare]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlce-trl", description="RLCE rewards for TRL's GRPOTrainer.")
+    subparsers = parser.add_subparsers(dest="command", metavar="<command>")
+    for command in COMMANDS:
+        command.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra and not getattr(args, "accepts_extra", False):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.extra = extra
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 1
+        return args.func(args)
+    except _user_errors() as error:  # bad input: one line that names the fix, no traceback
+        from ..credentials import scrub_message
+
+        print(f"error: {scrub_message(error)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: rerun the same command to resume where it stopped", file=sys.stderr)
+        return 130
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """The project's own error types for bad input and unreachable services (not a blanket `Exception`)."""
+    from ..errors import InputError
+    from ..verifiers.base import VerifierUnavailableError
+
+    return (InputError, VerifierUnavailableError)
+
+
+__all__ = ["COMMANDS", "build_parser", "main"]

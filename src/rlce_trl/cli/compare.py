@@ -1,0 +1,12 @@
+"""`rlce-trl compare`: the paper's Table 1 for one task (logic in `rlce_trl.comparison`)."""
+
+from __future__ import annotations
+
+
+def add_parser(subparsers) -> None:
+    from ..comparison import add_arguments, main
+
+    parser = subparsers.add_parser("compare", help="The paper's comparison for one task: train every (method, seed), "
+                                   "test each best-on-validation checkpoint, write Table 1's shape; resumable.")
+    add_arguments(parser)
+    parser.set_defaults(func=main)

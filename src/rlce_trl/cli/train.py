@@ -1,0 +1,63 @@
+"""`rlce-trl train --config <recipe> [overrides]` and `rlce-trl recipes [NAME]`: run a shipped or given recipe with
+the training script it names ([`rlce_trl.scripts.recipes`]), or list and print the recipes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+USAGE = "rlce-trl train --config <recipe> [--<argument> <value> ...]"
+DESCRIPTION = (
+    "Run a recipe (a YAML path or a name from `rlce-trl recipes`) with its training script; any recipe key can be "
+    "overridden. Several GPUs: accelerate launch --config_file <accelerate.yaml> -m rlce_trl.cli train --config "
+    "<recipe>.\nArguments: python -m rlce_trl.scripts.train_prefeval --help (or train_hba)."
+)
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "train", help="Train with a recipe: rlce-trl train --config <recipe or path> [overrides].", usage=USAGE,
+        description=DESCRIPTION, allow_abbrev=False,
+    )
+    parser.add_argument("--config", default=None, help="The recipe: a YAML path or a name from `rlce-trl recipes`.")
+    parser.set_defaults(func=main, accepts_extra=True)
+
+    recipes = subparsers.add_parser("recipes", help="List the shipped training recipes, or print one.")
+    recipes.add_argument("name", nargs="?", help="Recipe to print (e.g. prefeval_rlce).")
+    recipes.add_argument("--path", action="store_true", help="Print the recipe's file path instead of its content.")
+    recipes.set_defaults(func=main_recipes)
+
+
+def main(args: argparse.Namespace) -> int:
+    """`rlce-trl train`: the recipe's script parses `--config` and the overrides (`args.extra`) itself."""
+    from ..scripts.recipes import train
+
+    if args.config is None and not args.extra:
+        print(f"usage: {USAGE}\n\n{DESCRIPTION}")
+        return 2
+    argv = (["--config", args.config] if args.config is not None else []) + list(args.extra)
+    try:
+        return train(argv)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def main_recipes(args: argparse.Namespace) -> int:
+    from ..scripts.recipes import describe, list_recipes, resolve_recipe
+
+    try:
+        if args.name:
+            path = resolve_recipe(args.name)
+            print(path if args.path else path.read_text(encoding="utf-8"), end="\n" if args.path else "")
+            return 0
+        recipes = list_recipes()
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    width = max(len(p.stem) for p in recipes)
+    for path in recipes:
+        print(f"{path.stem:<{width}}  {describe(path)}")
+    print(f"\n{len(recipes)} recipes in {recipes[0].parent}. `rlce-trl recipes NAME` prints one; "
+          "`rlce-trl train --config NAME` runs it.")
+    return 0

@@ -1,0 +1,55 @@
+"""The rows a co-evolution run reads and writes: the corpus, the validation split, and JSONL written atomically."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import InputError
+
+
+def load_corpus(path: str, hba_task: str | None = None) -> list[dict]:
+    """The corpus rows: an HBA split (`hba_task` set) or GRPO-ready JSONL rows with a `prompt` (PrefEval:
+    `rlce-trl prepare-prefeval`). Gold is never read here."""
+    from ..data.jsonl import read_jsonl
+
+    if hba_task:
+        from ..data.hba import load_hba_split
+
+        return load_hba_split(path, hba_task, "train")
+    rows = read_jsonl(path)
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or not isinstance(row.get("prompt"), list) or not row["prompt"]:
+            raise InputError(f"{path}, row {i + 1}: no `prompt` (a list of chat messages): pass GRPO-ready rows "
+                             "(e.g. written by `rlce-trl prepare-prefeval`) or set hba_task for an HBA split.")
+    if not rows:
+        raise InputError(f"{path} has no rows: pass the training split.")
+    return rows
+
+
+def load_validation(path: str, hba_task: str | None = None) -> list[dict]:
+    """The validation rows (with `gold`): an HBA validation split, or GRPO-ready JSONL rows."""
+    from ..data.jsonl import read_jsonl
+
+    if hba_task:
+        from ..data.hba import load_hba_split
+
+        return load_hba_split(path, hba_task, "validation")
+    rows = read_jsonl(path)
+    bad = [i + 1 for i, r in enumerate(rows) if not isinstance(r, dict) or "gold" not in r or "prompt" not in r]
+    if not rows or bad:
+        raise InputError(f"{path}: {'no rows' if not rows else f'row {bad[0]} has no prompt or gold'}; validation "
+                         "needs rows with `prompt` and `gold` (e.g. the validation split of prepare-prefeval).")
+    return rows
+
+
+def write_rows(path: str, rows: Sequence[dict]) -> None:
+    """Write JSONL atomically (temporary file, rename)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    tmp.replace(target)
