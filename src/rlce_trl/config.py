@@ -81,7 +81,8 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
         reward_method (`str`, *optional*, defaults to `"rlce"`):
             The group reward: `"rlce"`, or a label-free baseline run on the same verifier for comparison: `"usc"`,
             `"policy_judge"`, `"ttrl"`, `"rar"`, `"rler"` (see `rlce_trl.methods`), or your own scorer as
-            `"package.module:Class"` (built as `Class(verifier, settings, **reward_method_kwargs)`). The aliases
+            `"package.module:Class"` (built as `Class(verifier, settings, **reward_method_kwargs)`; the config
+            checks its form only, a path that does not import fails when the trainer is built). The aliases
             `"rlce_static"` / `"rlce_pointwise"` are turned into `reward_method="rlce"` and that `rlce_mode`.
         reward_method_kwargs (`dict`, *optional*):
             Keyword arguments of the scorer (e.g. `{"max_active": 3}` for `rler`, `{"tie": "none"}` for `ttrl`); a

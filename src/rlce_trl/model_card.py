@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import textwrap
 from pathlib import Path
 
 from .credentials import SECRET_NAME, clean_url
@@ -19,7 +20,14 @@ from .credentials import scrub as redact
 
 BEGIN, END = "<!-- rlce-trl:begin -->", "<!-- rlce-trl:end -->"
 SOURCE_FILE = "rlce_source.json"  # written into folders that rlce-trl builds from a Hub model (model aliases)
+#: The paper: its title (the card's "Paper" row) and BibTeX entry (TRL's card, through `RLCEGRPOTrainer._paper`).
 PAPER_TITLE = "Reinforcement Learning with Comparative Evidence for Social Intelligence"
+# docstyle-ignore
+PAPER_CITATION = textwrap.dedent(f"""\
+    @article{{rlce2026,
+        title        = {{{{{PAPER_TITLE}}}}},
+        year         = 2026,
+    }}""")
 
 
 def describe_model(name_or_path: str | None) -> str:

@@ -70,9 +70,29 @@ def group_log_columns(result: GroupResult) -> dict[str, list]:
     }
 
 
-def log_step_stats(stats: StepStats, log_metric) -> None:
+def completion_columns(results: Sequence[GroupResult], group_ids: Sequence | None = None) -> dict[str, list]:
+    """The completions-table columns of a batch: [`group_log_columns`] of every group, concatenated in group order,
+    plus `rlce_group` (each rollout's group id in the evidence trail) when `group_ids` are given."""
+    columns: dict[str, list] = {}
+    for g, result in enumerate(results):
+        named = group_log_columns(result)
+        if group_ids is not None:
+            named["rlce_group"] = [group_ids[g]] * len(result.verified)
+        for name, values in named.items():
+            columns.setdefault(name, []).extend(values)
+    return columns
+
+
+def metric_key(method: str, name: str) -> str:
+    """The logged name of a per-step metric: `<method>/<name>`, the method being `rlce` for RLCE and its ablations,
+    else the scorer's name (`usc/verified_fraction`)."""
+    return f"{method}/{name}"
+
+
+def log_step_stats(stats: StepStats, log_metric, method: str = "rlce") -> None:
+    """Log the step metrics of `stats` ([`StepStats.metrics`]) under their [`metric_key`] names."""
     for name, value in stats.metrics().items():
-        log_metric(f"rlce/{name}", value)
+        log_metric(metric_key(method, name), value)
 
 
 class RLCEReward:
@@ -117,10 +137,6 @@ class RLCEReward:
         if log_metric is not None:
             log_step_stats(stats, log_metric)
         if log_extra is not None:
-            columns: dict[str, list] = {}
-            for result in results:
-                for name, values in group_log_columns(result).items():
-                    columns.setdefault(name, []).extend(values)
-            for name, values in columns.items():
+            for name, values in completion_columns(results).items():
                 log_extra(name, values)
         return [reward for result in results for reward in result.verified]

@@ -1,5 +1,6 @@
-"""Build the server and co-located verifiers from an [`RLCEGRPOConfig`] (the transformers backend is built by the
-trainer itself, because it may reuse the trainer's own reference or PEFT base model)."""
+"""Build verifiers from an [`RLCEGRPOConfig`]: the server and co-located ones, and a frozen checkpoint loaded in this
+process. The trainer's choice among them (and the reuse of its own reference or PEFT base model) is
+[`~rlce_trl.verifiers.factory.VerifierFactory`]."""
 
 from __future__ import annotations
 
@@ -62,4 +63,4 @@ def remote_verifier(args, model_source: str, local_rank: int) -> Verifier:
             extra_args=shlex.split(args.verifier_vllm_args),
         )
         return ColocatedVLLMVerifier(process, sleep_between_calls=args.verifier_enable_sleep_mode, **client)
-    raise ValueError(f"verifier_mode={args.verifier_mode!r} is built by the trainer, not here.")
+    raise ValueError(f"verifier_mode={args.verifier_mode!r} is built in process (verifiers.factory), not here.")

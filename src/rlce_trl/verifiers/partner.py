@@ -6,9 +6,9 @@ frozen opponent (RLAC's critic, VisPlay's reasoner, Video-Zero's solver).
   server verifier (its deadlines, retries and health check). A server that is down fails at once, naming the URL and
   the fix.
 
-`partner_mode="transformers"` is built by the trainer (the one model loader, loaded once). The partner reaches a
-scorer as the keyword `partner=` of its constructor (`rlce_trl.methods.build_scorer`); a scorer built with
-`partner=None` uses its verifier as the partner (the single-model variant).
+`partner_mode="transformers"` is loaded once in this process by [`~rlce_trl.verifiers.factory.VerifierFactory`].
+The partner reaches a scorer as the keyword `partner=` of its constructor (`rlce_trl.methods.build_scorer`); a scorer
+built with `partner=None` uses its verifier as the partner (the single-model variant).
 """
 
 from __future__ import annotations

@@ -1,0 +1,129 @@
+"""The verifier and the partner of an [`RLCEGRPOTrainer`], built in one place from its arguments.
+
+[`VerifierFactory`] works in two stages because TRL's `GRPOTrainer.__init__` loads the policy between them:
+
+1. `VerifierFactory(args, model, verifier, ...)`, before the policy loads: the `verifier=` you passed (or, with your
+   own `group_scorer=` and no `verifier=`, a verifier that refuses every call), the server and co-located verifiers
+   (`verifier_mode="server"` / `"colocate"`), the partner's server client (`partner_mode="server"`), and an untouched
+   copy of a model given in memory without a checkpoint. A server that is down fails the run before any model loads,
+   and a co-located vLLM server profiles GPU memory before TRL's own engine takes its share.
+2. `factory.build(trainer)`, once the trainer holds its policy: the in-process verifier (`verifier_mode=
+   "transformers"`: the named verifier model, else the initial model: the PEFT base model with the adapter disabled,
+   the reference model when `beta > 0`, the in-memory copy, or a frozen copy of the initial checkpoint loaded once per
+   process; a vision-language policy's verifier sees the clips), the [`CalibratedVerifier`] wrapper
+   (`rlce_verdict_calibration_file`) and the frozen partner (`partner_model_name_or_path`). The verifier is never the
+   policy's generation engine, which receives the trained weights.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+
+import torch
+
+from .base import Reply, Verifier
+from .from_config import frozen_verifier, remote_verifier
+from .partner import server_partner
+
+logger = logging.getLogger(__name__)
+
+
+class NoVerifier(Verifier):
+    """Stands in when a `group_scorer` is passed without a `verifier`: the trainer loads no model for it."""
+
+    name = "none"
+
+    def _generate(self, requests) -> list[Reply]:
+        raise RuntimeError("This trainer has no verifier: pass `verifier=` with your `group_scorer`.")
+
+
+class VerifierFactory:
+    """Builds the trainer's verifier and partner (see the module docstring for the two stages).
+
+    Args:
+        args: the trainer's [`RLCEGRPOConfig`].
+        model: the trainer's `model` argument (a name or path, or a model in memory).
+        verifier: a verifier you built yourself; used as it is (wrapped by the calibration when one is set).
+        peft_config: the trainer's `peft_config` (a PEFT policy's verifier is its base model, no copy is made).
+        own_scorer: a `group_scorer` was passed: no verifier is built for it (pass `verifier=` when it uses one).
+    """
+
+    def __init__(self, args, model, verifier: Verifier | None = None, *, peft_config=None, own_scorer: bool = False):
+        self.args, self.model = args, model
+        if own_scorer and verifier is None:
+            verifier = NoVerifier()
+        if verifier is None and args.verifier_mode != "transformers":
+            initial = model if isinstance(model, str) else model.config._name_or_path
+            source = args.verifier_model_name_or_path or initial
+            verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")))
+        self.verifier = verifier
+        self.partner: Verifier | None = server_partner(args) if args.partner_mode == "server" else None
+        # A model given in memory without a checkpoint on disk or the Hub: keep an untouched copy as verifier.
+        self.initial_model = None
+        if verifier is None and not isinstance(model, str) and args.verifier_model_name_or_path is None:
+            if not getattr(model.config, "_name_or_path", "") and peft_config is None:
+                self.initial_model = copy.deepcopy(model)
+
+    def build(self, trainer) -> tuple[Verifier, Verifier | None]:
+        """The trainer's `(verifier, partner)`, once `GRPOTrainer.__init__` has loaded the policy."""
+        args = self.args
+        verifier = self.verifier if self.verifier is not None else in_process_verifier(trainer, self.model,
+                                                                                        self.initial_model)
+        self.initial_model = None
+        if args.rlce_verdict_calibration_file:  # opt-in, label-light: verdicts read through a fitted calibration
+            from .calibrated import CalibratedVerifier, VerdictCalibration
+
+            verifier = CalibratedVerifier(verifier, VerdictCalibration.load(args.rlce_verdict_calibration_file))
+        partner = self.partner
+        if partner is None and args.partner_model_name_or_path is not None:  # loaded once, like the verifier
+            partner = frozen_verifier(args.partner_model_name_or_path, vision_language=trainer._is_vlm,
+                                      device=trainer.accelerator.device,
+                                      dtype=(args.model_init_kwargs or {}).get("dtype", "auto"),
+                                      batch_size=args.verifier_batch_size)
+        return verifier, partner
+
+
+def in_process_verifier(trainer, model_arg, initial_model=None) -> Verifier:
+    """`verifier_mode="transformers"`: the named verifier model, else the initial model, reusing what the trainer
+    already holds (the PEFT base model, the reference model; not under FSDP or ZeRO-3, whose shards cannot score on
+    their own), else `initial_model` (an in-memory copy), else a frozen copy of the initial checkpoint. A
+    vision-language policy gets a [`VisionLanguageVerifier`] with the policy's processor, a text policy a
+    [`TransformersVerifier`] with its tokenizer."""
+    args, device, size = trainer.args, trainer.accelerator.device, trainer.args.verifier_batch_size
+    dtype = (args.model_init_kwargs or {}).get("dtype", "auto")
+    vlm = trainer._is_vlm
+    what = "vision-language model" if vlm else "model"
+    if args.verifier_model_name_or_path is not None:
+        logger.info("RLCE verifier: frozen %s %s.", what, args.verifier_model_name_or_path)
+        return frozen_verifier(args.verifier_model_name_or_path, vision_language=vlm, device=device, dtype=dtype,
+                               batch_size=size)
+    if vlm:
+        from .vlm_backend import VisionLanguageVerifier as backend
+
+        reader = trainer.processing_class
+    else:
+        from .transformers_backend import TransformersVerifier as backend
+
+        reader = trainer._tokenizer
+    sharded = trainer.is_fsdp_enabled or (
+        trainer.is_deepspeed_enabled and trainer.accelerator.state.deepspeed_plugin.zero_stage == 3
+    )
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(policy, "disable_adapter") and hasattr(policy, "peft_config") and not sharded:
+        logger.info("RLCE verifier: the PEFT base %s with the adapter disabled.", what)
+        return backend(policy, reader, size, policy.disable_adapter)
+    if trainer.ref_model is not None and not sharded:
+        logger.info("RLCE verifier: the trainer's frozen reference %s.", what)
+        return backend(trainer.accelerator.unwrap_model(trainer.ref_model), reader, size, torch.no_grad)
+    if initial_model is not None:
+        logger.info("RLCE verifier: a frozen in-memory copy of the initial %s.", what)
+        return backend(initial_model.to(device), reader, size)
+    source = model_arg if isinstance(model_arg, str) else policy.config._name_or_path
+    logger.info("RLCE verifier: frozen copy of %s (%s) loaded on %s.", source, what, device)
+    if vlm:  # read with the policy's own processor
+        from ..generation.hf import load_frozen_vlm
+
+        return backend(load_frozen_vlm(source, device, dtype)[0], reader, size)
+    return frozen_verifier(source, device=device, dtype=dtype, batch_size=size)
