@@ -102,35 +102,3 @@ class VisionLanguageVerifier(Verifier):
             kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
         output = self.model.generate(**batch, **kwargs)[:, prompt_len:]
         return replies_from_generate(output, len(requests), sampling, self.eos_ids, tok)
-
-
-def build_vlm_verifier(trainer, model_arg) -> VisionLanguageVerifier:
-    """The verifier of a trainer whose policy is a vision-language model: as `RLCEGRPOTrainer._build_verifier`
-    chooses for text (the named verifier model, the PEFT base, the reference model, an in-memory copy, else a frozen
-    copy of the initial checkpoint), with the policy's processor."""
-    args, processor = trainer.args, trainer.processing_class
-    size = args.verifier_batch_size
-    sharded = trainer.is_fsdp_enabled or (
-        trainer.is_deepspeed_enabled and trainer.accelerator.state.deepspeed_plugin.zero_stage == 3
-    )
-    if args.verifier_model_name_or_path is None:
-        policy = trainer.accelerator.unwrap_model(trainer.model)
-        if hasattr(policy, "disable_adapter") and hasattr(policy, "peft_config") and not sharded:
-            logger.info("RLCE verifier: the PEFT base vision-language model with the adapter disabled.")
-            return VisionLanguageVerifier(policy, processor, size, policy.disable_adapter)
-        if trainer.ref_model is not None and not sharded:
-            logger.info("RLCE verifier: the trainer's frozen reference vision-language model.")
-            return VisionLanguageVerifier(trainer.accelerator.unwrap_model(trainer.ref_model), processor, size,
-                                          torch.no_grad)
-        if trainer._initial_model is not None:
-            logger.info("RLCE verifier: a frozen in-memory copy of the initial vision-language model.")
-            return VisionLanguageVerifier(trainer._initial_model.to(trainer.accelerator.device), processor, size)
-        source = model_arg if isinstance(model_arg, str) else policy.config._name_or_path
-        model, _ = load_frozen_vlm(source, trainer.accelerator.device, (args.model_init_kwargs or {}).get("dtype"))
-        logger.info("RLCE verifier: frozen copy of %s (vision-language).", source)
-        return VisionLanguageVerifier(model, processor, size)
-    source = args.verifier_model_name_or_path
-    model, own_processor = load_frozen_vlm(source, trainer.accelerator.device,
-                                           (args.model_init_kwargs or {}).get("dtype"))
-    logger.info("RLCE verifier: frozen vision-language model %s.", source)
-    return VisionLanguageVerifier(model, own_processor, size)
