@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from trl import GRPOConfig
 
+from .checkpointing_compat import ActivationCheckpointingArguments
 from .evidence.state import MODES as RLCE_MODES
 from .verifiers.base import Sampling
 from .verifiers.partner import PartnerArguments
@@ -20,7 +21,7 @@ VERIFIER_MODES = ("transformers", "server", "colocate")
 
 
 @dataclass
-class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
+class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoArguments, GRPOConfig):
     r"""
     Configuration class for [`RLCEGRPOTrainer`].
 
@@ -331,7 +332,9 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
                 problems.append(f"rlce_verdict_calibration_file: {error}")
         if problems:
             raise ValueError("Invalid RLCEGRPOConfig:\n- " + "\n- ".join(problems))
+        self.translate_activation_checkpointing()  # recipes' key on transformers < 5.25 (checkpointing_compat.py)
         super().__post_init__()
+        self.mirror_activation_checkpointing()
 
     def _reward_method_problems(self) -> list[str]:
         """Check `reward_method` (through the registry, imported here, not with the module), turn an ablation alias
