@@ -68,7 +68,11 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
         verifier_tensor_parallel_size (`int`, *optional*, defaults to `1`):
             Tensor-parallel size of the co-located verifier server.
         verifier_max_model_length (`int`, *optional*):
-            Context length of the co-located verifier server; the model's by default.
+            Context length of the co-located verifier server. By default the longest request it can receive: the
+            prompt (`max_prompt_length`, else `vllm_max_model_length - max_completion_length`), the group's answers,
+            template and reply (`rlce_trl.verifiers.sizing`); the model's own when neither length is known.
+        verifier_startup_timeout (`float`, *optional*, defaults to `900.0`):
+            Seconds the co-located verifier server may take to answer `/health` at start-up (and after a restart).
         verifier_enable_sleep_mode (`bool`, *optional*, defaults to `False`):
             Put the co-located verifier to sleep between reward computations, freeing its GPU memory for training.
         verifier_vllm_python (`str`, *optional*):
@@ -188,6 +192,9 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
     verifier_max_model_length: int | None = field(
         default=None, metadata={"help": "Context length of the co-located verifier server."}
     )
+    verifier_startup_timeout: float = field(
+        default=900.0, metadata={"help": "Seconds the co-located verifier server may take to start."}
+    )
     verifier_enable_sleep_mode: bool = field(
         default=False, metadata={"help": "Let the co-located verifier sleep between reward computations."}
     )
@@ -288,6 +295,8 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
                 problems.append(f"{name} must be >= 0.")
         if self.verifier_timeout <= 0:
             problems.append("verifier_timeout must be > 0 seconds.")
+        if self.verifier_startup_timeout <= 0:
+            problems.append("verifier_startup_timeout must be > 0 seconds.")
         if self.verifier_request_deadline <= 0:
             problems.append("verifier_request_deadline must be > 0 seconds.")
         if self.verifier_max_reply_bytes < 1024:

@@ -21,6 +21,7 @@ from .scoring import GroupScorer, StepStats, as_group_scorer
 from .verifiers.base import Reply, Verifier, VerifierUnavailableError
 from .verifiers.from_config import frozen_verifier, remote_verifier
 from .verifiers.partner import server_partner
+from .verifiers.sizing import dataset_sends_media
 from .verifiers.transformers_backend import TransformersVerifier
 from .video.trainer import VideoGRPOMixin
 
@@ -152,7 +153,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         if verifier is None and args.verifier_mode != "transformers":
             initial = model if isinstance(model, str) else model.config._name_or_path
             source = args.verifier_model_name_or_path or initial
-            verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")))
+            verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")),
+                                       multimodal=dataset_sends_media(train_dataset))
         #: The frozen partner of a co-evolution phase (`partner_*`), passed to scorers that take `partner=`.
         self.partner: Verifier | None = server_partner(args) if args.partner_mode == "server" else None
 
