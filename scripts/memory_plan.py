@@ -116,8 +116,8 @@ H200_GIB, GPU80_GIB = 143771 / 1024, 81559 / 1024
 PAPER_RECIPES = ("prefeval_rlce", "prefeval_rlce_static", "prefeval_rlce_pointwise", "intentqa_rlce", "urfunny_rlce",
                  "mosei_rlce")
 #: The 80 GB overrides (README, "Memory plan"): a smaller text model on one GPU, the same ZeRO-3 accelerate config.
-OVERRIDES_80GB = {"model_name_or_path": "Qwen/Qwen3-1.7B", "vllm_gpu_memory_utilization": 0.28,
-                  "verifier_gpu_memory_utilization": 0.17, "gradient_accumulation_steps": 16}
+OVERRIDES_80GB = {"model_name_or_path": "Qwen/Qwen3-1.7B", "vllm_gpu_memory_utilization": 0.27,
+                  "verifier_gpu_memory_utilization": 0.18, "gradient_accumulation_steps": 16}
 SETUPS = {
     "paper": Setup("3 x H200 (141 GB), Qwen3.5-9B", 3, H200_GIB, QWEN35_9B, PAPER_RECIPES, {}),
     "80gb": Setup("1 x 80 GB, Qwen3-1.7B", 1, GPU80_GIB, QWEN3_1_7B, ("prefeval_rlce",), OVERRIDES_80GB),
@@ -131,6 +131,23 @@ def load_recipe(name: str) -> dict:
     import yaml
 
     return yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
+
+
+def verifier_length(recipe: dict) -> int:
+    """The verifier server's real maximum length for `recipe`: what the trainer passes as `--max-model-len`
+    (`rlce_trl.verifiers.sizing`: the recipe's `verifier_max_model_length`, else prompt + the group's answers +
+    template + reply), not the policy engine's `vllm_max_model_length`."""
+    from dataclasses import fields
+    from types import SimpleNamespace
+
+    from rlce_trl.config import RLCEGRPOConfig
+    from rlce_trl.verifiers.sizing import verifier_max_model_length
+
+    defaults = {f.name: f.default for f in fields(RLCEGRPOConfig) if f.name.startswith(("rlce_", "verifier_"))}
+    length = verifier_max_model_length(SimpleNamespace(**{**defaults, **recipe}), recipe.get("max_prompt_length"))
+    if length is None:
+        raise ValueError("the recipe sets no prompt length: the verifier would take the checkpoint's whole context")
+    return length
 
 
 def activations(arch: Arch, batch: int, seq: int, completion: int) -> float:
@@ -171,16 +188,18 @@ def plan(setup: Setup, recipe_name: str) -> dict:
     rollouts_per_rank = recipe["generation_batch_size"] // n
     prompts_per_rank = rollouts_per_rank // recipe["num_generations"]
     needed_tokens = prompts_per_rank * prompt + rollouts_per_rank * completion  # prefix caching shares the prompt
-    seq = recipe.get("vllm_max_model_length", seq)
+    lengths = {"policy engine": recipe.get("vllm_max_model_length", seq), "verifier": verifier_length(recipe)}
     engines = {}
     for engine, share in (("policy engine", policy_share), ("verifier", verifier_share)):
         pool = share - weights_bf16 - 1.0  # ~1 GiB of vLLM activations / CUDA graphs
-        per_sequence = seq * arch.kv_bytes_per_token() + arch.state_bytes_per_sequence()
+        per_sequence = lengths[engine] * arch.kv_bytes_per_token() + arch.state_bytes_per_sequence()
         engines[engine] = {"share_gib": share, "weights_gib": weights_bf16, "kv_gib": pool,
+                           "max_length": lengths[engine],
                            "full_sequences": int(pool * GIB / per_sequence) if pool > 0 else 0}
     fits = total <= setup.gpu_gib and all(e["full_sequences"] >= MIN_CONCURRENT for e in engines.values())
     return {"setup": setup.name, "recipe": recipe_name, "model": arch.name, "params": params, "rows": rows,
-            "total_gib": total, "gpu_gib": setup.gpu_gib, "fits": fits, "engines": engines,
+            "total_gib": total, "gpu_gib": setup.gpu_gib, "headroom_gib": setup.gpu_gib - total, "fits": fits,
+            "engines": engines,
             "rollout_tokens_per_rank": needed_tokens, "micro_batch": f"{batch} x {seq}",
             "shares": (recipe["vllm_gpu_memory_utilization"], recipe["verifier_gpu_memory_utilization"])}
 
@@ -193,10 +212,12 @@ def markdown(plans: list[dict]) -> str:
         lines.append(f"| {key} | " + " | ".join(f"{p['rows'][key]:.1f}" for p in plans) + " |")
     lines.append("| **total** / GPU memory | " + " | ".join(f"**{p['total_gib']:.1f}** / {p['gpu_gib']:.1f}"
                                                           for p in plans) + " |")
+    lines.append("| headroom (GPU memory - total) | " + " | ".join(f"{p['headroom_gib']:.1f}" for p in plans) + " |")
     for engine in ("policy engine", "verifier"):
-        lines.append(f"| {engine}: weights + KV cache (full-length sequences at once) | " + " | ".join(
+        lines.append(f"| {engine}: weights + KV cache (full-length sequences at once, of tokens) | " + " | ".join(
             f"{p['engines'][engine]['weights_gib']:.1f} + {p['engines'][engine]['kv_gib']:.1f} "
-            f"({p['engines'][engine]['full_sequences']})" for p in plans) + " |")
+            f"({p['engines'][engine]['full_sequences']} x {p['engines'][engine]['max_length']:,})" for p in plans)
+            + " |")
     lines.append("| micro-batch (sequences x tokens) | " + " | ".join(p["micro_batch"] for p in plans) + " |")
     lines.append("| rollout tokens per rank and step (prompts shared) | " + " | ".join(
         f"{p['rollout_tokens_per_rank'] // 1000}k" for p in plans) + " |")

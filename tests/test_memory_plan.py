@@ -106,3 +106,20 @@ def test_gpu_check_scales_each_paper_recipe_down_with_its_verifier_settings(name
     assert config.use_vllm == (recipe.get("video_input") != "video") and config.vllm_mode == "colocate"
     assert config.max_steps == 1
     assert config.generation_batch_size % config.num_generations == 0 and config.max_completion_length == 32
+
+
+def test_verifier_kv_is_sized_with_the_verifiers_own_length(capsys):
+    """The verifier's KV cache holds the verifier's longest request (prompt + the group's answers + template +
+    reply: what the trainer passes as --max-model-len), not the policy engine's vllm_max_model_length; the plan
+    prints each GPU's headroom."""
+    plan = memory_plan.plan(memory_plan.SETUPS["paper"], "prefeval_rlce")
+    verifier, policy = plan["engines"]["verifier"], plan["engines"]["policy engine"]
+    assert policy["max_length"] == 8704
+    assert verifier["max_length"] == 8192 + 4 * (512 + 8) + 512 + 256 > 8704
+    per_sequence = verifier["max_length"] * memory_plan.QWEN35_9B.kv_bytes_per_token() + \
+        memory_plan.QWEN35_9B.state_bytes_per_sequence()
+    assert verifier["full_sequences"] == int(verifier["kv_gib"] * memory_plan.GIB / per_sequence)
+    assert plan["headroom_gib"] == pytest.approx(plan["gpu_gib"] - plan["total_gib"])
+    assert memory_plan.main([]) == 0
+    out = capsys.readouterr().out
+    assert f"| headroom (GPU memory - total) | {plan['headroom_gib']:.1f} |" in out and "11,040" in out

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from trl import GRPOConfig
 
+from .checkpointing_compat import ActivationCheckpointingArguments
 from .config_video import VideoArguments
 from .evidence.state import MODES as RLCE_MODES
 from .verifiers.base import Sampling
@@ -20,7 +21,7 @@ VERIFIER_MODES = ("transformers", "server", "colocate")
 
 
 @dataclass
-class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
+class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoArguments, GRPOConfig):
     r"""
     Configuration class for [`RLCEGRPOTrainer`].
 
@@ -67,7 +68,11 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
         verifier_tensor_parallel_size (`int`, *optional*, defaults to `1`):
             Tensor-parallel size of the co-located verifier server.
         verifier_max_model_length (`int`, *optional*):
-            Context length of the co-located verifier server; the model's by default.
+            Context length of the co-located verifier server. By default the longest request it can receive: the
+            prompt (`max_prompt_length`, else `vllm_max_model_length - max_completion_length`), the group's answers,
+            template and reply (`rlce_trl.verifiers.sizing`); the model's own when neither length is known.
+        verifier_startup_timeout (`float`, *optional*, defaults to `900.0`):
+            Seconds the co-located verifier server may take to answer `/health` at start-up (and after a restart).
         verifier_enable_sleep_mode (`bool`, *optional*, defaults to `False`):
             Put the co-located verifier to sleep between reward computations, freeing its GPU memory for training.
         verifier_vllm_python (`str`, *optional*):
@@ -188,6 +193,9 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
     verifier_max_model_length: int | None = field(
         default=None, metadata={"help": "Context length of the co-located verifier server."}
     )
+    verifier_startup_timeout: float = field(
+        default=900.0, metadata={"help": "Seconds the co-located verifier server may take to start."}
+    )
     verifier_enable_sleep_mode: bool = field(
         default=False, metadata={"help": "Let the co-located verifier sleep between reward computations."}
     )
@@ -288,6 +296,8 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
                 problems.append(f"{name} must be >= 0.")
         if self.verifier_timeout <= 0:
             problems.append("verifier_timeout must be > 0 seconds.")
+        if self.verifier_startup_timeout <= 0:
+            problems.append("verifier_startup_timeout must be > 0 seconds.")
         if self.verifier_request_deadline <= 0:
             problems.append("verifier_request_deadline must be > 0 seconds.")
         if self.verifier_max_reply_bytes < 1024:
@@ -332,7 +342,9 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
                 problems.append(f"rlce_verdict_calibration_file: {error}")
         if problems:
             raise ValueError("Invalid RLCEGRPOConfig:\n- " + "\n- ".join(problems))
+        self.translate_activation_checkpointing()  # recipes' key on transformers < 5.25 (checkpointing_compat.py)
         super().__post_init__()
+        self.mirror_activation_checkpointing()
 
     def _reward_method_problems(self) -> list[str]:
         """Check `reward_method` (through the registry, imported here, not with the module), turn an ablation alias

