@@ -5,10 +5,10 @@ making different numbers of calls hang (reproduced: a timeout here before the fi
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+from launching import run_or_fail
 
 from rlce_trl.verifiers.vllm_process import free_port
 
@@ -25,10 +25,7 @@ def run_two_ranks(model_dir, out_dir, kind: str):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
            "--master_port", str(free_port()), os.path.join(HERE, "unsharded_generate_run.py"), str(model_dir),
            str(out_dir), kind]
-    try:
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
-    except subprocess.TimeoutExpired as error:  # the hang this test is about
-        pytest.fail(f"the two ranks hung in generate: {(error.stderr or b'')[-2000:]!r}")
+    done = run_or_fail(cmd, env, timeout=240)  # before the fix: a hang (here a gloo timeout) in generate
     assert done.returncode == 0, done.stderr[-3000:]
     ranks = [json.loads((out_dir / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert all(r["zero3"] for r in ranks)  # the condition that made generate synchronise
