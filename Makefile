@@ -60,7 +60,8 @@ RUFF ?= $(BIN)/ruff
 quality: $(if $(filter $(BIN)/ruff,$(RUFF)),setup)
 	$(RUFF) check src tests benchmarks scripts examples
 
-gpu-check:  # on a machine with CUDA, vLLM, trl and this package installed: the co-located step, then video learning
+gpu-check:  # on a machine with CUDA, vLLM, trl and this package: ZeRO-3 steps, the co-located step, video learning
+	python scripts/gpu_check.py
 	python scripts/gpu_check_colocate.py
 	python scripts/gpu_check_video.py
 
