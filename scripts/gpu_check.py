@@ -364,7 +364,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workdir", help="where models and logs go (default: a new temporary folder)")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--port", type=int, default=29533, help="accelerate's main process port")
-    parser.add_argument("--timeout", type=int, default=420, help="seconds per run")
+    parser.add_argument("--timeout", type=int, default=270, help="seconds per run (two runs stay under 10 minutes)")
     # inside accelerate launch
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--size", choices=sorted(SIZES), help=argparse.SUPPRESS)
