@@ -68,7 +68,8 @@ quality: $(if $(filter $(BIN)/ruff,$(RUFF)),setup)
 	$(RUFF) check src tests benchmarks scripts examples
 	PYTHONPATH=src $(BIN)/lint-imports
 
-gpu-check:  # on a machine with CUDA, vLLM, trl and this package installed: the co-located step, then video learning
+gpu-check:  # on a machine with CUDA, vLLM, trl and this package: ZeRO-3 steps, the co-located step, video learning
+	python -m scripts.gpu_check
 	python -m scripts.gpu_check_colocate
 	python -m scripts.gpu_check_video
 

@@ -1,9 +1,9 @@
 """GPU check of `verifier_mode="colocate"`: one RLCE GRPO training step on ONE CUDA GPU with TRL's colocated vLLM
-policy engine AND the frozen verifier's vLLM server process on the same GPU, printing the peak GPU memory of
-training, of the policy engine and of the verifier. Runs each configuration in a fresh process:
+policy engine AND the frozen verifier's vLLM server process on the same GPU, printing the GPU memory of training,
+of the policy engine and of the verifier. Runs each configuration in a fresh process:
 
-    python -m scripts.gpu_check_colocate                      # TRL sleep mode off, then on (a few minutes)
-    python -m scripts.gpu_check_colocate --trl-sleep off      # one configuration
+    python -m scripts.gpu_check_colocate                      # TRL sleep mode off (one cold start of each engine)
+    python -m scripts.gpu_check_colocate --trl-sleep both     # off, then on (two configurations, up to 2 x 9 min)
     python -m scripts.gpu_check_colocate --model /path/to/SmolLM2-135M-Instruct --verifier-sleep
     python -m scripts.gpu_check_colocate --recipe configs/prefeval_rlce.yaml   # a recipe, scaled down
     python -m scripts.gpu_check_colocate --recipe configs/prefeval_rlce.yaml --dry-run   # print its config (CPU)
@@ -16,17 +16,18 @@ Needs an environment with CUDA vLLM (0.22-0.31 for TRL 1.16), trl==1.16.*, and t
 The verifier server runs on the same interpreter unless `RLCE_VLLM_PYTHON` names another. Nothing is downloaded:
 the default model is a tiny random Llama (head size 64) built locally.
 
-How the memory figures are taken (NVML per process, sampled every 50 ms in a background thread, plus torch):
-- verifier   = peak GPU memory of the verifier server's process tree (API server + engine core), and its budget
-               `--verifier-mem` x total;
-- policy eng = the trainer process's GPU memory right after `RLCEGRPOTrainer(...)` (model + TRL's vLLM engine)
-               minus its memory before, minus the policy parameters' bytes (budget `--policy-mem` x total);
-- the same two as device-wide deltas of `torch.cuda.mem_get_info()` (in the JSON), for containers where NVML
-  reports host pids;
+How the memory figures are taken (device-wide `torch.cuda.mem_get_info()`, sampled every 50 ms in a background
+thread, and PyTorch's allocator; no NVML, whose per-process view containers may hide):
+- verifier   = device memory in use after the verifier server started minus before (its reservation), and its
+               budget `--verifier-mem` x total;
+- policy eng = device memory taken by `RLCEGRPOTrainer(...)` (model + TRL's vLLM engine) minus the policy
+               parameters' bytes (budget `--policy-mem` x total);
 - training   = `torch.cuda.max_memory_allocated()` during `trainer.train()` (PyTorch's allocator: model,
-               gradients, optimizer states, activations; also vLLM tensors allocated through torch), and the
-               trainer process's NVML peak (everything in that process, CUDA context included).
-Exit status 0 when every configuration trained one step with verifier calls and no failed verifier request.
+               gradients, optimizer states, activations; also vLLM tensors allocated through torch);
+- GPU used   = the device-wide peak over the whole run.
+Exit status 0 when every configuration trained one step with verifier calls and no failed verifier request. This
+script runs one process without DeepSpeed; `scripts/gpu_check.py --vllm` runs the same topology under
+`accelerate launch` with ZeRO-3.
 """
 
 from __future__ import annotations
@@ -53,37 +54,28 @@ def build_tiny_model(directory: Path) -> str:
 
 
 class GpuSampler:
-    """Peak NVML memory per pid (all processes on the GPU), sampled in a thread."""
+    """Peak device-wide GPU memory in use (`torch.cuda.mem_get_info`), sampled in a thread. Device-wide, so it does
+    not depend on NVML seeing this container's processes (and needs no NVML binding)."""
 
     def __init__(self, index: int = 0, period_s: float = 0.05):
-        import pynvml
+        import torch
 
-        pynvml.nvmlInit()
-        self.nvml = pynvml
-        self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        self.total = pynvml.nvmlDeviceGetMemoryInfo(self.handle).total
+        self.index = index
+        self.total = torch.cuda.mem_get_info(index)[1]
         self.period_s = period_s
-        self.peak: dict[int, int] = {}
         self.peak_used = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def now(self) -> dict[int, int]:
-        out = {}
-        for getter in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
-            try:
-                for p in getattr(self.nvml, getter)(self.handle):
-                    out[p.pid] = max(out.get(p.pid, 0), p.usedGpuMemory or 0)
-            except self.nvml.NVMLError:
-                pass
-        return out
+    def used(self) -> int:
+        import torch
+
+        free, total = torch.cuda.mem_get_info(self.index)
+        return total - free
 
     def _run(self):
         while not self._stop.is_set():
-            for pid, used in self.now().items():
-                self.peak[pid] = max(self.peak.get(pid, 0), used)
-            used = self.nvml.nvmlDeviceGetMemoryInfo(self.handle).used
-            self.peak_used = max(self.peak_used, used)
+            self.peak_used = max(self.peak_used, self.used())
             time.sleep(self.period_s)
 
     def start(self):
@@ -95,29 +87,10 @@ class GpuSampler:
         self._thread.join(timeout=5)
 
 
-def process_tree(root: int) -> set[int]:
-    """`root` and its descendants (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry))
-            except (OSError, ValueError, IndexError):
-                pass
-    out, todo = set(), [root]
-    while todo:
-        pid = todo.pop()
-        out.add(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
 #: What `--recipe` shrinks (everything else keeps the recipe's value).
 SCALED_DOWN = {
     "max_steps": 1, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "max_completion_length": 32,
-    "vllm_max_model_length": 2048, "verifier_max_model_length": 2048, "rlce_construction_max_tokens": 32,
+    "vllm_max_model_length": 2048, "rlce_construction_max_tokens": 32,
     "rlce_validation_max_tokens": 4, "rlce_equivalence_max_tokens": 64, "logging_steps": 1, "report_to": "none",
     "save_strategy": "no", "gradient_checkpointing": False, "activation_checkpointing": False, "seed": 0,
 }
@@ -157,14 +130,17 @@ def recipe_configuration(args) -> dict:
     config = RLCEGRPOConfig(**scale_down(args.recipe, str(work / "out")))
     sampler = GpuSampler(0).start()
     rows = load_preference_sample("train")[: config.generation_batch_size // config.num_generations]
+    used_0 = sampler.used()
     t0 = time.perf_counter()
     trainer = RLCEGRPOTrainer(model=model, args=config, train_dataset=Dataset.from_list(rows))
     init_s = time.perf_counter() - t0
+    used_1 = sampler.used()
     try:
-        tree = process_tree(trainer.verifier.process.pid)
+        torch.cuda.reset_peak_memory_stats()
         t1 = time.perf_counter()
         trainer.train()
         train_s = time.perf_counter() - t1
+        train_torch_peak = torch.cuda.max_memory_allocated()
         logs = [e for e in trainer.state.log_history if "rewards/rlce_verified/mean" in e]
     finally:
         trainer.verifier.close()
@@ -172,10 +148,10 @@ def recipe_configuration(args) -> dict:
     result = {
         "recipe": Path(args.recipe).name, "model": model, "gpu_total_gib": sampler.total / GIB,
         "verifier_mode": config.verifier_mode, "verifier_budget_gib": config.verifier_gpu_memory_utilization
-        * sampler.total / GIB, "verifier_peak_gib": sum(sampler.peak.get(p, 0) for p in tree) / GIB,
-        "policy_engine_budget_gib": config.vllm_gpu_memory_utilization * sampler.total / GIB,
-        "trainer_process_peak_gib": sampler.peak.get(os.getpid(), 0) / GIB,
-        "gpu_used_peak_gib": sampler.peak_used / GIB,
+        * sampler.total / GIB, "policy_engine_budget_gib": config.vllm_gpu_memory_utilization * sampler.total / GIB,
+        # device-wide: the verifier server, the policy and TRL's engine, all started by the trainer's __init__
+        "trainer_init_delta_gib": (used_1 - used_0) / GIB,
+        "training_torch_peak_gib": train_torch_peak / GIB, "gpu_used_peak_gib": sampler.peak_used / GIB,
         "seconds": {"trainer_init": init_s, "train_step": train_s},
         "verifier_seconds": sum(e.get("rlce/verifier_seconds", 0.0) for e in logs),
         "verifier_calls": sum(e.get("rlce/verifier_calls", 0) for e in logs),
@@ -184,7 +160,7 @@ def recipe_configuration(args) -> dict:
     }
     result["verifier_share"] = result["verifier_seconds"] / max(train_s, 1e-9)  # of the one step
     result["ok"] = (result["steps_logged"] == 1 and result["verifier_calls"] >= 1
-                    and result["verifier_failed_requests"] == 0 and result["verifier_peak_gib"] > 0)
+                    and result["verifier_failed_requests"] == 0)
     return result
 
 
@@ -202,15 +178,7 @@ def one_configuration(args) -> dict:
     work = Path(tempfile.mkdtemp(prefix="rlce-gpu-check-"))
     model = args.model or build_tiny_model(work / "tiny-model")
     sampler = GpuSampler(0).start()
-    me = os.getpid()
-    torch.cuda.init()
-    time.sleep(0.3)
-    before_any = sampler.now().get(me, 0)
-
-    def device_used() -> int:  # device-wide, robust when NVML's pids are in another pid namespace (containers)
-        free, total = torch.cuda.mem_get_info()
-        return total - free
-
+    device_used = sampler.used  # device-wide: needs no view of other processes (containers hide them from NVML)
     used_0 = device_used()
 
     # 1. The verifier server first, alone on the GPU: vLLM checks free memory >= its share and profiles undisturbed.
@@ -221,8 +189,6 @@ def one_configuration(args) -> dict:
     )
     verifier = ColocatedVLLMVerifier(process, sleep_between_calls=args.verifier_sleep, timeout_s=300)
     verifier_start_s = time.perf_counter() - t0
-    tree = process_tree(process.pid)
-    verifier_after_start = sum(sampler.now().get(p, 0) for p in tree)
     used_1 = device_used()
 
     try:
@@ -240,8 +206,6 @@ def one_configuration(args) -> dict:
         trainer = RLCEGRPOTrainer(model=model, args=config, train_dataset=Dataset.from_list(rows), verifier=verifier)
         trainer_init_s = time.perf_counter() - t1
         torch.cuda.synchronize()
-        time.sleep(0.3)
-        after_init = sampler.now().get(me, 0)
         used_2 = device_used()
         param_bytes = sum(p.numel() * p.element_size() for p in trainer.model.parameters())
         torch.cuda.reset_peak_memory_stats()
@@ -254,19 +218,16 @@ def one_configuration(args) -> dict:
     finally:
         verifier.close()
         sampler.stop()
-    verifier_peak = sum(sampler.peak.get(p, 0) for p in tree)
     result = {
         "trl_sleep_mode": args.trl_sleep, "verifier_sleep": args.verifier_sleep, "model": model,
         "gpu_total_gib": sampler.total / GIB,
         "verifier_budget_gib": args.verifier_mem * sampler.total / GIB,
-        "verifier_peak_gib": verifier_peak / GIB, "verifier_after_start_gib": verifier_after_start / GIB,
+        # device-wide deltas: what the verifier server took at start (its reservation), what the policy and TRL's
+        # engine took beyond the policy's parameters
+        "verifier_gib": (used_1 - used_0) / GIB,
         "policy_engine_budget_gib": args.policy_mem * sampler.total / GIB,
-        "policy_engine_gib": max(after_init - before_any - param_bytes, 0) / GIB,
-        # device-wide deltas (do not depend on NVML seeing our pids)
-        "verifier_start_delta_gib": (used_1 - used_0) / GIB,
-        "policy_init_delta_minus_params_gib": (used_2 - used_1 - param_bytes) / GIB,
+        "policy_engine_gib": max(used_2 - used_1 - param_bytes, 0) / GIB,
         "training_torch_peak_gib": train_torch_peak / GIB,
-        "trainer_process_peak_gib": sampler.peak.get(me, 0) / GIB,
         "gpu_used_peak_gib": sampler.peak_used / GIB,
         "seconds": {"verifier_start": verifier_start_s, "trainer_init": trainer_init_s, "train_step": train_s},
         "verifier_seconds": sum(e.get("rlce/verifier_seconds", 0.0) for e in logs),
@@ -281,13 +242,13 @@ def one_configuration(args) -> dict:
 
 def step_report(result: dict) -> str:
     """One co-located step in a line: step time, the verifier's seconds and share of it, and peak GPU memory per
-    part (the verifier server's process tree, TRL's policy engine, training in PyTorch's allocator)."""
+    part (the verifier server's start, TRL's policy engine, training in PyTorch's allocator)."""
     step = result["seconds"]["train_step"]
     verifier = result.get("verifier_seconds", 0.0)
     return (
         f"TRL sleep {result['trl_sleep_mode']}: step {step:.1f} s, verifier {verifier:.1f} s "
-        f"({verifier / step if step else 0.0:.0%} of the step); peak memory: verifier "
-        f"{result['verifier_peak_gib']:.2f} GiB, policy engine {result['policy_engine_gib']:.2f} GiB, training "
+        f"({verifier / step if step else 0.0:.0%} of the step); memory: verifier "
+        f"{result['verifier_gib']:.2f} GiB, policy engine {result['policy_engine_gib']:.2f} GiB, training "
         f"{result['training_torch_peak_gib']:.2f} GiB (GPU used at peak {result['gpu_used_peak_gib']:.2f} GiB)"
     )
 
@@ -295,7 +256,7 @@ def step_report(result: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="checkpoint folder (default: a tiny random Llama built here)")
-    parser.add_argument("--trl-sleep", choices=["off", "on", "both"], default="both",
+    parser.add_argument("--trl-sleep", choices=["off", "on", "both"], default="off",
                         help="TRL's vllm_enable_sleep_mode for its colocated policy engine")
     parser.add_argument("--verifier-sleep", action="store_true",
                         help="also put the verifier server to sleep between calls (its own sleep allocator)")
@@ -332,7 +293,7 @@ def main() -> int:
         argv += (["--model", args.model] if args.model else []) + (["--verifier-sleep"] if args.verifier_sleep else [])
         argv += ["--cuda-graphs"] if args.cuda_graphs else []
         print(f"=== TRL sleep mode {mode}: {' '.join(argv)}", flush=True)
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1200,
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=540,
                               check=False)
         lines = proc.stdout.splitlines()
         found = [json.loads(line[7:]) for line in lines if line.startswith("RESULT ")]
@@ -342,17 +303,16 @@ def main() -> int:
             continue
         results.append(found[0])
 
-    print("\nsleep  verifier(peak/budget)  policy engine(est/budget)  training(torch peak)  trainer proc  GPU used"
-          "  step s  ok")
+    print("\nsleep  verifier(start/budget)  policy engine(est/budget)  training(torch peak)  GPU used  step s  ok")
     for r in results:
-        if "verifier_peak_gib" not in r:
+        if "verifier_gib" not in r:
             print(f"{r['trl_sleep_mode']:<6} FAILED (exit {r.get('returncode')})")
             continue
-        print(f"{r['trl_sleep_mode']:<6} {r['verifier_peak_gib']:7.2f} / {r['verifier_budget_gib']:6.2f} GiB"
-              f"      {r['policy_engine_gib']:7.2f} / {r['policy_engine_budget_gib']:6.2f} GiB"
-              f"      {r['training_torch_peak_gib']:7.2f} GiB        {r['trainer_process_peak_gib']:6.2f} GiB"
-              f"  {r['gpu_used_peak_gib']:6.2f}  {r['seconds']['train_step']:6.1f}  {r['ok']}")
-    print("\n".join(step_report(r) for r in results if "verifier_peak_gib" in r))
+        print(f"{r['trl_sleep_mode']:<6} {r['verifier_gib']:7.2f} / {r['verifier_budget_gib']:6.2f} GiB"
+              f"       {r['policy_engine_gib']:7.2f} / {r['policy_engine_budget_gib']:6.2f} GiB"
+              f"      {r['training_torch_peak_gib']:7.2f} GiB       {r['gpu_used_peak_gib']:6.2f}"
+              f"  {r['seconds']['train_step']:6.1f}  {r['ok']}")
+    print("\n".join(step_report(r) for r in results if "verifier_gib" in r))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0 if results and all(r.get("ok") for r in results) else 1

@@ -10,7 +10,7 @@ def test_step_report_names_step_time_verifier_share_and_memory_per_part():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     line = module.step_report({
-        "trl_sleep_mode": "on", "seconds": {"train_step": 8.0}, "verifier_seconds": 2.0, "verifier_peak_gib": 3.1,
+        "trl_sleep_mode": "on", "seconds": {"train_step": 8.0}, "verifier_seconds": 2.0, "verifier_gib": 3.1,
         "policy_engine_gib": 5.0, "training_torch_peak_gib": 2.25, "gpu_used_peak_gib": 12.0,
     })
     assert "step 8.0 s" in line and "verifier 2.0 s (25% of the step)" in line

@@ -26,7 +26,7 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
     Configuration class for [`RLCEGRPOTrainer`].
 
     Everything of [`~trl.GRPOConfig`] applies unchanged; this class only adds the frozen verifier (`verifier_*`) and
-    the comparative-evidence reward (`rlce_*`), plus the video settings of [`~rlce_trl.video.VideoArguments`]
+    the comparative-evidence reward (`rlce_*`), plus the video settings of [`~rlce_trl.config_video.VideoArguments`]
     (`video_*`: how clips enter the policy, frame sampling) and the frozen partner model of the co-evolution phases
     (`partner_*`, [`~rlce_trl.verifiers.partner.PartnerArguments`]). Defaults are the paper's settings (appendix C)
     for PrefEval and IntentQA; the recipes under `configs/` set the per-task values (e.g. 3 tests per direction for

@@ -129,7 +129,7 @@ class RLCEReward:
             raise ValueError(
                 "These rows carry video frames, which TRL's GRPOTrainer (1.16) does not feed to the loss: it would "
                 "train on prompts without pixels. Use rlce_trl.RLCEGRPOTrainer (video_input='video'), or drop the "
-                "frames (rlce_trl.video.text_only_prompt)."
+                "frames (rlce_trl.data.media.text_only_prompt)."
             )
         groups = build_groups(prompts, completions, kwargs.get(self.labels_column), self.num_generations,
                               kwargs.get("question"))

@@ -180,6 +180,9 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
                              optimizers=optimizers, peft_config=peft_config, **kwargs)
         finally:
             args.reward_weights = user_weights
+        for callback in self.callback_handler.callbacks:  # save through the trainer (gathered under ZeRO-3)
+            if hasattr(callback, "bind_trainer"):
+                callback.bind_trainer(self)
         self._video_setup()
         weights = [args.rlce_verified_weight, args.rlce_format_weight, *(user_weights or [1.0] * len(user_funcs))]
         self.reward_weights[: len(weights)] = torch.tensor(weights, dtype=torch.float32)

@@ -13,7 +13,7 @@ relative to a media root). Following appendix A of the paper:
 Rows keep `videos` and carry a `{"type": "video"}` placeholder; [`expand_videos`] (one row) or [`with_frames`] (a
 `datasets.Dataset`, lazily) puts the frames in, as `{"type": "video", "video": [PIL images], "metadata": {...}}`: the
 message format that `processor.apply_chat_template(..., tokenize=True)` of a transformers vision-language processor
-reads (the metadata goes to the processor as `video_metadata`, see `evaluation.generation.VisionLanguageGenerator`).
+reads (the metadata goes to the processor as `video_metadata`, see `generation.generators.VisionLanguageGenerator`).
 
 Decoding needs PyAV and Pillow (`pip install av pillow`); building rows does not.
 """

@@ -16,6 +16,7 @@ from transformers import TrainerCallback
 
 from ..generation.generators import TransformersGenerator, VisionLanguageGenerator
 from .evaluate import evaluate_rows
+from .lockstep import generation_is_collective, run_on_main
 
 #: `validate(model, processing_class, step) -> score` (higher is better unless told otherwise).
 ValidateFn = Callable[[object, object, int], float]
@@ -63,8 +64,11 @@ class BestCheckpointCallback(TrainerCallback):
         patience: stop after this many validations without improvement; `None` never stops.
         validate_at_end: also validate after the last step when it is not a multiple of `eval_steps`.
 
-    Validation runs on the main process; with several processes the score (and the stop decision) is broadcast, and
-    the model must be generatable on one process (not sharded with ZeRO-3).
+    Validation runs on the main process; with several processes the score (and the stop decision) is broadcast. Under
+    ZeRO-3 (or FSDP) with several processes every process repeats the main process's `generate` calls
+    ([`~rlce_trl.evaluation.lockstep.run_on_main`]), and the best checkpoint is saved by the trainer (`save_model`,
+    which gathers the sharded weights on every process): [`RLCEGRPOTrainer`] binds its callbacks; with another trainer
+    call `callback.bind_trainer(trainer)`.
     """
 
     def __init__(
@@ -84,6 +88,11 @@ class BestCheckpointCallback(TrainerCallback):
         self.best_step: int | None = None
         self.history: list[dict] = []
         self.bad_validations = 0
+        self.trainer = None
+
+    def bind_trainer(self, trainer) -> None:
+        """Save the best checkpoint through `trainer.save_model` (complete weights under ZeRO-3 / FSDP)."""
+        self.trainer = trainer
 
     def _is_better(self, score: float) -> bool:
         if self.best_score is None:
@@ -91,7 +100,7 @@ class BestCheckpointCallback(TrainerCallback):
         return score > self.best_score if self.greater_is_better else score < self.best_score
 
     def _shared_score(self, args, state, model, processing_class) -> float:
-        score = self.validate(model, processing_class, state.global_step) if state.is_world_process_zero else None
+        score = run_on_main(model, lambda: self.validate(model, processing_class, state.global_step))
         import torch.distributed as dist
 
         if dist.is_available() and dist.is_initialized() and args.world_size > 1:
@@ -109,9 +118,11 @@ class BestCheckpointCallback(TrainerCallback):
         self.history.append({"step": state.global_step, "score": score, "best": improved})
         if improved:
             self.best_score, self.best_step, self.bad_validations = score, state.global_step, 0
-            if state.is_world_process_zero:
-                if best_dir.exists():
-                    shutil.rmtree(best_dir)
+            if state.is_world_process_zero and best_dir.exists():
+                shutil.rmtree(best_dir)
+            if self.trainer is not None:  # every process: gathers sharded weights (ZeRO-3, FSDP) to the main one
+                self.trainer.save_model(str(best_dir), _internal_call=True)  # internal: no push to the Hub
+            elif state.is_world_process_zero:  # unsharded (checked at on_train_begin)
                 model.save_pretrained(best_dir)
                 if processing_class is not None:
                     processing_class.save_pretrained(best_dir)
@@ -131,6 +142,14 @@ class BestCheckpointCallback(TrainerCallback):
         state.log_history.append(
             {"step": state.global_step, "validation_score": score, "best_validation_score": self.best_score}
         )
+        return control
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        if self.trainer is None and model is not None and generation_is_collective(model):  # before any step
+            raise RuntimeError(
+                "BestCheckpointCallback under ZeRO-3 / FSDP with several processes saves through the trainer: "
+                "call callback.bind_trainer(trainer) after building the trainer (RLCEGRPOTrainer does)."
+            )
         return control
 
     def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):

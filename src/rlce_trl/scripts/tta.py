@@ -57,7 +57,8 @@ class PassEvaluationCallback(TrainerCallback):
             summary then says so and the score is `None`).
         eval_base: also evaluate the base model before the first step (pass 0).
         method: the label of this run in the side-by-side table (e.g. `RLCE (G=4)`).
-    Runs on the main process; the model must be generatable there (not sharded with ZeRO-3).
+    Runs on the main process; under ZeRO-3 (or FSDP) with several processes every process repeats its `generate`
+    calls ([`~rlce_trl.evaluation.lockstep.run_on_main`]).
     """
 
     def __init__(self, rows: Sequence[dict], output_dir: str | Path, judge: Callable | None = None,
@@ -71,22 +72,29 @@ class PassEvaluationCallback(TrainerCallback):
         self.passes: list[dict] = []
 
     def _evaluate(self, state, model, processing_class, index: int) -> None:
-        if not state.is_world_process_zero:
-            return
         from ..evaluation.evaluate import evaluate_rows
+        from ..evaluation.lockstep import run_on_main
         from ..generation.generators import TransformersGenerator, VisionLanguageGenerator
 
         backend = VisionLanguageGenerator if any(r.get("videos") for r in self.rows) else TransformersGenerator
-        generate = backend(model, processing_class, max_new_tokens=self.max_new_tokens, batch_size=self.batch_size)
-        was_training = model.training
-        model.eval()
-        try:
-            summary = evaluate_rows(self.rows, generate, self.output_dir / f"pass-{index}", judge=self.judge,
-                                    batch_size=self.batch_size, progress=False, media_root=self.media_root)
-        finally:
-            model.train(was_training)
+
+        def evaluate() -> dict:
+            generate = backend(model, processing_class, max_new_tokens=self.max_new_tokens,
+                               batch_size=self.batch_size)
+            was_training = model.training
+            model.eval()
+            try:
+                return evaluate_rows(self.rows, generate, self.output_dir / f"pass-{index}", judge=self.judge,
+                                     batch_size=self.batch_size, progress=False, media_root=self.media_root)
+            finally:
+                model.train(was_training)
+
+        # every process: under ZeRO-3 the others repeat the main process's generate calls (their summary is empty)
+        summary = run_on_main(model, evaluate) or {}
         self.passes.append({"pass": index, "step": state.global_step, "score": summary.get("score"),
                             "metric": summary.get("metric"), "summary": f"pass-{index}/summary.json"})
+        if not state.is_world_process_zero:
+            return
         record = {"method": self.method, "task": summary.get("task"), "num_rows": len(self.rows),
                   "passes": self.passes}
         (self.output_dir / "passes.json").write_text(json.dumps(record, indent=2))

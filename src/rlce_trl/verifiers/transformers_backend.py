@@ -332,7 +332,9 @@ class TransformersVerifier(Verifier):
         automaton = self._automaton(request)
         if automaton is not None:
             kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
-        output = self.model.generate(**batch, **kwargs)[:, prompt_len:]
+        # a whole, unsharded copy that each rank drives on its own groups: never the per-token all-reduce that
+        # transformers turns on whenever ZeRO-3 is enabled (the ranks' calls would not line up: a hang)
+        output = self.model.generate(**batch, **kwargs, synced_gpus=False)[:, prompt_len:]
         return replies_from_generate(output, len(prompts), sampling, self.eos_ids, tok)
 
 

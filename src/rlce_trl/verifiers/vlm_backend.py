@@ -100,5 +100,6 @@ class VisionLanguageVerifier(Verifier):
                 self._automata[key] = _TemplateAutomaton(tok, template, self.eos_ids[0])
             automaton = self._automata[key]
             kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
-        output = self.model.generate(**batch, **kwargs)[:, prompt_len:]
+        # unsharded: each rank generates on its own groups, without ZeRO-3's per-token all-reduce (a hang otherwise)
+        output = self.model.generate(**batch, **kwargs, synced_gpus=False)[:, prompt_len:]
         return replies_from_generate(output, len(requests), sampling, self.eos_ids, tok)
