@@ -15,6 +15,7 @@ from trl import GRPOTrainer
 from .audit import EVIDENCE_FILE, EvidenceRecorder
 from .config import RLCEGRPOConfig
 from .data.checks import check_datasets
+from .health import HealthMonitor, HealthThresholds
 from .methods import build_scorer, scorer_name
 from .rewards import build_groups, completion_text, group_log_columns, rlce_format
 from .scoring import GroupScorer, StepStats, as_group_scorer
@@ -209,6 +210,14 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         self.evidence = EvidenceRecorder(os.path.join(args.output_dir, EVIDENCE_FILE), self.method_name,
                                          args.rlce_evidence_max_mb, args.rlce_evidence,
                                          self.accelerator.is_main_process)
+        #: The training-health monitor (`rlce_trl.health`, `health_*` settings), a callback; None when off.
+        self.health: HealthMonitor | None = None
+        if args.health_monitor:
+            self.health = HealthMonitor(
+                self.method_name, HealthThresholds.from_dict(args.health_thresholds), args.health_warmup_steps,
+                args.health_window, args.health_stop, args.output_dir, self._metrics["train"],
+                self.evidence.log if args.rlce_evidence else None, self.accelerator.is_main_process)
+            self.add_callback(self.health)
 
     # -- the verifier -------------------------------------------------------------------------------------------------
     def _build_verifier(self, model_arg) -> Verifier:
@@ -287,6 +296,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         results = self.group_scorer.finalize_batch(groups, [by_group[g] for g in range(len(groups))])
         step = self.state.global_step + (mode == "train")  # the step these rewards are logged under
         ids = self.evidence.next_ids(mode, step, len(groups))
+        if mode == "train" and self.health is not None:  # read at the end of the optimizer step
+            self.health.observe(step, groups, results)
         verified = [r for result in results for r in result.verified]
         start = rank * len(prompts)
         self._group_rewards = verified[start : start + len(prompts)]
