@@ -224,10 +224,10 @@ class HealthThresholds:
     simulated runs of `benchmarks/health_simulation.py`."""
 
     #: within-group collapse: one-answer share at or above max(collapse_share, reference + collapse_margin)
-    collapse_share: float = 0.8
-    collapse_margin: float = 0.25
+    collapse_share: float = 0.7
+    collapse_margin: float = 0.35
     #: cross-prompt collapse (closed labels): answer entropy at or below entropy_ratio x the reference entropy
-    entropy_ratio: float = 0.6
+    entropy_ratio: float = 0.5
     #: ... checked only when the reference entropy is at least this many bits (a base model that already answers
     #: one label leaves nothing to lose)
     min_reference_entropy: float = 0.5
@@ -235,16 +235,16 @@ class HealthThresholds:
     duplicate_rate: float = 0.5
     duplicate_margin: float = 0.25
     #: verifier drift: total-variation distance of the verdict mix from the reference at or above drift_tv ...
-    drift_tv: float = 0.2
+    drift_tv: float = 0.25
     #: ... with at least this many verdicts in the window and in the reference
     min_verdicts: int = 30
     #: reward-vs-signal divergence: min(reward gain, signal-share loss) at or above this
-    divergence: float = 0.2
+    divergence: float = 0.3
     #: entrenchment (RLCE): verified-majority share at or above max(entrenchment_share, reference + margin) ...
     entrenchment_share: float = 0.9
-    entrenchment_margin: float = 0.15
+    entrenchment_margin: float = 0.1
     #: ... over at least this many eligible groups: older steps are pooled until there are (at most 4 windows)
-    min_groups: int = 40
+    min_groups: int = 20
 
     @classmethod
     def names(cls) -> list[str]:

@@ -117,15 +117,17 @@ def test_summarize_group_reads_a_group_result():
 
 # -- the rules: each fires exactly past its stated threshold --------------------------------------------------------
 def test_within_group_collapse_rule():
-    assert not check_within_group_collapse(0.79, 0.1, T).fired  # below the absolute level
-    assert check_within_group_collapse(0.8, 0.1, T).fired
-    high = check_within_group_collapse(0.85, 0.7, T)  # the base model was already unanimous often: ref + margin
-    assert high.threshold == pytest.approx(0.7 + T.collapse_margin) and not high.fired
+    assert not check_within_group_collapse(T.collapse_share - 0.01, 0.1, T).fired  # below the absolute level
+    assert check_within_group_collapse(T.collapse_share, 0.1, T).fired
+    high = check_within_group_collapse(0.9, 0.6, T)  # the base model was already unanimous often: ref + margin
+    assert high.threshold == pytest.approx(0.6 + T.collapse_margin) and high.fired == (0.9 >= 0.6 + T.collapse_margin)
+    assert not check_within_group_collapse(0.6 + T.collapse_margin - 0.01, 0.6, T).fired
 
 
 def test_cross_prompt_collapse_rule():
     check = check_cross_prompt_collapse(0.9, 2.0, T)
-    assert check.value == pytest.approx(0.45) and check.fired
+    assert check.value == pytest.approx(0.45) and check.fired == (0.45 <= T.entropy_ratio)
+    assert check_cross_prompt_collapse(2.0 * T.entropy_ratio, 2.0, T).fired
     assert not check_cross_prompt_collapse(1.9, 2.0, T).fired
     assert check_cross_prompt_collapse(0.0, 0.3, T) is None  # a base model that answers one label already
 
