@@ -227,8 +227,10 @@ CANDIDATES = {  # rule -> (threshold names, candidate values: most sensitive fir
                               [(r, d) for r in (0.85, 0.8, 0.75, 0.7, 0.6, 0.5) for d in (0.3, 0.4, 0.5)]),
     "verifier_drift": (("drift_tv",), [(v,) for v in (0.1, 0.12, 0.15, 0.18, 0.2, 0.25, 0.3)]),
     "reward_signal_divergence": (("divergence",), [(v,) for v in (0.1, 0.15, 0.2, 0.25, 0.3)]),
-    "entrenchment": (("entrenchment_share", "entrenchment_margin", "min_groups"),
-                     [(s, m, n) for s in (0.8, 0.85, 0.9) for m in (0.1, 0.2) for n in (20, 30, 40, 60)]),
+    # (`min_groups` is not tuned here: it sets how many steps the monitor pools while it runs, so it is fixed for a
+    # simulation; the shipped 40 keeps false alarms well below target at 8 prompts per step)
+    "entrenchment": (("entrenchment_share", "entrenchment_margin"),
+                     [(s, m) for s in (0.8, 0.85, 0.9, 0.95) for m in (0.05, 0.1, 0.15, 0.2)]),
 }
 
 

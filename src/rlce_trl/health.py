@@ -244,7 +244,7 @@ class HealthThresholds:
     entrenchment_share: float = 0.9
     entrenchment_margin: float = 0.1
     #: ... over at least this many eligible groups: older steps are pooled until there are (at most 4 windows)
-    min_groups: int = 20
+    min_groups: int = 40
 
     @classmethod
     def names(cls) -> list[str]:
