@@ -242,7 +242,7 @@ class HealthThresholds:
     divergence: float = 0.3
     #: entrenchment (RLCE): verified-majority share at or above max(entrenchment_share, reference + margin) ...
     entrenchment_share: float = 0.9
-    entrenchment_margin: float = 0.1
+    entrenchment_margin: float = 0.05
     #: ... over at least this many eligible groups: older steps are pooled until there are (at most 4 windows)
     min_groups: int = 40
 
