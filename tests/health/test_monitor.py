@@ -95,3 +95,19 @@ def test_report_shows_the_health_panel(tmp_path):
 def test_monitor_refuses_a_zero_window():
     with pytest.raises(ValueError, match="health_window"):
         HealthMonitor(window=0)
+
+
+def test_free_text_runs_use_the_near_duplicate_rule():
+    def step(n, same):
+        groups = []
+        for p in range(6):
+            answers = ["i cannot tell what they want"] * 4 if same else [f"p{p}a{k} is the reply" for k in range(4)]
+            groups.append(GroupSummary(answers, [1.0, 0.0, 0.0, 0.0], answers[0], closed=False))
+        return StepRecord(n, groups)
+
+    monitor = HealthMonitor("rlce", warmup=1, window=1)
+    first, _ = monitor.add(step(1, same=False))
+    assert first["health/near_duplicate_rate"] == 0.0 and "health/answer_entropy" not in first
+    logged, checks = monitor.add(step(2, same=True))
+    assert logged["health/near_duplicate_rate"] == 1.0
+    assert {c.rule: c.metric for c in checks if c.fired}["cross_prompt_collapse"] == "health/near_duplicate_rate"
