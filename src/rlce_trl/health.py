@@ -103,6 +103,11 @@ class StepRecord:
 
     step: int
     groups: list[GroupSummary]
+    #: the step's verdicts as the scorer counted them (`StepStats.verdicts`); `None`: those of the groups' tests
+    verdicts: Counter | None = None
+
+    def verdict_mix(self) -> Counter:
+        return Counter(self.verdicts) if self.verdicts is not None else verdict_mix(self.groups)
 
 
 # -- metrics: pure functions of group summaries --------------------------------------------------------------------
@@ -448,16 +453,18 @@ class HealthMonitor(TrainerCallback):
         self.last_inputs: tuple | None = None  # what the rules read at the last checked step
 
     # the trainer's side
-    def observe(self, step: int, groups, results) -> None:
-        """Buffer one generation batch (every process sees all its groups)."""
-        self.pending.append(StepRecord(step, [summarize_group(g, r) for g, r in zip(groups, results, strict=True)]))
+    def observe(self, step: int, groups, results, verdicts: Counter | None = None) -> None:
+        """Buffer one generation batch (every process sees all its groups); `verdicts`: the step's verdict counts
+        over all processes (`StepStats.verdicts`: also the judgments of baselines whose results carry no tests)."""
+        summaries = [summarize_group(g, r) for g, r in zip(groups, results, strict=True)]
+        self.pending.append(StepRecord(step, summaries, Counter(verdicts) if verdicts is not None else None))
 
     # the metrics of a window of steps
     def _window_metrics(self, records: Sequence[StepRecord]) -> dict:
         groups = _pool(records)
         closed = sum(g.closed for g in groups) * 2 >= len(groups)
         agree, eligible = verified_majority_counts(groups)
-        verdicts = verdict_mix(groups)
+        verdicts = sum((r.verdict_mix() for r in records), Counter())
         out = {
             "one_answer_share": one_answer_share(groups),
             "zero_spread_share": zero_spread_share(groups),

@@ -297,7 +297,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         step = self.state.global_step + (mode == "train")  # the step these rewards are logged under
         ids = self.evidence.next_ids(mode, step, len(groups))
         if mode == "train" and self.health is not None:  # read at the end of the optimizer step
-            self.health.observe(step, groups, results)
+            self.health.observe(step, groups, results, StepStats.merge([e[2] for e in everyone]).verdicts)
         verified = [r for result in results for r in result.verified]
         start = rank * len(prompts)
         self._group_rewards = verified[start : start + len(prompts)]

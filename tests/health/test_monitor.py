@@ -1,7 +1,7 @@
 """The monitor over steps: reference, windows, alarms once per rule, files, `health_stop`, report and card."""
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 from transformers import TrainerControl, TrainerState
@@ -111,3 +111,17 @@ def test_free_text_runs_use_the_near_duplicate_rule():
     logged, checks = monitor.add(step(2, same=True))
     assert logged["health/near_duplicate_rate"] == 1.0
     assert {c.rule: c.metric for c in checks if c.fired}["cross_prompt_collapse"] == "health/near_duplicate_rate"
+
+
+def test_step_verdicts_from_the_scorer_drive_the_drift_rule():
+    """Baselines' judgments reach the monitor as the step's verdict counts (their results carry no tests)."""
+    def step(n, yes):
+        record = healthy(n)
+        record.verdicts = Counter(score_2=yes, score_0=40 - yes)
+        return record
+
+    monitor = HealthMonitor("policy_judge", warmup=1, window=1)
+    monitor.add(step(1, yes=10))
+    logged, checks = monitor.add(step(2, yes=30))
+    assert logged["health/verdict_drift"] == pytest.approx(0.5)  # 10/40 -> 30/40
+    assert "verifier_drift" in {c.rule for c in checks if c.fired}

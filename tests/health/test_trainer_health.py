@@ -65,3 +65,12 @@ def test_health_monitor_can_be_turned_off(tiny_model_dir, tmp_path):
 def test_bad_health_settings_fail_in_the_config(tmp_path, bad, message):
     with pytest.raises(ValueError, match=message):
         RLCEGRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, **bad)
+
+
+def test_a_judging_baseline_feeds_the_drift_metric(tiny_model_dir, tmp_path):
+    args = tiny_grpo_args(tmp_path / "out", max_steps=2, reward_method="policy_judge", health_warmup_steps=1,
+                          health_window=1)
+    trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=Dataset.from_list(preference_rows(16)))
+    trainer.train()
+    second = [e for e in trainer.state.log_history if "health/alarms" in e][1]
+    assert 0.0 <= second["health/verdict_drift"] <= 1.0  # the judge's verdicts, counted by its StepStats
