@@ -15,6 +15,8 @@ group and step (schema 1):
     status, tie_break_round                          verified answer's index (None without one), the group status
     extra                                            what a baseline keeps besides (e.g. the prompt's rubrics)
 
+The training-health monitor (`rlce_trl.health`) adds one `{"type": "health_alarm", "step": ...}` line per alarm.
+
 Only plain data goes in (no torch, no trainer): `group_record` + [`EvidenceLog`] serve any caller that scores groups,
 the trainer through [`EvidenceRecorder`], inference-time selection directly (`write_group_evidence`). Writing is
 append-only and done by the main process once the groups of a step are gathered; a resumed run first drops the records

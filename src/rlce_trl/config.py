@@ -140,6 +140,23 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
         rlce_verdict_calibration_file (`str`, *optional*):
             Calibrated verdicts (`rlce-trl calibrate fit`): contextual calibration and an "unknown" band applied to the
             verifier's per-choice probabilities. Label-light and opt-in.
+
+    > Parameters that control the training-health monitor (`rlce_trl.health`)
+
+    Parameters:
+        health_monitor (`bool`, *optional*, defaults to `True`):
+            Watch the run for collapse and entrenchment: log `health/*` metrics per step and raise an alarm (a warning
+            in the log, a line in the evidence trail and in `<output_dir>/rlce_health.jsonl`, the report and the
+            model card) when a rule fires. See `docs/health.md`.
+        health_stop (`bool`, *optional*, defaults to `False`):
+            End the run cleanly at the first alarm: a checkpoint is saved and the model card says why.
+        health_warmup_steps (`int`, *optional*, defaults to `3`):
+            First steps whose metrics are the reference (the base model's behaviour).
+        health_window (`int`, *optional*, defaults to `3`):
+            Steps pooled for each check (the entrenchment check pools more until it has enough groups).
+        health_thresholds (`dict`, *optional*):
+            Thresholds of the alarm rules to override, by name (`rlce_trl.health.HealthThresholds`, e.g.
+            `{"collapse_share": 0.9}`); a JSON object on the command line.
     """
 
     verifier_mode: str = field(
@@ -260,6 +277,23 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
                   "verifier's choice probabilities through it. Label-light, opt-in; None reads the argmax verdict."},
     )
 
+    health_monitor: bool = field(
+        default=True,
+        metadata={"help": "Watch for collapse and entrenchment: health/* metrics, alarms (docs/health.md)."},
+    )
+    health_stop: bool = field(
+        default=False, metadata={"help": "End the run cleanly at the first health alarm (checkpoint saved)."}
+    )
+    health_warmup_steps: int = field(
+        default=3, metadata={"help": "First steps whose health metrics are the reference (the base model's)."}
+    )
+    health_window: int = field(default=3, metadata={"help": "Steps pooled for each health check."})
+    health_thresholds: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={"help": "Health alarm thresholds to override, as a JSON object (e.g. '{\"collapse_share\": 0.9}'); "
+                  "names in rlce_trl.health.HealthThresholds."},
+    )
+
     def __post_init__(self):
         problems = []
         if self.num_generations is not None and self.num_generations < 2:
@@ -324,6 +358,7 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
             problems.append("rlce_evidence_max_mb must be >= 0 (0: no limit; rlce_evidence=False: no trail).")
         if self.verifier_batch_size < 1:
             problems.append("verifier_batch_size must be >= 1.")
+        problems += self._health_problems()
         problems += self.video_problems()
         problems += self.partner_problems()
         if self.rlce_prompts_file is not None:
@@ -345,6 +380,21 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
         self.translate_activation_checkpointing()  # recipes' key on transformers < 5.25 (checkpointing_compat.py)
         super().__post_init__()
         self.mirror_activation_checkpointing()
+
+    def _health_problems(self) -> list[str]:
+        """Check the health-monitor settings; read `health_thresholds` from JSON."""
+        from .health import threshold_problems
+
+        problems = [f"{name} must be >= 1." for name in ("health_warmup_steps", "health_window")
+                    if getattr(self, name) < 1]
+        if isinstance(self.health_thresholds, str):
+            try:
+                text = self.health_thresholds
+                self.health_thresholds = json.loads(text) if text.strip() else None
+            except json.JSONDecodeError as error:
+                return [*problems, f"health_thresholds is not valid JSON ({error}): pass an object like "
+                        "'{\"collapse_share\": 0.9}'."]
+        return problems + [f"health_thresholds: {p}" for p in threshold_problems(self.health_thresholds)]
 
     def _reward_method_problems(self) -> list[str]:
         """Check `reward_method` (through the registry, imported here, not with the module), turn an ablation alias

@@ -219,6 +219,9 @@ def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str 
     report = report_section(trainer.args.output_dir)
     if report:
         section = section.replace(END, report + END)
+    from .health import card_section  # the alarms raised, and why the run stopped if the monitor stopped it
+
+    section = section.replace(END, card_section(getattr(trainer, "health", None), trainer.state.global_step) + END)
     card = fix_base_model(card, getattr(trainer.accelerator.unwrap_model(trainer.model).config, "_name_or_path", None),
                           trainer.hub_model_id, trainer.args.output_dir)
     anchor = "### Framework versions"

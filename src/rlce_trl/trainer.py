@@ -15,6 +15,7 @@ from .audit import EVIDENCE_FILE, EvidenceRecorder
 from .config import RLCEGRPOConfig
 from .data.checks import check_datasets
 from .data.prompts import completion_text
+from .health import HealthMonitor, HealthThresholds
 from .methods import build_scorer, scorer_name
 from .model_card import PAPER_CITATION, PAPER_TITLE
 from .rewards import build_groups, completion_columns, metric_key, rlce_format
@@ -193,6 +194,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         self.group_scorer: GroupScorer = group_scorer or self._build_scorer()
         #: The evidence audit trail (`<output_dir>/rlce_evidence.jsonl`, see `rlce_trl.audit`).
         self.evidence = self._build_evidence_recorder()
+        #: The training-health monitor (`rlce_trl.health`, `health_*` settings), a callback; None when off.
+        self.health: HealthMonitor | None = self._build_health_monitor()
 
     def _build_scorer(self) -> GroupScorer:
         """The scorer `args.reward_method` names, with the verifier, the partner and `args.reward_method_kwargs`."""
@@ -206,6 +209,17 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
                                 args.rlce_evidence_max_mb, args.rlce_evidence, self.accelerator.is_main_process)
 
     # -- rewards --------------------------------------------------------------------------------------------------
+    def _build_health_monitor(self) -> HealthMonitor | None:
+        args = self.args
+        if not args.health_monitor:
+            return None
+        monitor = HealthMonitor(
+            self.method_name, HealthThresholds.from_dict(args.health_thresholds), args.health_warmup_steps,
+            args.health_window, args.health_stop, args.output_dir, self._metrics["train"],
+            self.evidence.log if args.rlce_evidence else None, self.accelerator.is_main_process)
+        self.add_callback(monitor)
+        return monitor
+
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         mode = "train" if self.model.training else "eval"
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
@@ -238,6 +252,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         results = self.group_scorer.finalize_batch(groups, [by_group[g] for g in range(len(groups))])
         step = self.state.global_step + (mode == "train")  # the step these rewards are logged under
         ids = self.evidence.next_ids(mode, step, len(groups))
+        if mode == "train" and self.health is not None:  # read at the end of the optimizer step
+            self.health.observe(step, groups, results, StepStats.merge([r.stats for r in reports]).verdicts)
         start = rank * len(prompts)
         columns = {name: values[start : start + len(prompts)]
                    for name, values in completion_columns(results, ids).items()}

@@ -18,6 +18,7 @@ import os
 from collections import Counter
 
 from .data import RunData, load_run
+from .health import health_section
 from .page import render
 from .plots import panels, svg_panel, write_pngs
 
@@ -54,7 +55,8 @@ def build_report(
     svgs = [svg_panel(title, data.log_history, keys) for title, keys in chosen]
     write_pngs(data.log_history, output_dir)
     title = f"rlce-trl report: {os.path.basename(os.path.normpath(os.path.abspath(run_dir)))}"
-    html = render(title, _summary(data), data.notes, svgs, data.groups, data.completions, data.completion_columns)
+    html = render(title, _summary(data), data.notes, svgs, data.groups, data.completions, data.completion_columns,
+                  health_section(run_dir, data.log_history, data.health_alarms))
     path = os.path.join(output_dir, "index.html")
     with open(path, "w", encoding="utf-8") as f:
         f.write(html)

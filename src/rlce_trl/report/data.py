@@ -32,6 +32,7 @@ class RunData:
     completions: list[dict] = field(default_factory=list)
     completion_columns: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    health_alarms: list[dict] = field(default_factory=list)  # the trail's `health_alarm` lines
 
     @property
     def has_evidence(self) -> bool:
@@ -166,7 +167,8 @@ def load_run(run_dir: str, max_groups: int | None = None) -> RunData:
         limits = [r for r in rows if r.get("type") == "limit"]
         data.evidence_limit = limits[-1] if limits else None
         groups = [r for r in rows if r.get("type") is None and valid_group(r)]
-        data.skipped_lines += len(rows) - len(groups) - len(limits)
+        data.health_alarms = [r for r in rows if r.get("type") == "health_alarm"]
+        data.skipped_lines += len(rows) - len(groups) - len(limits) - len(data.health_alarms)
         if max_groups is not None and len(groups) > max_groups:
             data.notes.append(f"The page shows the newest {max_groups} of {len(groups)} groups (--max_groups).")
             groups = groups[-max_groups:]

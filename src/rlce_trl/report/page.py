@@ -174,7 +174,7 @@ def _completions_section(rows: list[dict], columns: list[str]) -> str:
 
 
 def render(title: str, summary: str, notes: list[str], svgs: list[str], groups: list[dict], completions: list[dict],
-           completion_columns: list[str]) -> str:
+           completion_columns: list[str], health: str = "") -> str:
     notes_html = "".join(f"<li>{escape(n)}</li>" for n in notes)
     curves = "".join(svgs) or '<p class="muted">No metrics logged.</p>'
     browser = ""
@@ -193,6 +193,7 @@ def render(title: str, summary: str, notes: list[str], svgs: list[str], groups: 
 <body><header><h1>{escape(title)}</h1><div class="sub">{escape(summary)}</div></header><main>
 {f'<section class="notes"><ul>{notes_html}</ul></section>' if notes else ''}
 <section id="curves-section"><h2>Curves</h2><div class="curves" id="curves">{curves}</div></section>
+{health}
 {browser}
 {_completions_section(completions, completion_columns)}
 </main>

@@ -1,0 +1,320 @@
+"""The training-health monitor on scripted policies: detection delay after onset and false alarms on healthy steps.
+
+Each simulated run hands `rlce_trl.health.HealthMonitor.add` (the code the trainer's callback runs) one step of group
+summaries at a time: B prompts per step, G rollouts per prompt, K closed labels (or free-text answers), with a
+scripted policy and a scripted verifier:
+
+- `healthy`: accuracy rises slowly (0.35-0.5 at the start, up to +0.2 by the end), per-prompt difficulty, a base
+  model prior that wrong answers lean towards, a few rollouts without an answer. RLCE's verified answer is the true
+  label with probability 0.7 when a rollout gives it, else an answer drawn in proportion to its votes; a tenth of
+  comparable groups end in a tie (no reward). Verdicts: a test for a correct answer is yes/no/unknown with
+  0.6/0.25/0.15, for a wrong one 0.3/0.5/0.2. TTRL rewards the majority (first on a tie).
+- `within_group`: from the onset, over 3 steps, a group becomes unanimous with probability rising to 0.9.
+- `cross_prompt`: from the onset, over 3 steps, a rollout answers one fixed label with probability rising to 0.85.
+- `cross_prompt_text`: the same on free text (each prompt's answers are distinct sentences; the collapse answer is
+  one sentence for every prompt).
+- `yes_drift` (RLCE): from the onset, over 3 steps, every verdict's probability of "yes" rises by 0.35.
+- `entrenchment` (RLCE): from the ramp start, over 20 steps, the probability that the verified answer is simply the
+  group majority rises from 0 to 1; the *onset* is the step where it reaches 0.5 (half the verified answers copy
+  the vote).
+
+Before the onset a collapse run is healthy: its steps count as healthy steps. A rule's false-alarm rate is the share
+of healthy steps (those where the rules are checked, after the warmup and the first window) on which it fires; a
+run's detection delay is the first step at or after the onset on which the scenario's rule fires, minus the onset
+(a rule that never fires within the run counts as missed).
+
+Thresholds are tuned on the tuning seeds (per rule, the most sensitive candidate whose false-alarm rate on healthy
+steps stays below `--tune-fa`), then the thresholds the package ships (`HealthThresholds()` defaults) are reported
+on the held-out seeds.
+
+    python -m benchmarks.health_simulation                      # 8 prompts x 4 rollouts per step
+    python -m benchmarks.health_simulation --groups 32 --tune-seeds 50 --test-seeds 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import statistics
+import sys
+import time
+import zlib
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from rlce_trl.health import (  # noqa: E402
+    GroupSummary,
+    HealthMonitor,
+    HealthThresholds,
+    StepRecord,
+    evaluate_rules,
+)
+
+SCENARIOS = {  # scenario -> {method: the rules that must flag it}
+    "healthy": {"rlce": (), "ttrl": ()},
+    "within_group": {"rlce": ("within_group_collapse",),
+                     # TTRL rewards a unanimous group: the reward rises while comparisons vanish
+                     "ttrl": ("within_group_collapse", "reward_signal_divergence")},
+    "cross_prompt": {"rlce": ("cross_prompt_collapse",), "ttrl": ("cross_prompt_collapse",)},
+    "cross_prompt_text": {"rlce": ("cross_prompt_collapse",), "ttrl": ("cross_prompt_collapse",)},
+    "yes_drift": {"rlce": ("verifier_drift",)},
+    "entrenchment": {"rlce": ("entrenchment",)},
+}
+RAMP = 3
+ENTRENCH_RAMP = 20
+VOCAB = [f"w{i}" for i in range(300)]
+COLLAPSE_TEXT = "i am not sure what the user wants here"
+
+
+@dataclasses.dataclass
+class Sim:
+    scenario: str
+    method: str
+    seed: int
+    groups: int = 8
+    generations: int = 4
+    labels: int = 4
+    steps: int = 60
+
+    def __post_init__(self):
+        self.rng = random.Random(zlib.crc32(f"{self.scenario}/{self.method}/{self.seed}".encode()))
+        rng = self.rng
+        self.p0 = rng.uniform(0.35, 0.5)
+        self.p1 = self.p0 + rng.uniform(0.0, 0.2)
+        self.prior = rng.randrange(self.labels)  # the base model's favourite wrong label
+        self.collapse_label = rng.randrange(self.labels)
+        if self.scenario == "entrenchment":
+            self.ramp_start = rng.randint(5, 25)
+            self.onset = self.ramp_start + ENTRENCH_RAMP // 2
+        else:
+            self.onset = rng.randint(15, 35) if self.scenario != "healthy" else None
+        self.closed = self.scenario != "cross_prompt_text"
+
+    def level(self, step: int, ramp: int = RAMP) -> float:
+        """0 before the onset, rising linearly to 1 over `ramp` steps."""
+        if self.onset is None or step < self.onset:
+            return 0.0
+        return min(1.0, (step - self.onset + 1) / ramp)
+
+    def entrenched(self, step: int) -> float:
+        if self.scenario != "entrenchment":
+            return 0.0
+        return min(1.0, max(0.0, (step - self.ramp_start) / ENTRENCH_RAMP))
+
+    def answer_text(self, prompt: int, label: int) -> str:
+        rng = random.Random(prompt * 1000 + label)
+        return " ".join(rng.sample(VOCAB, 6))
+
+    def group(self, step: int, prompt: int) -> GroupSummary:
+        rng, k, g = self.rng, self.labels, self.generations
+        truth = rng.randrange(k)
+        accuracy = self.p0 + (self.p1 - self.p0) * step / self.steps + 0.3 * (rng.betavariate(2, 2) - 0.5)
+        accuracy = min(0.95, max(0.05, accuracy))
+
+        def sample() -> int | None:
+            if rng.random() < 0.05:
+                return None
+            if rng.random() < accuracy:
+                return truth
+            wrong = [label for label in range(k) if label != truth]
+            return self.prior if self.prior != truth and rng.random() < 0.4 else rng.choice(wrong)
+
+        labels = [sample() for _ in range(g)]
+        if self.scenario == "within_group" and rng.random() < 0.9 * self.level(step):
+            mode = truth if rng.random() < accuracy else rng.choice([x for x in range(k) if x != truth])
+            labels = [mode] * g
+        if self.scenario in ("cross_prompt", "cross_prompt_text"):
+            labels = [self.collapse_label if rng.random() < 0.85 * self.level(step) else x for x in labels]
+        if self.closed:
+            answers = [None if x is None else f"label{x}" for x in labels]
+            correct = f"label{truth}"
+        else:
+            collapsed = self.scenario == "cross_prompt_text" and self.level(step) > 0
+            answers = [None if x is None else (COLLAPSE_TEXT if collapsed and x == self.collapse_label
+                                               else self.answer_text(step * 1000 + prompt, x)) for x in labels]
+            correct = self.answer_text(step * 1000 + prompt, truth)
+        counts = Counter(a for a in answers if a is not None)
+        distinct = list(counts)
+        majority = None
+        top = counts.most_common(2)
+        if top and (len(top) == 1 or top[0][1] > top[1][1]):
+            majority = top[0][0]
+        verdicts: Counter = Counter()
+        if self.method == "ttrl":
+            winner = top[0][0] if top else None
+        elif len(distinct) < 2:
+            winner = None  # RLCE: a single answer (or none) gets no verification reward
+        else:
+            for favoured in distinct:  # one test per direction of every pair, plus tie-break tests sometimes
+                for _ in range((len(distinct) - 1) * (2 if rng.random() < 0.3 else 1)):
+                    verdicts[self.verdict(favoured == correct, step)] += 1
+            if majority is not None and rng.random() < self.entrenched(step):
+                winner = majority
+            elif rng.random() < 0.1:
+                winner = None  # a tie that the extra tests did not break
+            elif correct in counts and rng.random() < 0.7:
+                winner = correct
+            else:
+                winner = rng.choices(distinct, weights=[counts[a] for a in distinct])[0]
+        rewards = [None] * g if winner is None else [float(a is not None and a == winner) for a in answers]
+        return GroupSummary(answers=answers, rewards=rewards, verified_answer=winner, verdicts=verdicts,
+                            closed=self.closed)
+
+    def verdict(self, correct: bool, step: int) -> str:
+        yes, no, unknown = (0.6, 0.25, 0.15) if correct else (0.3, 0.5, 0.2)
+        if self.scenario == "yes_drift":
+            shift = 0.35 * self.level(step)
+            yes, no, unknown = yes + shift, no * (1 - shift / (no + unknown)), unknown * (1 - shift / (no + unknown))
+        return self.rng.choices(("yes", "no", "unknown"), weights=(yes, no, unknown))[0]
+
+    def run(self, warmup: int, window: int) -> list[tuple[int, tuple]]:
+        """Every checked step as (step, (window metrics, reference, logged)) for `evaluate_rules`."""
+        monitor = HealthMonitor(self.method, warmup=warmup, window=window)
+        out = []
+        for step in range(1, self.steps + 1):
+            monitor.last_inputs = None
+            monitor.add(StepRecord(step, [self.group(step, p) for p in range(self.groups)]))
+            if monitor.last_inputs is not None:
+                out.append((step, monitor.last_inputs))
+        return out
+
+
+def simulate(seeds, args) -> list[tuple[Sim, list]]:
+    runs = []
+    for scenario, methods in SCENARIOS.items():
+        for method in methods:
+            for seed in seeds:
+                sim = Sim(scenario, method, seed, args.groups, args.generations, args.labels, args.steps)
+                runs.append((sim, sim.run(args.warmup, args.window)))
+    return runs
+
+
+def firing(run, method: str, t: HealthThresholds) -> dict[int, set[str]]:
+    return {step: {c.rule for c in evaluate_rules(*inputs, method, t) if c.fired} for step, inputs in run}
+
+
+def evaluate(runs, t: HealthThresholds) -> dict:
+    """False-alarm rate per rule (and any rule) on healthy steps; delays per (scenario, method)."""
+    healthy_steps, false = 0, Counter()
+    healthy_runs, runs_with_alarm = 0, 0
+    delays: dict[tuple[str, str, str], list[int | None]] = {}
+    for sim, run in runs:
+        fired = firing(run, sim.method, t)
+        pre = [s for s in fired if sim.onset is None or s < sim.onset]
+        healthy_steps += len(pre)
+        for s in pre:
+            false.update(fired[s])
+            false["any"] += bool(fired[s])
+        if sim.onset is None:
+            healthy_runs += 1
+            runs_with_alarm += any(fired[s] for s in pre)
+            continue
+        for rule in (*SCENARIOS[sim.scenario][sim.method], "any"):
+            hit = next((s for s in sorted(fired) if s >= sim.onset and (fired[s] if rule == "any" else
+                                                                         rule in fired[s])), None)
+            delays.setdefault((sim.scenario, sim.method, rule), []).append(None if hit is None else hit - sim.onset)
+    return {"healthy_steps": healthy_steps, "false": false, "delays": delays, "healthy_runs": healthy_runs,
+            "runs_with_alarm": runs_with_alarm}
+
+
+CANDIDATES = {  # rule -> (threshold names, candidate values: most sensitive first)
+    "within_group_collapse": (("collapse_share", "collapse_margin"),
+                              [(s, m) for s in (0.5, 0.6, 0.7, 0.8, 0.9) for m in (0.15, 0.25, 0.35)]),
+    "cross_prompt_collapse": (("entropy_ratio", "duplicate_rate"),
+                              [(r, d) for r in (0.85, 0.8, 0.75, 0.7, 0.6, 0.5) for d in (0.3, 0.4, 0.5)]),
+    "verifier_drift": (("drift_tv",), [(v,) for v in (0.1, 0.12, 0.15, 0.18, 0.2, 0.25, 0.3)]),
+    "reward_signal_divergence": (("divergence",), [(v,) for v in (0.1, 0.15, 0.2, 0.25, 0.3)]),
+    # (`min_groups` is not tuned here: it sets how many steps the monitor pools while it runs, so it is fixed for a
+    # simulation; the shipped 40 keeps false alarms well below target at 8 prompts per step)
+    "entrenchment": (("entrenchment_share", "entrenchment_margin"),
+                     [(s, m) for s in (0.8, 0.85, 0.9, 0.95) for m in (0.05, 0.1, 0.15, 0.2)]),
+}
+
+
+def tune(runs, max_fa: float, target: int) -> dict:
+    """Per rule, among the candidates whose false-alarm rate on healthy steps is below `max_fa` and whose
+    95th-percentile delay on the rule's scenarios is at most `target` steps, the least sensitive one (the last in
+    `CANDIDATES` order: most margin against healthy runs unlike the simulated ones); when none reaches the target, the
+    one with the smallest 95th-percentile delay (misses count as never). Returns rule -> (thresholds, p95, fa)."""
+    chosen = {}
+    for rule, (names, values) in CANDIDATES.items():
+        best, fallback = None, None
+        for value in values:
+            t = dataclasses.replace(HealthThresholds(), **dict(zip(names, value, strict=True)))
+            result = evaluate(runs, t)
+            fa = result["false"][rule] / max(result["healthy_steps"], 1)
+            delays = sorted(d if d is not None else 10**6 for (_, _, r), ds in result["delays"].items()
+                            if r == rule for d in ds)
+            if fa >= max_fa or not delays:
+                continue
+            p95 = delays[int(0.95 * (len(delays) - 1))]
+            entry = (dict(zip(names, value, strict=True)), p95, fa)
+            if p95 <= target:
+                best = entry
+            elif fallback is None or p95 < fallback[1]:
+                fallback = entry
+        chosen[rule] = best or fallback
+    return chosen
+
+
+def report(result: dict, label: str) -> None:
+    n = result["healthy_steps"]
+    print(f"\n== {label} ==")
+    print(f"false alarms on {n} healthy steps (checked steps of healthy runs and of collapse runs before onset):")
+    for rule in [*CANDIDATES, "any"]:
+        print(f"  {rule:26s} {result['false'][rule]:5d}  {100 * result['false'][rule] / max(n, 1):6.2f} %")
+    print(f"healthy runs with any alarm: {result['runs_with_alarm']} of {result['healthy_runs']}")
+    print("detection delay after onset (steps), by scenario and method:")
+    print(f"  {'scenario':18s} {'method':6s} {'rule':26s} {'runs':>5s} {'missed':>6s} {'median':>6s} {'p95':>5s} "
+          f"{'max':>5s} {'<=5':>6s}")
+    for (scenario, method, rule), ds in sorted(result["delays"].items()):
+        found = sorted(d for d in ds if d is not None)
+        missed = len(ds) - len(found)
+        p95 = found[int(0.95 * (len(found) - 1))] if found else None
+        within = sum(1 for d in ds if d is not None and d <= 5) / len(ds)
+        print(f"  {scenario:18s} {method:6s} {rule:26s} {len(ds):5d} {missed:6d} "
+              f"{statistics.median(found) if found else float('nan'):6.1f} {p95 if p95 is not None else '-':>5} "
+              f"{max(found) if found else '-':>5} {100 * within:5.1f}%")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--groups", type=int, default=8, help="prompts (rollout groups) per step")
+    parser.add_argument("--generations", type=int, default=4, help="rollouts per prompt (G)")
+    parser.add_argument("--labels", type=int, default=4, help="closed labels (K)")
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=3, help="health_warmup_steps")
+    parser.add_argument("--window", type=int, default=3, help="health_window")
+    parser.add_argument("--tune-seeds", type=int, default=60, help="seeds 0..N-1 tune the thresholds")
+    parser.add_argument("--test-seeds", type=int, default=120, help="the next N seeds are held out")
+    parser.add_argument("--tune-fa", type=float, default=0.002, help="false-alarm rate a tuned rule must stay below")
+    parser.add_argument("--tune-target", type=int, default=4,
+                        help="p95 detection delay (steps) a tuned rule must reach on the tuning seeds (one step "
+                        "below the 5-step target, as a margin for the held-out seeds)")
+    args = parser.parse_args(argv)
+
+    start = time.time()
+    tuning = simulate(range(args.tune_seeds), args)
+    print(f"B={args.groups} prompts x G={args.generations} rollouts per step, K={args.labels} labels, "
+          f"{args.steps} steps, warmup {args.warmup}, window {args.window}; tuning on seeds 0-{args.tune_seeds - 1}, "
+          f"held out {args.tune_seeds}-{args.tune_seeds + args.test_seeds - 1}")
+    chosen = tune(tuning, args.tune_fa, args.tune_target)
+    shipped = HealthThresholds()
+    print(f"\ntuned on the tuning seeds (least sensitive with p95 delay <= {args.tune_target} steps and false "
+          f"alarms < {100 * args.tune_fa:.2f} % of healthy steps) vs shipped defaults:")
+    for rule, entry in chosen.items():
+        ship = {k: getattr(shipped, k) for k in CANDIDATES[rule][0]}
+        tuned = "none" if entry is None else f"{entry[0]} (p95 delay {entry[1]}, false alarms {100 * entry[2]:.2f} %)"
+        print(f"  {rule:26s} tuned {tuned}\n  {'':26s} shipped {ship}")
+    report(evaluate(tuning, shipped), "shipped defaults, tuning seeds")
+    held_out = simulate(range(args.tune_seeds, args.tune_seeds + args.test_seeds), args)
+    report(evaluate(held_out, shipped), "shipped defaults, HELD-OUT seeds")
+    print(f"\n({time.time() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

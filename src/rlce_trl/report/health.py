@@ -1,0 +1,51 @@
+"""The report's training-health panel: the `health/*` curves of the run and the alarms the monitor raised
+(`rlce_trl.health`), read from `<run_dir>/rlce_health.jsonl`, or from the evidence trail's alarm lines when that file
+is missing."""
+
+from __future__ import annotations
+
+import os
+from html import escape
+
+from ..health import HEALTH_FILE, read_alarms
+from .plots import svg_panel
+
+PANELS = [
+    ("Health: collapse", ["health/one_answer_share", "health/zero_spread_share", "health/signal_share",
+                          "health/answer_entropy_ratio", "health/near_duplicate_rate"]),
+    ("Health: drift and entrenchment", ["health/verdict_drift", "health/reward_signal_divergence",
+                                        "health/verified_majority_share", "health/task_reward"]),
+]
+
+
+def run_alarms(run_dir: str, trail_alarms: list[dict] | None = None) -> list[dict]:
+    """The alarms of a run: `rlce_health.jsonl`, else the `health_alarm` lines of the evidence trail."""
+    path = os.path.join(run_dir, HEALTH_FILE)
+    return read_alarms(path) if os.path.exists(path) else list(trail_alarms or [])
+
+
+def health_section(run_dir: str, log_history: list[dict], trail_alarms: list[dict] | None = None) -> str:
+    """The panel's HTML; "" for a run without health metrics or alarms (monitor off, or an older run)."""
+    keys = {k for entry in log_history for k in entry if k.startswith("health/")}
+    alarms = run_alarms(run_dir, trail_alarms)
+    if not keys and not alarms:
+        return ""
+    svgs = "".join(svg_panel(title, log_history, [k for k in names if k in keys])
+                   for title, names in PANELS if any(k in keys for k in names))
+    if alarms:
+        rows = "".join(
+            f"<tr><td>{escape(str(a.get('step')))}</td><td>{escape(str(a.get('rule', '')).replace('_', ' '))}</td>"
+            f"<td>{escape(str(a.get('metric', '')))}</td><td>{_num(a.get('value'))}</td>"
+            f"<td>{_num(a.get('threshold'))}</td><td>{'stopped the run' if a.get('stopped') else ''}</td></tr>"
+            for a in alarms)
+        table = ('<table id="health-alarms"><thead><tr><th>step</th><th>rule</th><th>metric</th><th>value</th>'
+                 f"<th>threshold</th><th></th></tr></thead><tbody>{rows}</tbody></table>")
+    else:
+        table = '<p class="muted" id="health-alarms">No alarm was raised.</p>'
+    return (f'<section id="health"><h2>Training health</h2><p class="muted">Collapse, verifier drift, '
+            f"reward-vs-signal divergence and entrenchment, over the last steps against the first steps (rules in "
+            f'docs/health.md).</p><div class="curves">{svgs}</div><h3>Alarms</h3>{table}</section>')
+
+
+def _num(value) -> str:
+    return f"{value:.3f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else escape(str(value))
