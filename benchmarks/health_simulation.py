@@ -37,15 +37,11 @@ import argparse
 import dataclasses
 import random
 import statistics
-import sys
 import time
 import zlib
 from collections import Counter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from rlce_trl.health import (  # noqa: E402
+from rlce_trl.health import (
     GroupSummary,
     HealthMonitor,
     HealthThresholds,
