@@ -90,6 +90,8 @@ def script_for(recipe: Path) -> str:
 
     try:
         content = yaml.safe_load(recipe.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as error:
+        raise ValueError(f"recipe {recipe} is not UTF-8 text (byte {error.start}): save it as UTF-8.") from None
     except yaml.YAMLError as error:
         raise ValueError(f"{recipe.name} is not valid YAML ({error}); fix it or pass another --config.") from None
     if not isinstance(content, dict):
