@@ -8,7 +8,7 @@ import argparse
 import difflib
 import sys
 
-from ..errors import InputError
+from ..errors import InputError, bounded_int, nonnegative_int, positive_int
 
 #: Old flag spellings (before one dialect: snake_case, `--output_dir` for folders, `--output_file` for files), by
 #: command, accepted for one release with a one-line warning. The key is the command as typed (`analyze`,
@@ -68,42 +68,6 @@ class CLIParser(argparse.ArgumentParser):
             close = difflib.get_close_matches(flags[0].split("=", 1)[0], options, n=1, cutoff=0.6)
             hint = f": did you mean {close[0]}?" if close else f"; see `{self.prog} --help`"
         return InputError(f"{self.prog}: unrecognized arguments: {' '.join(extra)}{hint}")
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-
-
-def positive_int(text: str) -> int:
-    """argparse type: a whole number >= 1 (counts, sizes, batch sizes)."""
-    value = _int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: use 1 or more")
-    return value
-
-
-def nonnegative_int(text: str) -> int:
-    """argparse type: a whole number >= 0 (seeds, top-k, optional counts where 0 means none)."""
-    value = _int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value}: use 0 or more")
-    return value
-
-
-def bounded_int(low: int, high: int):
-    """argparse type: a whole number in [low, high]."""
-
-    def parse(text: str) -> int:
-        value = _int(text)
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value}: use {low} to {high:,}".replace(",", "_"))
-        return value
-
-    parse.__name__ = f"int in [{low}, {high}]"
-    return parse
 
 
 def check_unknown_flags(parser: argparse.ArgumentParser, argv: list[str]) -> None:

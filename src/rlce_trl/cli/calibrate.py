@@ -153,8 +153,8 @@ def _export(args) -> int:
     if not queries and skipped:
         raise InputError(f"all {skipped} groups of {args.groups} are malformed (each needs `methods.rlce` with "
                          "`answers` and `assignment`, or those fields at the top as in a run's "
-                         "rlce_evidence.jsonl): pass a bench log (format: rlce_trl.analysis.groups_log) or a training run's "
-                         "evidence trail.")
+                         "rlce_evidence.jsonl): pass a bench log (format: rlce_trl.analysis.groups_log) or a "
+                         "training run's evidence trail.")
     n = write_jsonl(queries, args.output_file)
     note = f", skipped {skipped} malformed groups" if skipped else ""
     print(f"{n} queries -> {args.output_file} ({len(groups)} groups read{note})")
