@@ -22,6 +22,7 @@ credentials) and returns 2. Any other exception is a bug and keeps its traceback
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import analyze, calibrate, coevolve, compare, data, evaluate, report, sample, select, train
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        argv = rewrite_deprecated(list(argv))
+        argv = rewrite_deprecated([os.fspath(a) if isinstance(a, os.PathLike) else a for a in argv])
         parser = build_parser()
         check_unknown_flags(parser, argv)
         args, extra = parser.parse_known_args(argv)

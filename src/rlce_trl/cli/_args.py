@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import sys
 
 from ..errors import InputError, bounded_int, nonnegative_int, positive_int
@@ -56,6 +57,10 @@ class CLIParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message):
+        # "argument --n: 0: use 1 or more" (a count type's message) reads "--n 0: use 1 or more"
+        match = re.fullmatch(r"argument (--\w+): (\S+): (use .*)", message)
+        if match:
+            message = f"{match[1]} {match[2]}: {match[3]}"
         raise InputError(f"{self.prog}: {message}")
 
     def unknown(self, extra: list[str]) -> InputError:

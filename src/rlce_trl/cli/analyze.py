@@ -28,7 +28,7 @@ MAX_TRIALS = 1_000_000
 
 class _WithCommands(CLIParser):
     """A parser whose first argument may name one of its `commands` (a subcommand parsed by that command's parser);
-    any other first argument is its own: `analyze LOG --out OUT` and `analyze ttt RUN ...` both parse."""
+    any other first argument is its own: `analyze LOG --output_dir DIR` and `analyze ttt RUN ...` both parse."""
 
     commands: dict[str, argparse.ArgumentParser] = {}
 

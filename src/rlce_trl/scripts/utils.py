@@ -18,6 +18,7 @@ The scripts follow the shape of TRL's own `trl/scripts/grpo.py`: a `TrlParser` o
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
@@ -61,6 +62,7 @@ class RecipeParser(TrlParser):
                     if key not in known:
                         raise InputError(f"unknown key {key!r} in {self._recipe}{did_you_mean(key, known)}"
                                          + ("" if did_you_mean(key, known) else ": see `--help` for the keys."))
+            self._check_types(config)
         if fail_with_unknown_args and not return_remaining_strings:
             options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
             for word in args:
@@ -70,6 +72,34 @@ class RecipeParser(TrlParser):
                     raise InputError(f"unknown argument {flag!r}{hint or ': see `--help` for the arguments.'}")
         return super().parse_args_and_config(args, return_remaining_strings, fail_with_unknown_args,
                                              separate_remaining_strings)
+
+
+    def _check_types(self, config: dict) -> None:
+        """argparse converts only string defaults: a recipe value that YAML already typed (a list, a number, a
+        mapping) is checked here against the argument's type and choices, so that a wrong type is one line naming the
+        key, not an exception inside a dataclass."""
+        actions = {a.dest: a for a in self._actions}
+        for key, value in config.items():
+            action = actions.get(key)
+            if action is None or value is None or isinstance(value, str) or action.type is None:
+                continue
+            values = value if isinstance(value, list) and action.nargs in ("+", "*") else [value]
+            for item in values:
+                if isinstance(item, (dict, list)):  # mapping fields (e.g. model_init_kwargs) take them as they are
+                    if action.type is not str or action.choices:
+                        self.error(f"{key}: {item!r} is a {type(item).__name__}, not a single value")
+                    continue
+                try:
+                    converted = action.type(str(item))
+                except (TypeError, ValueError, argparse.ArgumentTypeError) as error:
+                    self.error(f"{key}: {item!r} is not a valid {_type_name(action)} ({error})")
+                if action.choices is not None and converted not in action.choices:
+                    self.error(f"{key}: {item!r} is not one of {', '.join(map(str, action.choices))}")
+
+
+def _type_name(action) -> str:
+    name = getattr(action.type, "__name__", "value")
+    return {"string_to_bool": "boolean", "parse": "value"}.get(name, name)
 
 
 def read_recipe(path: str) -> dict:
@@ -86,7 +116,9 @@ def read_recipe(path: str) -> dict:
     except UnicodeDecodeError as error:
         raise InputError(f"recipe {path} is not UTF-8 text (byte {error.start}): save it as UTF-8.") from None
     except yaml.YAMLError as error:
-        raise InputError(f"recipe {path} is not valid YAML ({' '.join(str(error).split())}).") from None
+        from .recipes import yaml_problem
+
+        raise InputError(f"recipe {path} is not valid YAML ({yaml_problem(error)}).") from None
     if not isinstance(config, dict):
         raise InputError(f"recipe {path} must be a YAML mapping of argument names to values, not "
                          f"{type(config).__name__}.")
