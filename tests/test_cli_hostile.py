@@ -272,3 +272,26 @@ def test_the_training_script_itself_prints_one_line(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and re.match(r"error: recipe\.yaml: argument --learning_rate", lines[0]), result.stderr
+
+
+def test_coevolve_recipe_key_typo_gets_a_suggestion(tmp_path, capsys):
+    train = tmp_path / "train.jsonl"
+    train.write_text(json.dumps(ROW) + "\n")
+    _, line = run(capsys, ["coevolve", "--method", "rlac", "--config", "quickstart_rlac", "--train_file", train,
+                           "--output_dir", tmp_path / "out", "--lerning_rate", "3"], max_lines=1)
+    assert "did you mean '--learning_rate'?" in line
+    recipe = tmp_path / "mine.yaml"
+    recipe.write_text("coevolve_method: rlac\nlerning_rate: 1.0e-5\n")
+    _, line = run(capsys, ["coevolve", "--method", "rlac", "--config", recipe, "--train_file", train,
+                           "--output_dir", tmp_path / "out"], max_lines=1)
+    assert "unknown key 'lerning_rate'" in line and "did you mean 'learning_rate'?" in line
+
+
+def test_elect_recipe_errors_are_one_line(tmp_path, capsys):
+    recipe = tmp_path / "elect.yaml"
+    recipe.write_text("script: elect\nmax_step: 3\n")
+    _, line = run(capsys, ["train", "--config", recipe, "--output_dir", tmp_path / "o"], max_lines=1)
+    assert "unknown key 'max_step'" in line and "did you mean 'max_steps'?" in line
+    recipe.write_text("script: elect\nmax_steps: many\n")
+    _, line = run(capsys, ["train", "--config", recipe, "--output_dir", tmp_path / "o"], max_lines=1)
+    assert "--max_steps" in line

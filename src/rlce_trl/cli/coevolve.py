@@ -143,11 +143,23 @@ def _parse_recipe(recipe, overrides: list[str], output_dir: str):
     import io
 
     from ..coevolution.phase import make_parser
+    from ..scripts.utils import did_you_mean, read_recipe
 
+    parser = make_parser()
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    for word in overrides:
+        flag = word.split("=", 1)[0]
+        if word.startswith("--") and flag not in parser._option_string_actions:
+            raise InputError(f"unknown recipe key {flag!r}{did_you_mean(flag, options) or ': see the keys of --help'}"
+                             f" (rlce-trl coevolve passes every --key to the recipe).")
+    keys = {action.dest for action in parser._actions} | {"env"}
+    for key in read_recipe(str(recipe)):
+        if key not in keys:
+            raise InputError(f"unknown key {key!r} in {recipe}{did_you_mean(key, keys) or ': see the recipe keys'}")
     stderr = io.StringIO()
     try:
         with contextlib.redirect_stderr(stderr):
-            return make_parser().parse_args_and_config(["--config", str(recipe), "--output_dir", output_dir,
+            return parser.parse_args_and_config(["--config", str(recipe), "--output_dir", output_dir,
                                                         *overrides])
     except SystemExit:
         lines = [line for line in stderr.getvalue().splitlines() if line.strip()]
