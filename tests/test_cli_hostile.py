@@ -295,3 +295,14 @@ def test_elect_recipe_errors_are_one_line(tmp_path, capsys):
     recipe.write_text("script: elect\nmax_steps: many\n")
     _, line = run(capsys, ["train", "--config", recipe, "--output_dir", tmp_path / "o"], max_lines=1)
     assert "--max_steps" in line
+
+
+@pytest.mark.parametrize("argv, suggestion", [
+    (["evalute"], "did you mean evaluate?"),
+    (["calibrate", "scroe"], "did you mean score?"),
+    (["evaluate", "--model_name_or_path", "m", "--data", "d", "--output_dir", "o", "--dtype", "bfloat61"],
+     "did you mean bfloat16?"),
+])
+def test_a_mistyped_command_or_choice_gets_a_suggestion(capsys, argv, suggestion):
+    _, line = run(capsys, argv, max_lines=1)
+    assert line.endswith(suggestion)

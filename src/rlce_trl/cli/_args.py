@@ -61,6 +61,12 @@ class CLIParser(argparse.ArgumentParser):
         match = re.fullmatch(r"argument (--\w+): (\S+): (use .*)", message)
         if match:
             message = f"{match[1]} {match[2]}: {match[3]}"
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if choice:
+            options = re.findall(r"'([^']*)'", choice[2]) or [c.strip() for c in choice[2].split(",")]
+            close = difflib.get_close_matches(choice[1], options, n=1, cutoff=0.6)
+            if close:
+                message += f": did you mean {close[0]}?"
         raise InputError(f"{self.prog}: {message}")
 
     def unknown(self, extra: list[str]) -> InputError:
