@@ -295,6 +295,9 @@ def test_elect_recipe_errors_are_one_line(tmp_path, capsys):
     recipe.write_text("script: elect\nmax_steps: many\n")
     _, line = run(capsys, ["train", "--config", recipe, "--output_dir", tmp_path / "o"], max_lines=1)
     assert "--max_steps" in line
+    recipe.write_text("script: elect\nmax_steps: [1]\n")
+    _, line = run(capsys, ["train", "--config", recipe, "--output_dir", tmp_path / "o"], max_lines=1)
+    assert "max_steps: [1]" in line and "not a valid int" in line
 
 
 @pytest.mark.parametrize("argv, suggestion", [

@@ -65,11 +65,25 @@ def parse_args(argv=None):
             more = f" ({len(unknown) - 1} more unknown)" if len(unknown) > 1 else ""
             fix = hint or ": use the flag names of --help."
             raise InputError(f"unknown key {unknown[0]!r} in {config}{fix}{more}")
+        actions = {a.dest: a for a in parser._actions}
+        for key, value in recipe.items():  # argparse converts only string defaults: check YAML-typed values here
+            action = actions[key]
+            if action.type in (int, float) and (isinstance(value, (bool, list, dict)) or not _converts(action.type,
+                                                                                                     value)):
+                raise InputError(f"{key}: {value!r} in {config} is not a valid {action.type.__name__}.")
         parser.set_defaults(**recipe)
     args = parser.parse_args(argv)
     if not args.output_dir:
         parser.error("pass --output_dir (or set output_dir in the recipe).")
     return args
+
+
+def _converts(kind, value) -> bool:
+    try:
+        kind(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def main(argv=None):
