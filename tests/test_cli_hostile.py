@@ -294,6 +294,9 @@ def test_elect_recipe_errors_are_one_line(tmp_path, capsys):
     assert "unknown key 'max_step'" in line and "did you mean 'max_steps'?" in line
     recipe.write_text("script: elect\nmax_steps: many\n")
     _, line = run(capsys, ["train", "--config", recipe, "--output_dir", tmp_path / "o"], max_lines=1)
+    assert "max_steps: 'many'" in line
+    _, line = run(capsys, ["train", "--config", "elect_numbered_evidence", "--output_dir", tmp_path / "o",
+                           "--max_steps", "many"], max_lines=1)
     assert "--max_steps" in line
     recipe.write_text("script: elect\nmax_steps: [1]\n")
     _, line = run(capsys, ["train", "--config", recipe, "--output_dir", tmp_path / "o"], max_lines=1)
