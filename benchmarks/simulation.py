@@ -2,10 +2,10 @@
 points (section 4.3, Fig. 3 left), for independent tests and for tests whose error rate is shared within an example.
 
 Each setting is one call of `rlce-trl analyze --simulate` (`rlce_trl.cli.main`); tables and PNGs go under
-`--out`, one folder per setting. Takes about 10 s per setting with the default 2,000 examples per error rate.
+`--output_dir`, one folder per setting. Takes about 10 s per setting with the default 2,000 examples per error rate.
 
-    python -m benchmarks.simulation --out runs/simulation
-    python -m benchmarks.simulation --out runs/simulation --error-rates 0.35 0.4 0.45 --concentrations 2 8
+    python -m benchmarks.simulation --output_dir runs/simulation
+    python -m benchmarks.simulation --output_dir runs/simulation --error_rates 0.35 0.4 0.45 --concentrations 2 8
 """
 
 from __future__ import annotations
@@ -18,22 +18,22 @@ from rlce_trl.cli import main as rlce_trl
 
 def run(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="runs/simulation")
-    parser.add_argument("--error-rates", type=float, nargs="+", default=[0.2, 0.3, 0.4])
+    parser.add_argument("--output_dir", default="runs/simulation", help="one folder per setting goes here")
+    parser.add_argument("--error_rates", type=float, nargs="+", default=[0.2, 0.3, 0.4], help="validator error rates")
     parser.add_argument("--concentrations", type=float, nargs="*", default=[2.0],
                         help="per-example error ~ Beta(k e, k (1 - e)), besides independent tests")
-    parser.add_argument("--trials", type=int, default=2000)
-    parser.add_argument("--tests-per-direction", type=int, default=6)
-    parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--trials", type=int, default=2000, help="examples per error rate")
+    parser.add_argument("--rlce_tests_per_direction", type=int, default=6, help="tests per direction")
+    parser.add_argument("--no_plots", action="store_true", help="tables only")
     args = parser.parse_args(argv)
     settings = [("independent", [])] + [(f"concentration_{c:g}", ["--concentration", str(c)])
                                         for c in args.concentrations]
     for name, extra in settings:
-        out = Path(args.out) / name
+        out = Path(args.output_dir) / name
         print(f"\n## {name}")
-        code = rlce_trl(["analyze", "--simulate", "--out", str(out), "--trials", str(args.trials),
-                         "--tests-per-direction", str(args.tests_per_direction), "--error-rates",
-                         *map(str, args.error_rates), *extra, *(["--no-plots"] if args.no_plots else [])])
+        code = rlce_trl(["analyze", "--simulate", "--output_dir", str(out), "--trials", str(args.trials),
+                         "--rlce_tests_per_direction", str(args.rlce_tests_per_direction), "--error_rates",
+                         *map(str, args.error_rates), *extra, *(["--no_plots"] if args.no_plots else [])])
         if code:
             return code
     return 0

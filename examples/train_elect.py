@@ -5,7 +5,7 @@
     python examples/train_elect.py --gate gold --output_dir runs/elect_gold
 """
 
-from rlce_trl.scripts.train_elect import main
+from rlce_trl.scripts.train_elect import main_cli
 
 if __name__ == "__main__":
-    main()
+    main_cli()

@@ -7,7 +7,7 @@
 """
 
 from rlce_trl.scripts.train_prefeval import main, make_parser
+from rlce_trl.scripts.utils import run_script
 
 if __name__ == "__main__":
-    script_args, training_args, model_args = make_parser().parse_args_and_config()
-    main(script_args, training_args, model_args)
+    run_script(make_parser, main)

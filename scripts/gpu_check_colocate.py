@@ -3,10 +3,10 @@ policy engine AND the frozen verifier's vLLM server process on the same GPU, pri
 of the policy engine and of the verifier. Runs each configuration in a fresh process:
 
     python -m scripts.gpu_check_colocate                      # TRL sleep mode off (one cold start of each engine)
-    python -m scripts.gpu_check_colocate --trl-sleep both     # off, then on (two configurations, up to 2 x 9 min)
-    python -m scripts.gpu_check_colocate --model /path/to/SmolLM2-135M-Instruct --verifier-sleep
+    python -m scripts.gpu_check_colocate --trl_sleep both     # off, then on (two configurations, up to 2 x 9 min)
+    python -m scripts.gpu_check_colocate --model /path/to/SmolLM2-135M-Instruct --verifier_sleep
     python -m scripts.gpu_check_colocate --recipe configs/prefeval_rlce.yaml   # a recipe, scaled down
-    python -m scripts.gpu_check_colocate --recipe configs/prefeval_rlce.yaml --dry-run   # print its config (CPU)
+    python -m scripts.gpu_check_colocate --recipe configs/prefeval_rlce.yaml --dry_run   # print its config (CPU)
 
 `--recipe` runs one step with the recipe's own settings (GRPO, rollouts, the two vLLM engines' shares, tensor
 parallel and sleep settings, RLCE) through the trainer's own `verifier_mode="colocate"` path (the trainer starts the
@@ -256,16 +256,20 @@ def step_report(result: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="checkpoint folder (default: a tiny random Llama built here)")
-    parser.add_argument("--trl-sleep", choices=["off", "on", "both"], default="off",
+    parser.add_argument("--trl_sleep", "--trl-sleep", choices=["off", "on", "both"], default="off",
                         help="TRL's vllm_enable_sleep_mode for its colocated policy engine")
-    parser.add_argument("--verifier-sleep", action="store_true",
+    parser.add_argument("--verifier_sleep", "--verifier-sleep", action="store_true",
                         help="also put the verifier server to sleep between calls (its own sleep allocator)")
-    parser.add_argument("--policy-mem", type=float, default=0.15, help="vllm_gpu_memory_utilization (TRL)")
-    parser.add_argument("--verifier-mem", type=float, default=0.10, help="verifier_gpu_memory_utilization")
-    parser.add_argument("--max-model-len", type=int, default=2048)
-    parser.add_argument("--cuda-graphs", action="store_true", help="do not pass --enforce-eager to the verifier")
+    parser.add_argument("--policy_mem", "--policy-mem", type=float, default=0.15,
+                        help="vllm_gpu_memory_utilization (TRL)")
+    parser.add_argument("--verifier_mem", "--verifier-mem", type=float, default=0.10,
+                        help="verifier_gpu_memory_utilization")
+    parser.add_argument("--max_model_len", "--max-model-len", type=int, default=2048)
+    parser.add_argument("--cuda_graphs", "--cuda-graphs", action="store_true",
+                        help="do not pass --enforce-eager to the verifier")
     parser.add_argument("--recipe", help="run one step of this recipe's settings, scaled down (see scale_down)")
-    parser.add_argument("--dry-run", action="store_true", help="with --recipe: build and print the config, no GPU")
+    parser.add_argument("--dry_run", "--dry-run", action="store_true",
+                        help="with --recipe: build and print the config, no GPU")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()

@@ -6,7 +6,7 @@
    `video_input="video"` (transformers generation, frames in every forward).
 3. V-7 learning: benchmarks/video_colour.py on CUDA (default 150 steps): video >= 0.8 held-out, control <= 0.6.
 
-    python -m scripts.gpu_check_video [--steps 150] [--skip-tests]
+    python -m scripts.gpu_check_video [--steps 150] [--skip_tests]
 
 Needs CUDA, torchvision, PyAV and this package. Prints one JSON line per part and exits non-zero on a failure.
 """
@@ -84,7 +84,7 @@ def learning(steps: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=150, help="steps of the learning benchmark")
-    parser.add_argument("--skip-tests", action="store_true")
+    parser.add_argument("--skip_tests", "--skip-tests", action="store_true")
     args = parser.parse_args()
     import torch
 

@@ -91,7 +91,7 @@ def test_malformed_files(tmp_path, capsys, name):
         path.write_bytes(BAD_FILES[name])
     code, err = run(capsys, evaluate_args(tmp_path, path))
     assert code == 2 and err.startswith("error:")
-    code, err = run(capsys, ["analyze", path, "--out", tmp_path / "bench", "--no-plots"])
+    code, err = run(capsys, ["analyze", path, "--output_dir", tmp_path / "bench", "--no_plots"])
     assert code == 2 and err.startswith("error:")
 
 
@@ -115,17 +115,17 @@ def test_bad_evaluate_flags(tmp_path, capsys, argv):
 @pytest.mark.parametrize(
     "argv",
     [
-        ["--synthetic", "-3"], ["--synthetic", "0"], ["--error-rates", "1.5"], ["--error-rates", "-0.1"],
-        ["--max-tests", "0"], ["--permutations", "-1"], ["--trials", "0", "--simulate"], ["--ties", "maybe"],
-        ["--abstain-rate", "1"], ["--concentration", "0"], ["--num-answers", "1", "--simulate"], [],
+        ["--synthetic", "-3"], ["--synthetic", "0"], ["--error_rates", "1.5"], ["--error_rates", "-0.1"],
+        ["--max_tests", "0"], ["--permutations", "-1"], ["--trials", "0", "--simulate"], ["--ties", "maybe"],
+        ["--abstain_rate", "1"], ["--concentration", "0"], ["--num_answers", "1", "--simulate"], [],
         ["--methods", "nonexistent"],
     ],
 )
 def test_bad_analyze_flags(tmp_path, capsys, argv):
     log = tmp_path / "log.jsonl"
     write_lines(log, [GOOD_RECORD])
-    code, _ = run(capsys, ["analyze", *([log] if "--synthetic" not in argv and argv else []), "--out",
-                           tmp_path / "bench", "--no-plots", *argv])
+    code, _ = run(capsys, ["analyze", *([log] if "--synthetic" not in argv and argv else []), "--output_dir",
+                           tmp_path / "bench", "--no_plots", *argv])
     assert code == 2
 
 
@@ -133,8 +133,8 @@ def test_analyze_out_is_a_file_and_good_log_works(tmp_path, capsys):
     log = tmp_path / "log.jsonl"
     write_lines(log, [GOOD_RECORD, GOOD_RECORD])
     (tmp_path / "file").write_text("x")
-    assert run(capsys, ["analyze", log, "--out", tmp_path / "file", "--no-plots"])[0] == 2
-    assert run(capsys, ["analyze", log, "--out", tmp_path / "bench", "--no-plots"])[0] == 0
+    assert run(capsys, ["analyze", log, "--output_dir", tmp_path / "file", "--no_plots"])[0] == 2
+    assert run(capsys, ["analyze", log, "--output_dir", tmp_path / "bench", "--no_plots"])[0] == 0
 
 
 def test_fuzzed_evaluate_rows(tmp_path, capsys):
@@ -157,7 +157,7 @@ def test_fuzzed_analyze_logs(tmp_path, capsys):
         records[rng.randrange(2)] = mutate(rng, GOOD_RECORD)
         log = tmp_path / f"log{case}.jsonl"
         write_lines(log, records, rng)
-        code, _ = run(capsys, ["analyze", log, "--out", tmp_path / "bench", "--no-plots"])
+        code, _ = run(capsys, ["analyze", log, "--output_dir", tmp_path / "bench", "--no_plots"])
         outcomes.add(code)
     assert outcomes <= {0, 2} and 2 in outcomes
 
@@ -187,5 +187,5 @@ def test_the_installed_entry_point_prints_one_line(tmp_path):
 def test_analyze_names_the_record_without_fields(tmp_path, capsys, record, words):
     log = tmp_path / "log.jsonl"
     write_lines(log, [record])
-    code, err = run(capsys, ["analyze", log, "--out", tmp_path / "bench", "--no-plots"])
+    code, err = run(capsys, ["analyze", log, "--output_dir", tmp_path / "bench", "--no_plots"])
     assert code == 2 and words in err and "Fix:" in err and not (tmp_path / "bench").exists()

@@ -4,11 +4,52 @@ exception is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
+import argparse
+
 
 def first_line(error: BaseException, limit: int = 300) -> str:
     """An error's first non-empty line, at most `limit` characters (its type name when the message is empty): what a
     counted-and-skipped failure records."""
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:limit]
+
+
+# argparse types for counts: a bad value is one line naming the range (every command uses them).
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1 (counts, sizes, batch sizes)."""
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: use 1 or more")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type: a whole number >= 0 (seeds, top-k, optional counts where 0 means none)."""
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: use 0 or more")
+    return value
+
+
+def bounded_int(low: int, high: int):
+    """argparse type: a whole number in [low, high]."""
+
+    def parse(text: str) -> int:
+        value = _int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value}: use {low} to {high:,}".replace(",", "_"))
+        return value
+
+    parse.__name__ = f"int in [{low}, {high}]"
+    return parse
 
 
 class InputError(ValueError):

@@ -78,7 +78,7 @@ def test_synthetic_log_through_every_scorer_and_cli(tmp_path):
     path = tmp_path / "log.jsonl"
     write_jsonl(records, path)
     assert read_jsonl(path) == json.loads(json.dumps(records))
-    assert analyze([str(path), "--out", str(tmp_path / "out"), "--no-plots", "--permutations", "2"]) == 0
+    assert analyze([str(path), "--output_dir", str(tmp_path / "out"), "--no_plots", "--permutations", "2"]) == 0
     text = (tmp_path / "out" / "summary.md").read_text()
     for method in ("rlce_pointwise", "policy_judge", "rler"):
         assert f"| {method} |" in text
@@ -86,7 +86,8 @@ def test_synthetic_log_through_every_scorer_and_cli(tmp_path):
 
 
 def test_cli_simulation_writes_table(tmp_path):
-    assert analyze(["--simulate", "--out", str(tmp_path), "--trials", "50", "--error-rates", "0.3", "--no-plots"]) == 0
+    assert analyze(["--simulate", "--output_dir", str(tmp_path), "--trials", "50", "--error_rates", "0.3",
+                    "--no_plots"]) == 0
     text = (tmp_path / "simulation.md").read_text()
     assert "| 30% |" in text and "paper MOSEI" in text
 
@@ -99,8 +100,8 @@ def test_plots_are_written(tmp_path):
                          methods=("rlce", "usc", "policy_judge", "rar"),
                          settings=EvidenceSettings(tests_per_direction=3))
     write_jsonl(records, tmp_path / "log.jsonl")
-    assert analyze([str(tmp_path / "log.jsonl"), "--out", str(tmp_path), "--permutations", "2"]) == 0
+    assert analyze([str(tmp_path / "log.jsonl"), "--output_dir", str(tmp_path), "--permutations", "2"]) == 0
     for name in ("variation.png", "reversals.png", "composition.png", "cost.png"):
         assert (tmp_path / name).stat().st_size > 5000
-    assert analyze(["--simulate", "--out", str(tmp_path), "--trials", "30", "--error-rates", "0.3"]) == 0
+    assert analyze(["--simulate", "--output_dir", str(tmp_path), "--trials", "30", "--error_rates", "0.3"]) == 0
     assert (tmp_path / "simulation.png").stat().st_size > 5000

@@ -5,6 +5,7 @@ gates."""
 import pytest
 
 from rlce_trl.cli import main as cli
+from rlce_trl.errors import InputError
 from rlce_trl.scripts.recipes import resolve_recipe, script_for
 from rlce_trl.scripts.train_elect import main, parse_args
 
@@ -20,15 +21,13 @@ def test_the_recipe_is_the_scripts_defaults_and_flags_win(tmp_path):
     assert parse_args(["--config", str(path), "--output_dir", "o", "--gate", "rlce", "--rows", "8"]).gate == "rlce"
 
 
-def test_bad_recipes_and_a_missing_output_dir_are_one_line_errors(tmp_path, capsys):
+def test_bad_recipes_and_a_missing_output_dir_are_one_line_errors(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("gate: gold\nnum_epochs: 3\n")
-    with pytest.raises(SystemExit):
+    with pytest.raises(InputError, match="unknown key 'num_epochs'"):
         parse_args(["--config", str(bad), "--output_dir", "o"])
-    assert "unknown keys num_epochs" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
+    with pytest.raises(InputError, match="pass --output_dir"):
         parse_args([])
-    assert "pass --output_dir" in capsys.readouterr().err
 
 
 @pytest.mark.slow

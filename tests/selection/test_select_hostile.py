@@ -44,8 +44,11 @@ def _one_line_error(capsys, argv, *needles):
 SAMPLE_CASES = [
     (["--vllm_kwargs", "{max_model_len: 1}"], ["--vllm_kwargs is not JSON", "max_model_len"]),
     (["--vllm_kwargs", "[1, 2]"], ["give a JSON object"]),
-    (["--n", "0", "--top_p", "2", "--limit", "-1"], ["--n 0", "--top_p 2", "--limit -1"]),
-    (["--max_new_tokens", "0", "--top_k", "-1", "--temperature", "nan"], ["--max_new_tokens", "--top_k", "--temp"]),
+    (["--n", "0", "--top_p", "2"], ["--n 0"]),  # argparse stops at the first bad count
+    (["--limit", "-1"], ["--limit -1"]),
+    (["--max_new_tokens", "0", "--top_k", "-1"], ["--max_new_tokens 0"]),  # argparse stops at the first bad count
+    (["--top_k", "-1", "--temperature", "nan"], ["--top_k -1"]),
+    (["--temperature", "nan", "--top_p", "2"], ["--temperature", "--top_p"]),
     (["--video_fps", "0", "--video_min_frames", "9"], ["--video_fps=0", "video_max_frames"]),
     (["--media_root", "/nowhere/at/all"], ["--media_root /nowhere/at/all: no such folder"]),
     (["--video_fps", "nan", "--temperature", "inf"], ["--video_fps nan", "--temperature inf"]),
@@ -118,7 +121,8 @@ SELECT_CASES = [
     (["--budgets", "1,x"], ["--budgets '1,x'", "comma-separated integers"]),
     (["--budgets", "0,2"], ["use 1 or more"]),
     (["--budgets", "9"], ["no row has 9 candidates", "pool sizes [2, 4]"]),
-    (["--subsets", "0", "--chunk_size", "0"], ["--subsets 0", "--chunk_size 0"]),
+    (["--subsets", "0", "--chunk_size", "0"], ["--subsets 0"]),  # argparse stops at the first bad count
+    (["--chunk_size", "0"], ["--chunk_size 0"]),
     (["--elect_think_range", "64"], ["LO,HI"]),
     (["--elect_think_range", "100,10"], ["think_range=(100, 10): need lo < hi"]),
     (["--elect_gamma", "2", "--elect_delta", "-1"], ["--elect_gamma 2", "--elect_delta -1"]),

@@ -9,6 +9,11 @@ command glue live here; what other modules import stays in its feature package, 
 Commands that pass further `--key value` pairs on to a recipe (`train`, `coevolve`) set `accepts_extra`: they get the
 arguments their parser does not know as `args.extra`; for every other command those are an argparse error.
 
+One dialect: snake_case flags, `--output_dir` for folders and `--output_file` for files; the old spellings of
+`_args.DEPRECATED_FLAGS` still work for one release, with a one-line warning. Every parser is a
+[`~rlce_trl.cli._args.CLIParser`]: a bad value or a missing flag is one line, an unknown flag prints that command's
+usage and the closest flag ("did you mean"); counts use the `positive_int` type.
+
 Bad input ends in one line: a command raises [`~rlce_trl.errors.InputError`] (or the verifier's
 `VerifierUnavailableError`) with a message that names the fix, and [`main`] prints `error: <message>` (scrubbed of
 credentials) and returns 2. Any other exception is a bug and keeps its traceback.
@@ -17,17 +22,23 @@ credentials) and returns 2. Any other exception is a bug and keeps its traceback
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import analyze, calibrate, coevolve, compare, data, evaluate, report, sample, select, train
+from ._args import CLIParser, check_unknown_flags, leaf_parser, rewrite_deprecated
 
 #: The command groups, in the order of `rlce-trl --help`.
 COMMANDS = [data, evaluate, analyze, report, sample, select, calibrate, train, coevolve, compare]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rlce-trl", description="RLCE rewards for TRL's GRPOTrainer.")
-    subparsers = parser.add_subparsers(dest="command", metavar="<command>")
+    from .. import __version__
+
+    parser = CLIParser(prog="rlce-trl", description="RLCE rewards for TRL's GRPOTrainer.")
+    parser.add_argument("--version", action="version", version=f"rlce-trl {__version__}",
+                        help="Print the package version and exit.")
+    subparsers = parser.add_subparsers(dest="command", metavar="<command>", parser_class=CLIParser)
     for command in COMMANDS:
         command.add_parser(subparsers)
     return parser
@@ -36,10 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
+        argv = rewrite_deprecated([os.fspath(a) if isinstance(a, os.PathLike) else a for a in argv])
         parser = build_parser()
+        check_unknown_flags(parser, argv)
         args, extra = parser.parse_known_args(argv)
         if extra and not getattr(args, "accepts_extra", False):
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            raise leaf_parser(parser, args).unknown(extra)
         args.extra = extra
         if not getattr(args, "func", None):
             parser.print_help()

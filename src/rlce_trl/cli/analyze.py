@@ -8,19 +8,27 @@ before anything is written.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from ..errors import InputError
+from ._args import CLIParser, bounded_int, positive_int
 
-USAGE = """rlce-trl analyze [LOG] --out OUT [options]     (the bench; --simulate / --synthetic N need no LOG)
+USAGE = """rlce-trl analyze LOG --output_dir DIR [options]      (the bench over a logged-groups JSONL)
+       rlce-trl analyze --simulate | --synthetic N --output_dir DIR [options]     (no LOG)
        rlce-trl analyze ttt RUN [RUN ...]
-       rlce-trl analyze coevolve RUN [RUN ...] [--rlce RUN --rlce_gpus N] [--out FILE]"""
+       rlce-trl analyze coevolve RUN [RUN ...] [--rlce RUN --rlce_gpus N] [--output_file FILE]"""
+
+#: The most synthetic groups `--synthetic` writes (each is scored by every method: about 2 s per 1000 groups).
+MAX_SYNTHETIC = 100_000
+#: The most synthetic examples per error rate of `--simulate`.
+MAX_TRIALS = 1_000_000
 
 
-class _WithCommands(argparse.ArgumentParser):
+class _WithCommands(CLIParser):
     """A parser whose first argument may name one of its `commands` (a subcommand parsed by that command's parser);
-    any other first argument is its own: `analyze LOG --out OUT` and `analyze ttt RUN ...` both parse."""
+    any other first argument is its own: `analyze LOG --output_dir DIR` and `analyze ttt RUN ...` both parse."""
 
     commands: dict[str, argparse.ArgumentParser] = {}
 
@@ -50,42 +58,46 @@ def add_parser(subparsers) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("log", nargs="?", help="logged-groups JSONL (format: rlce_trl.analysis.groups_log docstring)")
-    parser.add_argument("--out", required=True, help="output folder for tables and PNGs")
+    parser.add_argument("--output_dir", required=True, help="output folder for tables and PNGs")
     parser.add_argument("--methods", nargs="+", help="methods to report (default: all in the log)")
-    parser.add_argument("--max-tests", type=int, default=12, help="largest number of composed tests")
-    parser.add_argument("--permutations", type=int, default=20, help="random test orders per group")
+    parser.add_argument("--max_tests", type=positive_int, default=12, help="largest number of composed tests")
+    parser.add_argument("--permutations", type=positive_int, default=20, help="random test orders per group")
     parser.add_argument("--ties", choices=("random", "wrong"), default="random",
                         help="credit of a tied verdict: expected credit of a uniform tie-break, or 0")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the test orders and the synthetic data")
+    parser.add_argument("--no_plots", action="store_true", help="tables only (no matplotlib needed)")
     sim = parser.add_argument_group("simulation")
     sim.add_argument("--simulate", action="store_true", help="run the synthetic-validator simulation")
-    sim.add_argument("--error-rates", type=float, nargs="+", default=[0.2, 0.3, 0.4])
-    sim.add_argument("--trials", type=int, default=2000, help="synthetic examples per error rate")
-    sim.add_argument("--num-answers", type=int, default=2)
-    sim.add_argument("--tests-per-direction", type=int, default=6)
-    sim.add_argument("--abstain-rate", type=float, default=0.0)
+    sim.add_argument("--error_rates", type=float, nargs="+", default=[0.2, 0.3, 0.4],
+                     help="validator error rates to simulate (fractions in [0, 1]); --synthetic uses the first")
+    sim.add_argument("--trials", type=bounded_int(1, MAX_TRIALS), default=2000,
+                     help=f"synthetic examples per error rate (at most {MAX_TRIALS:_})")
+    sim.add_argument("--num_answers", type=positive_int, default=2, help="distinct answers per simulated group")
+    sim.add_argument("--rlce_tests_per_direction", dest="tests_per_direction", type=positive_int, default=6,
+                     help="tests per direction of each pairwise comparison (as in RLCEGRPOConfig)")
+    sim.add_argument("--abstain_rate", type=float, default=0.0, help="fraction of verdicts that abstain, in [0, 1)")
     sim.add_argument("--concentration", type=float, default=None,
                      help="per-example error rate ~ Beta(k e, k (1 - e)); default: the same e for every example")
     syn = parser.add_argument_group("synthetic log")
-    syn.add_argument("--synthetic", type=int, metavar="N",
-                     help="first write <out>/synthetic_groups.jsonl: N synthetic groups scored by every method with "
-                     "a synthetic verifier (error rate: the first of --error-rates), then analyze it")
+    syn.add_argument("--synthetic", type=bounded_int(1, MAX_SYNTHETIC), metavar="N",
+                     help="first write <output_dir>/synthetic_groups.jsonl: N synthetic groups (at most "
+                     f"{MAX_SYNTHETIC:_}) scored by every method with a synthetic verifier (error rate: the first of "
+                     "--error_rates), then analyze it")
 
 
 def _ttt_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CLIParser(
         prog="rlce-trl analyze ttt",
         description="Test-time training runs side by side (the shape of the paper's Table 2): the per-pass "
         "evaluation scores that PassEvaluationCallback writes to <output_dir>/tta/passes.json, one row per run.",
     )
     parser.add_argument("runs", nargs="+", help="output folders of test-time adaptation runs (or their passes.json)")
-    parser.set_defaults(func=main_ttt)
+    parser.set_defaults(func=main_ttt, parser=parser)
     return parser
 
 
 def _coevolve_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CLIParser(
         prog="rlce-trl analyze coevolve",
         description="Co-evolution runs side by side, with their compute: the `state.json` that `rlce-trl coevolve` "
         "writes (validation per round, best round, wall / CPU / device hours per phase), and optionally RLCE runs "
@@ -93,9 +105,9 @@ def _coevolve_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("runs", nargs="+", help="output folders of `rlce-trl coevolve` runs")
     parser.add_argument("--rlce", default=None, help="an RLCE run's output_dir, for the device-hours ratio")
-    parser.add_argument("--rlce_gpus", type=int, default=None, help="GPUs the RLCE run used")
-    parser.add_argument("--out", default=None, help="also write the tables to this Markdown file")
-    parser.set_defaults(func=main_coevolve)
+    parser.add_argument("--rlce_gpus", type=positive_int, default=None, help="GPUs the RLCE run used")
+    parser.add_argument("--output_file", default=None, help="also write the tables to this Markdown file")
+    parser.set_defaults(func=main_coevolve, parser=parser)
     return parser
 
 
@@ -116,39 +128,43 @@ def main_coevolve(args: argparse.Namespace) -> int:
     """`rlce-trl analyze coevolve RUN ...`."""
     from ..analysis.coevolve import load_coevolve, per_phase, rlce_device_hours, table
 
-    if args.rlce and not (args.rlce_gpus and args.rlce_gpus > 0):
+    if args.rlce and not args.rlce_gpus:
         raise InputError("--rlce needs --rlce_gpus N (the GPUs that run used) to turn its runtime into GPU-hours.")
+    if args.output_file and os.path.isdir(args.output_file):
+        raise InputError(f"--output_file {args.output_file!r} is a folder: pass a file path (e.g. coevolve.md).")
     runs = [load_coevolve(p) for p in args.runs]
     rlce_hours = rlce_device_hours(args.rlce, args.rlce_gpus) if args.rlce else None
     text = "\n\n".join([table(runs, rlce_hours), *(per_phase(r) for r in runs)])
     if rlce_hours is not None:
         text += f"\n\nRLCE reference: {rlce_hours:.2f} device-hours ({args.rlce})."
     print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    if args.output_file:
+        Path(args.output_file).write_text(text + "\n", encoding="utf-8")
     return 0
 
 
 def check_args(args: argparse.Namespace) -> None:
     """Every flag problem at once, as one [`InputError`]."""
     problems = []
-    for name in ("max_tests", "permutations", "trials", "num_answers", "tests_per_direction"):
-        if getattr(args, name) < 1:
-            problems.append(f"--{name.replace('_', '-')} {getattr(args, name)}: use 1 or more")
+    source = [flag for flag, given in (("LOG", args.log is not None), ("--simulate", args.simulate),
+                                       ("--synthetic", args.synthetic is not None)) if given]
+    if len(source) > 1:
+        problems.append(f"{' and '.join(source)} each choose what to analyze: give one (a logged-groups JSONL, "
+                        "--simulate or --synthetic N)")
+    if not source:
+        problems.append("give a logged-groups JSONL, --synthetic N or --simulate")
     if args.simulate and args.num_answers < 2:
-        problems.append("--num-answers: the simulation compares at least 2 answers")
-    if args.synthetic is not None and args.synthetic < 1:
-        problems.append(f"--synthetic {args.synthetic}: give the number of synthetic groups, 1 or more")
+        problems.append("--num_answers: the simulation compares at least 2 answers")
     bad = [e for e in args.error_rates if not 0 <= e <= 1]
     if bad:
-        problems.append(f"--error-rates {bad[0]}: error rates are fractions in [0, 1]")
+        problems.append(f"--error_rates {bad[0]}: error rates are fractions in [0, 1]")
     if not 0 <= args.abstain_rate < 1:
-        problems.append(f"--abstain-rate {args.abstain_rate}: use a fraction in [0, 1)")
+        problems.append(f"--abstain_rate {args.abstain_rate}: use a fraction in [0, 1)")
     if args.concentration is not None and args.concentration <= 0:
         problems.append(f"--concentration {args.concentration}: use a positive number")
-    out = Path(args.out)
+    out = Path(args.output_dir)
     if out.exists() and not out.is_dir():
-        problems.append(f"--out {args.out!r} is a file: pass a folder")
+        problems.append(f"--output_dir {args.output_dir!r} is a file: pass a folder")
     if problems:
         raise InputError("; ".join(problems) + ".")
 
@@ -168,13 +184,14 @@ def main(args: argparse.Namespace) -> int:
     from ..evidence.pipeline import EvidenceSettings
 
     check_args(args)
-    if args.log is not None and args.synthetic is None and not args.simulate:
+    if args.log is not None:
         records = read_log(args.log, args.methods)  # before anything is written
-    out = Path(args.out)
+    out = Path(args.output_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise InputError(f"cannot create --out {args.out!r} ({error.strerror}): pass a writable folder.") from None
+        raise InputError(f"cannot create --output_dir {args.output_dir!r} ({error.strerror}): pass a writable "
+                         "folder.") from None
     if args.simulate:
         results = simulate_composition(
             args.error_rates, args.max_tests, args.trials, args.num_answers, args.tests_per_direction,
@@ -192,8 +209,8 @@ def main(args: argparse.Namespace) -> int:
             title = f"synthetic validator, concentration={args.concentration}" if args.concentration else ""
             print(plot_simulation(results, out / "simulation.png", title))
         return 0
-    log = args.log
     if args.synthetic:
+        print(f"scoring {args.synthetic} synthetic groups with every method ...", flush=True)
         made = synthetic_groups(args.synthetic, seed=args.seed)
         verifier = SyntheticVerifier({pid: gold for pid, gold, _ in made}, error_rate=args.error_rates[0],
                                      concentration=args.concentration, seed=args.seed)
@@ -203,9 +220,6 @@ def main(args: argparse.Namespace) -> int:
         log = out / "synthetic_groups.jsonl"
         write_jsonl(records, log)
         print(f"wrote {log}")
-    if log is None:
-        args.parser.error("give a logged-groups JSONL, --synthetic N or --simulate")
-    if args.synthetic or args.simulate:
         records = read_log(log, args.methods)
     summary = summarize(records, args.methods, max_tests=args.max_tests, permutations=args.permutations,
                         seed=args.seed, ties=args.ties)

@@ -1,18 +1,49 @@
 """`rlce-trl calibrate score | fit | run | export`: measure, calibrate and revise the frozen verifier's prompts.
 
     rlce-trl calibrate score --verifier_model_name_or_path smollm2-135m-instruct [--prompts p.json] [--split held-out]
-    rlce-trl calibrate fit   --verifier_model_name_or_path M --out calibration.json      (on the calibration half)
-    rlce-trl calibrate run   --verifier_model_name_or_path M --cases labelled.jsonl --retained old.jsonl --out p2.json
-    rlce-trl calibrate export --groups logged.jsonl --k 50 --out queries.jsonl
+    rlce-trl calibrate fit   --verifier_model_name_or_path M --output_file calibration.json   (calibration half)
+    rlce-trl calibrate run   --verifier_model_name_or_path M --cases labelled.jsonl --retained old.jsonl \
+        --output_file p2.json
+    rlce-trl calibrate export --groups logged.jsonl --k 50 --output_file queries.jsonl
 
-Without `--cases`, the built-in claim set (`calibration/cases.py`) is used.
+Without `--cases`, the built-in claim set (`calibration/cases.py`) is used. Flags, files and the verifier's path are
+checked before the verifier loads.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+
+from ..errors import InputError
+from ._args import positive_int
+
+
+def _check(args, output_required: bool) -> None:
+    """Flags and paths, before the verifier loads: every problem at once, as one [`InputError`]."""
+    problems = []
+    out = getattr(args, "output_file", None)
+    if out is None and output_required:
+        problems.append("--output_file is required")
+    elif out is not None and os.path.isdir(out):
+        problems.append(f"--output_file {out!r} is a folder: pass a file path (e.g. {args.default_name})")
+    elif out is not None and os.path.dirname(out) and not os.path.isdir(os.path.dirname(out)):
+        problems.append(f"--output_file {out!r}: the folder {os.path.dirname(out)!r} does not exist; create it first")
+    for flag in ("prompts", "cases", "calibration", "retained", "groups"):
+        path = getattr(args, flag, None)
+        if path is not None and not os.path.isfile(path):
+            problems.append(f"--{flag} {path!r}: no such file")
+    for path in getattr(args, "variants", None) or []:
+        if not os.path.isfile(path):
+            problems.append(f"--variants {path!r}: no such file")
+    if problems:
+        raise InputError("; ".join(problems) + ".")
+    if hasattr(args, "verifier_model_name_or_path"):
+        from ..models import check_model_source, resolve_model
+
+        check_model_source(resolve_model(args.verifier_model_name_or_path), "--verifier_model_name_or_path")
 
 
 def _verifier(args):
@@ -47,15 +78,17 @@ def _score(args) -> int:
     from ..calibration.scoring import score_prompts
     from ..verifiers.calibrated import VerdictCalibration
 
+    _check(args, output_required=False)
     prompts, cases = _prompts(args), _cases(args.cases, args.split)
     calibration = VerdictCalibration.load(args.calibration) if args.calibration else None
     if not cases:
-        print(f"error: no cases in split {args.split!r}.", file=sys.stderr)
+        print(f"error: no cases in split {args.split!r}: pass --split all, or --cases with more rows.",
+              file=sys.stderr)
         return 2
     result = score_prompts(_verifier(args), prompts, cases, calibration, args.resamples, args.seed)
     _print_alignment(result)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
+    if args.output_file:
+        with open(args.output_file, "w", encoding="utf-8") as f:
             json.dump(result.to_dict(), f, indent=2)
     return 0
 
@@ -63,11 +96,16 @@ def _score(args) -> int:
 def _fit(args) -> int:
     from ..calibration.scoring import fit_calibration
 
+    if args.no_prior and args.no_band:
+        raise InputError("--no_prior and --no_band leave nothing to fit: drop one of them.")
+    _check(args, output_required=True)
     prompts, cases = _prompts(args), _cases(args.cases, "calibration")
+    if not cases:
+        raise InputError("no cases in the calibration half: pass --cases with more labelled rows.")
     calibration = fit_calibration(_verifier(args), prompts, cases, contextual=not args.no_prior, band=not args.no_band)
-    calibration.save(args.out)
+    calibration.save(args.output_file)
     print(f"prior {calibration.prior}  band {calibration.band:.4f}  "
-          f"fitted on {calibration.fitted_on} cases -> {args.out}")
+          f"fitted on {calibration.fitted_on} cases -> {args.output_file}")
     return 0
 
 
@@ -75,6 +113,7 @@ def _run(args) -> int:
     from ..calibration.calibrator import CoactiveCalibrator, few_shot_proposer, list_proposer
     from ..calibration.cases import load_cases
 
+    _check(args, output_required=True)
     prompts, current = _prompts(args), _cases(args.cases, "all" if args.cases else "calibration")
     retained = load_cases(args.retained) if args.retained else []
     proposers = []
@@ -95,8 +134,8 @@ def _run(args) -> int:
     for step in history:
         print(step.line())
     best = best.revised(calibrated_on=len(current) + len(retained))  # the cumulative set J_t
-    best.save(args.out)
-    print(f"best version {best.version} -> {args.out}")
+    best.save(args.output_file)
+    print(f"best version {best.version} -> {args.output_file}")
     return 0
 
 
@@ -104,14 +143,21 @@ def _export(args) -> int:
     from ..calibration.queries import select_queries
     from ..data.jsonl import read_jsonl, write_jsonl
 
+    _check(args, output_required=True)
     try:
         groups = read_jsonl(args.groups)
     except (OSError, ValueError) as error:
         print(f"error: cannot read logged groups {args.groups}: {error}", file=sys.stderr)
         return 2
     queries, skipped = select_queries(groups, k=args.k)
-    n = write_jsonl(queries, args.out)
-    print(f"{n} queries -> {args.out} (skipped {skipped} malformed groups)")
+    if not queries and skipped:
+        raise InputError(f"all {skipped} groups of {args.groups} are malformed (each needs `methods.rlce` with "
+                         "`answers` and `assignment`, or those fields at the top as in a run's "
+                         "rlce_evidence.jsonl): pass a bench log (format: rlce_trl.analysis.groups_log) or a "
+                         "training run's evidence trail.")
+    n = write_jsonl(queries, args.output_file)
+    note = f", skipped {skipped} malformed groups" if skipped else ""
+    print(f"{n} queries -> {args.output_file} ({len(groups)} groups read{note})")
     return 0
 
 
@@ -122,7 +168,7 @@ def _common(parser, model: bool = True) -> None:
             default="smollm2-135m-instruct",
             help="Frozen verifier: a folder, a Hub id, or smollm2-135m-instruct (offline).",
         )
-        parser.add_argument("--batch_size", type=int, default=16, help="Verifier micro-batch size.")
+        parser.add_argument("--batch_size", type=positive_int, default=16, help="Verifier micro-batch size.")
         parser.add_argument("--prompts", default=None, help="Prompts file (JSON/YAML); default: the built-in prompts.")
         parser.add_argument("--cases", default=None, help="Labelled cases (JSONL); default: the built-in claim set.")
 
@@ -135,40 +181,42 @@ def add_parser(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="calibrate_command", metavar="<step>", required=True)
-    score = sub.add_parser("score", help="Validator accuracy, Cohen's kappa and yes-rate with bootstrap CIs.")
-    _common(score)
+    score = _step(sub, "score", "Validator accuracy, Cohen's kappa and yes-rate with bootstrap CIs.")
     score.add_argument("--split", default="held-out", help="calibration, held-out or all (default held-out).")
     score.add_argument("--calibration", default=None, help="A verdict calibration from `calibrate fit`.")
-    score.add_argument("--resamples", type=int, default=1000, help="Bootstrap resamples.")
-    score.add_argument("--seed", type=int, default=0)
-    score.add_argument("--out", default=None, help="Also write the figures as JSON here.")
-    score.set_defaults(func=main, step=_score)
-    fit = sub.add_parser(
-        "fit", help="Fit calibrated verdicts (content-free prior + unknown band) on the calibration half."
-    )
-    _common(fit)
+    score.add_argument("--resamples", type=positive_int, default=1000, help="Bootstrap resamples.")
+    score.add_argument("--seed", type=int, default=0, help="Seed of the bootstrap.")
+    score.add_argument("--output_file", default=None, help="Also write the figures as JSON here.")
+    score.set_defaults(func=main, step=_score, default_name="score.json")
+    fit = _step(sub, "fit", "Fit calibrated verdicts (content-free prior + unknown band) on the calibration half.")
     fit.add_argument("--no_prior", action="store_true", help="No contextual calibration, the band only.")
     fit.add_argument("--no_band", action="store_true", help="No unknown band, the prior only.")
-    fit.add_argument("--out", required=True, help="Where to write the calibration (JSON).")
-    fit.set_defaults(func=main, step=_fit)
-    run = sub.add_parser("run", help="Coactive calibration: propose prompt revisions, keep those that agree better.")
-    _common(run)
+    fit.add_argument("--output_file", required=True, help="Where to write the calibration (JSON).")
+    fit.set_defaults(func=main, step=_fit, default_name="calibration.json")
+    run = _step(sub, "run", "Coactive calibration: propose prompt revisions, keep those that agree better.")
     run.add_argument("--retained", default=None, help="Cases kept from earlier rounds (JSONL).")
     run.add_argument("--variants", nargs="*", default=[], help="Prompt files to try as revisions, in order.")
-    run.add_argument("--max_examples", type=int, default=4, help="Few-shot examples at most.")
-    run.add_argument("--max_versions", type=int, default=20)
-    run.add_argument("--patience", type=int, default=10)
-    run.add_argument("--max_regression", type=float, default=0.02)
-    run.add_argument("--metric", default="kappa", choices=["accuracy", "kappa"])
-    run.add_argument("--out", required=True, help="Where to write the best prompts (JSON).")
-    run.set_defaults(func=main, step=_run)
-    export = sub.add_parser(
-        "export", help="Select calibration queries from logged groups (uncertain, inconsistent, high impact)."
-    )
-    export.add_argument("--groups", required=True, help="Logged groups (JSONL).")
-    export.add_argument("--k", type=int, default=50)
-    export.add_argument("--out", required=True)
-    export.set_defaults(func=main, step=_export)
+    run.add_argument("--max_examples", type=positive_int, default=4, help="Few-shot examples at most.")
+    run.add_argument("--max_versions", type=positive_int, default=20, help="Prompt versions to try at most.")
+    run.add_argument("--patience", type=positive_int, default=10,
+                     help="Stop after this many versions in a row without improvement.")
+    run.add_argument("--max_regression", type=float, default=0.02,
+                     help="Largest drop on the retained cases a kept version may cause.")
+    run.add_argument("--metric", default="kappa", choices=["accuracy", "kappa"], help="What a revision must improve.")
+    run.add_argument("--output_file", required=True, help="Where to write the best prompts (JSON).")
+    run.set_defaults(func=main, step=_run, default_name="prompts.json")
+    export = _step(sub, "export", "Select calibration queries from logged groups (uncertain, inconsistent, high "
+                   "impact).", model=False)
+    export.add_argument("--groups", required=True, help="Logged groups (JSONL), e.g. a run's rlce_groups.jsonl.")
+    export.add_argument("--k", type=positive_int, default=50, help="Queries to select at most.")
+    export.add_argument("--output_file", required=True, help="Where to write the queries (JSONL).")
+    export.set_defaults(func=main, step=_export, default_name="queries.jsonl")
+
+
+def _step(sub, name: str, text: str, model: bool = True):
+    parser = sub.add_parser(name, help=text, description=text)
+    _common(parser, model)
+    return parser
 
 
 def main(args) -> int:

@@ -14,7 +14,8 @@ import os
 import shlex
 import sys
 
-from ..errors import InputError, MissingInputError
+from ..errors import InputError, MissingInputError, first_line
+from ._args import CLIParser
 
 REQUIRED = ("method", "config", "output_dir")
 USAGE = ("rlce-trl coevolve --method {rlac,visplay,video_zero} --config <recipe> --train_file <jsonl> "
@@ -47,7 +48,7 @@ def _check_file(flag: str, path: str | None, required: bool) -> str | None:
     return path
 
 
-class _Raising(argparse.ArgumentParser):
+class _Raising(CLIParser):
     def error(self, message):
         raise InputError(f"{message}. Usage: {USAGE}")
 
@@ -71,10 +72,14 @@ def main(args: argparse.Namespace) -> int:
     if args.method not in METHODS:
         raise InputError(f"--method {args.method!r}: use one of {', '.join(METHODS)}.")
 
+    if os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
+        raise InputError(f"--output_dir {args.output_dir!r} is a file: pass a folder (the run's state, logs and "
+                         "checkpoints go there).")
     try:
         recipe = resolve_recipe(args.config)
     except FileNotFoundError as error:
         raise MissingInputError(str(error)) from None
+    _check_coevolution_recipe(recipe)
     overrides = list(extra)
     for flag in ("train_file", "validation_file", "media_root"):
         if getattr(args, flag):
@@ -112,6 +117,25 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_coevolution_recipe(recipe) -> None:
+    """A co-evolution recipe sets `coevolve_method`; a training recipe (`script: ...`) is for `rlce-trl train`."""
+    import yaml
+
+    from ..scripts.recipes import list_recipes
+
+    try:
+        content = yaml.safe_load(recipe.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as error:
+        raise InputError(f"--config {recipe}: not a readable YAML recipe ({first_line(error)}).") from None
+    if isinstance(content, dict) and "coevolve_method" in content:
+        return
+    shipped = ", ".join(p.stem for p in list_recipes() if p.stem.endswith(("_rlac", "_visplay", "_video_zero")))
+    what = (f"a training recipe (`script: {content['script']}`): run it with `rlce-trl train --config {recipe.stem}`"
+            if isinstance(content, dict) and "script" in content else "not a co-evolution recipe")
+    raise InputError(f"--config {recipe.name} is {what}. A co-evolution recipe sets `coevolve_method`: pass one of "
+                     f"{shipped}, or add `coevolve_method: <method>` to your own.")
+
+
 def _parse_recipe(recipe, overrides: list[str], output_dir: str):
     """The recipe with the overrides, parsed by the phase parser: a bad key or value is one line here, before any
     phase starts."""
@@ -119,11 +143,23 @@ def _parse_recipe(recipe, overrides: list[str], output_dir: str):
     import io
 
     from ..coevolution.phase import make_parser
+    from ..scripts.utils import did_you_mean, read_recipe
 
+    parser = make_parser()
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    for word in overrides:
+        flag = word.split("=", 1)[0]
+        if word.startswith("--") and flag not in parser._option_string_actions:
+            raise InputError(f"unknown recipe key {flag!r}{did_you_mean(flag, options) or ': see the keys of --help'}"
+                             f" (rlce-trl coevolve passes every --key to the recipe).")
+    keys = {action.dest for action in parser._actions} | {"env"}
+    for key in read_recipe(str(recipe)):
+        if key not in keys:
+            raise InputError(f"unknown key {key!r} in {recipe}{did_you_mean(key, keys) or ': see the recipe keys'}")
     stderr = io.StringIO()
     try:
         with contextlib.redirect_stderr(stderr):
-            return make_parser().parse_args_and_config(["--config", str(recipe), "--output_dir", output_dir,
+            return parser.parse_args_and_config(["--config", str(recipe), "--output_dir", output_dir,
                                                         *overrides])
     except SystemExit:
         lines = [line for line in stderr.getvalue().splitlines() if line.strip()]

@@ -6,7 +6,8 @@ from __future__ import annotations
 def add_parser(subparsers) -> None:
     from ..comparison import add_arguments, main
 
-    parser = subparsers.add_parser("compare", help="The paper's comparison for one task: train every (method, seed), "
-                                   "test each best-on-validation checkpoint, write Table 1's shape; resumable.")
+    text = ("The paper's comparison for one task: train every (method, seed), test each best-on-validation "
+            "checkpoint, write Table 1's shape; resumable.")
+    parser = subparsers.add_parser("compare", help=text, description=text)
     add_arguments(parser)
     parser.set_defaults(func=main)

@@ -18,6 +18,7 @@ from ..data.prefeval import FORMS as PREFEVAL_FORMS
 from ..errors import InputError, MissingInputError, first_line
 from ..evaluation.evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 from ..generation.generators import BACKENDS, Generator, make_generator
+from ._args import positive_int
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -65,15 +66,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help='JSON object passed to vllm.LLM, e.g. \'{"max_model_len": 8192, "gpu_memory_utilization": 0.8}\'.',
     )
-    parser.add_argument("--max_new_tokens", type=int, default=512)
-    parser.add_argument("--batch_size", type=int, default=8, help="Rows per generation call (and per write).")
-    parser.add_argument("--limit", type=int, default=None, help="Evaluate only the first N rows (smoke tests).")
+    parser.add_argument("--max_new_tokens", type=positive_int, default=512, help="Most tokens generated per answer.")
+    parser.add_argument("--batch_size", type=positive_int, default=8, help="Rows per generation call (and per write).")
+    parser.add_argument("--limit", type=positive_int, default=None,
+                        help="Evaluate only the first N rows (smoke tests).")
     parser.add_argument("--judge_base_url", default=None, help="OpenAI-compatible judge endpoint, e.g. .../v1.")
     parser.add_argument("--judge_model", default=None, help="Model name at the judge endpoint.")
     parser.add_argument(
         "--judge_api_key_env", default="OPENAI_API_KEY", help="Environment variable holding the judge's API key."
     )
-    parser.add_argument("--judge_concurrency", type=int, default=8)
+    parser.add_argument("--judge_concurrency", type=positive_int, default=8, help="Judge requests in flight at most.")
     parser.add_argument("--judge_deadline", type=float, default=300.0,
                         help="Overall deadline of one judge request, retries and the whole reply included (s).")
     parser.add_argument("--judge_max_reply_bytes", type=int, default=1_000_000, help="Largest judge reply accepted.")
@@ -170,6 +172,15 @@ def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
     video = bool(rows) and any(r.get("videos") for r in rows)
     if video and not args.media_root:
         raise InputError("these rows hold videos: pass --media_root (the folder their paths are relative to).")
+    if video:
+        from ..data.hba import check_clips
+
+        if not Path(args.media_root).is_dir():
+            raise MissingInputError(f"--media_root {args.media_root!r}: no such folder.")
+        try:
+            check_clips(rows, args.media_root)  # before the model loads
+        except ValueError as error:
+            raise InputError(" ".join(str(error).split())) from None
     if generator is None:
         _check_model(args.model_name_or_path)
         try:

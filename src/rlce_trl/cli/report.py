@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from ._args import positive_int
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -17,7 +19,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="The output_dir of a training run.")
     parser.add_argument("--output_dir", default=None, help="Folder of the page and plots (default RUN_DIR/report).")
-    parser.add_argument("--max_groups", type=int, default=5000, help="Newest groups embedded in the page.")
+    parser.add_argument("--max_groups", type=positive_int, default=5000, help="Newest groups embedded in the page.")
     parser.set_defaults(func=main)
 
 
@@ -25,8 +27,9 @@ def main(args: argparse.Namespace) -> int:
     from ..report import build_report
     from ..report.plots import CURVES_PNG
 
-    if args.max_groups is not None and args.max_groups < 1:
-        print("error: --max_groups must be >= 1.", file=sys.stderr)
+    if args.output_dir and os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
+        print(f"error: --output_dir {args.output_dir!r} is a file: pass a folder for the page and plots.",
+              file=sys.stderr)
         return 2
     try:
         path, data = build_report(args.run_dir, args.output_dir, args.max_groups)

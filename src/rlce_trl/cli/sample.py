@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from ..data.jsonl import read_jsonl
 from ..errors import InputError, MissingInputError, first_line
+from ._args import nonnegative_int, positive_int
 
 
 def _load_rows(args) -> list[dict]:
@@ -43,35 +45,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="JSONL rows with id, prompt, answer_options (and gold for scoring); rows with "
                         "`videos` are video rows (frames from --media_root).")
-    source.add_argument("--synthetic", type=int, metavar="N", help="N rows of the numbered-evidence task.")
+    source.add_argument("--synthetic", type=positive_int, metavar="N", help="N rows of the numbered-evidence task.")
     parser.add_argument("--hba_task", default=None, choices=sorted(HBA_TASKS),
                         help="Read --data as a Human Behavior Atlas split (`problem`, `answer`, `videos`).")
     parser.add_argument("--media_root", default=None, help="Folder the `videos` paths of video rows are relative to.")
     parser.add_argument("--video_fps", type=float, default=FRAME_FPS, help="Frames sampled per second of clip.")
-    parser.add_argument("--video_min_frames", type=int, default=MIN_FRAMES, help="Fewest frames per clip.")
-    parser.add_argument("--video_max_frames", type=int, default=MAX_FRAMES, help="Most frames per clip.")
-    parser.add_argument("--video_frame_height", type=int, default=FRAME_SIZE[0])
-    parser.add_argument("--video_frame_width", type=int, default=FRAME_SIZE[1])
+    parser.add_argument("--video_min_frames", type=positive_int, default=MIN_FRAMES, help="Fewest frames per clip.")
+    parser.add_argument("--video_max_frames", type=positive_int, default=MAX_FRAMES, help="Most frames per clip.")
+    parser.add_argument("--video_frame_height", type=positive_int, default=FRAME_SIZE[0],
+                        help="Frame height in pixels.")
+    parser.add_argument("--video_frame_width", type=positive_int, default=FRAME_SIZE[1],
+                        help="Frame width in pixels.")
     parser.add_argument("--style", default="elect", choices=("elect", "boxed"),
                         help="elect: ask for the Elect schema (<think>, <keyframes> citing frames or sentences by "
                         "number, <answer>); boxed: a \\boxed{} answer (video rows: the HBA solver prompt).")
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--n", type=int, default=4, help="Sampled candidates per row (plus the greedy one).")
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--top_p", type=float, default=0.95)
-    parser.add_argument("--top_k", type=int, default=20)
+    parser.add_argument("--output_dir", required=True,
+                        help="The pool's folder (pool.jsonl, settings.json); rerunning resumes it.")
+    parser.add_argument("--n", type=positive_int, default=4, help="Sampled candidates per row (plus the greedy one).")
+    parser.add_argument("--temperature", type=float, default=1.0, help="Sampling temperature (> 0).")
+    parser.add_argument("--top_p", type=float, default=0.95, help="Nucleus sampling mass, in (0, 1].")
+    parser.add_argument("--top_k", type=nonnegative_int, default=20, help="Top-k sampling (0: off).")
     parser.add_argument("--no_greedy", action="store_true", help="Do not add the greedy (temperature 0) candidate.")
     parser.add_argument("--diversify", default="auto", choices=("auto", "on", "off"),
                         help="Elect's Eq. 13 candidates: temperatures 0.2 / 0.7 / 0.9 in turn with top-p 0.9 and "
                         "distinct seeds, and on video rows a 0.9-scale crop (centre, four corners), blur sigma 0.5 "
                         "and +-10%% brightness per candidate (replaces --temperature, --top_p, --top_k). auto: on "
                         "with --style elect, off with boxed.")
-    parser.add_argument("--max_new_tokens", type=int, default=256)
-    parser.add_argument("--limit", type=int, default=None, help="Only the first N rows.")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max_new_tokens", type=positive_int, default=256, help="Most tokens per candidate.")
+    parser.add_argument("--limit", type=positive_int, default=None, help="Only the first N rows.")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="Seed of the sampling (and --synthetic rows).")
     parser.add_argument("--backend", default="transformers", choices=("transformers", "vllm"),
                         help="vllm: text rows only (video rows are sampled with transformers).")
-    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
+    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"),
+                        help="Weights dtype (auto: bfloat16 on GPU, float32 on CPU).")
     parser.add_argument("--vllm_kwargs", default=None,
                         help="JSON object of vllm.LLM arguments, e.g. "
                         '\'{"max_model_len": 1024, "enforce_eager": true}\'')
@@ -153,6 +159,26 @@ def _video_expander(args) -> Callable[[dict], dict]:
     return expand
 
 
+def _check_rows(rows: list, args) -> None:
+    """Before the model loads: an empty input is an error; malformed rows are counted with the first reasons (and
+    skipped by the sampler), and an input with no usable row at all is an error."""
+    from ..selection.pool import input_row_problem
+
+    source = f"--data {args.data}" if args.data else "--synthetic"
+    if not rows:
+        raise InputError(f"{source} has no rows: pass a JSONL file with one row per line (id, prompt, "
+                         "answer_options).")
+    reasons = [(n, problem) for n, row in enumerate(rows, 1) if (problem := input_row_problem(row))]
+    if not reasons:
+        return
+    first = "; ".join(f"row {n}: {problem}" for n, problem in reasons[:3])
+    if len(reasons) == len(rows):
+        raise InputError(f"{source}: none of its {len(rows)} rows can be sampled ({first}): rows need `id` and "
+                         "`prompt` (a string or a list of {role, content} messages).")
+    print(f"warning: {source}: skipping {len(reasons)} of {len(rows)} rows ({first}"
+          f"{'; ...' if len(reasons) > 3 else ''})", file=sys.stderr)
+
+
 def main(args: argparse.Namespace, sampler=None) -> int:
     from ..selection.pool import sample_pool
 
@@ -160,6 +186,7 @@ def main(args: argparse.Namespace, sampler=None) -> int:
     if problems:
         raise InputError("; ".join(problems) + ".")
     rows = _load_rows(args)[: args.limit]
+    _check_rows(rows, args)
     video = any(isinstance(r, dict) and r.get("videos") for r in rows)
     expand = None
     if video:
@@ -224,7 +251,9 @@ def main(args: argparse.Namespace, sampler=None) -> int:
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("sample", help="Sample n candidates per row (text, answer, token log-probs) into a "
-                                   "pool that every selector of `rlce-trl select` reads; resumable.")
+    text = ("Sample n candidates per row (text, answer, token log-probs) into a pool that every selector of "
+            "`rlce-trl select` reads; resumable.")
+    parser = subparsers.add_parser("sample", help=text, description=text + " Flags, the data file and its rows are "
+                                   "checked before the model loads.")
     add_arguments(parser)
     parser.set_defaults(func=main)

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from ..data.jsonl import read_jsonl
-from ..errors import InputError, MissingInputError
+from ..errors import InputError, MissingInputError, positive_int
 from .sample import check_vision_language
 
 DEFAULT_SELECTORS = "greedy,single,majority,elect,elect_noframes,oracle"
@@ -17,24 +17,32 @@ DEFAULT_SELECTORS = "greedy,single,majority,elect,elect_noframes,oracle"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pool", required=True, help="A folder written by `rlce-trl sample` (or a pool.jsonl).")
-    parser.add_argument("--output_dir", required=True)
+    parser.add_argument("--output_dir", required=True,
+                        help="Folder of selections.jsonl, summary.json and summary.md; rerunning resumes it.")
     parser.add_argument("--selectors", default=DEFAULT_SELECTORS,
                         help="Comma-separated: greedy, single, majority, usc, policy_judge, rlce, elect, "
                         f"elect_noframes, oracle (default {DEFAULT_SELECTORS}).")
     parser.add_argument("--budgets", default=None, help="Comma-separated b values (default 1,2,..,n).")
-    parser.add_argument("--subsets", type=int, default=5, help="Seeded random b-subsets per row when b < n.")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--subsets", type=positive_int, default=5, help="Seeded random b-subsets per row when b < n.")
+    parser.add_argument("--seed", type=int, default=0, help="Seed of the b-subsets.")
     parser.add_argument("--verifier_model_name_or_path", default=None,
                         help="Verifier of rlce / usc / policy_judge and Elect's referee: the BASE model (`smollm2`).")
-    parser.add_argument("--rlce_tests_per_direction", type=int, default=1)
-    parser.add_argument("--rlce_max_tokens", type=int, default=128,
+    parser.add_argument("--rlce_tests_per_direction", type=positive_int, default=1,
+                        help="rlce: tests per direction of each pairwise comparison.")
+    parser.add_argument("--rlce_max_tokens", type=positive_int, default=128,
                         help="Longest evidence test the verifier writes, in tokens (the paper's 128).")
-    parser.add_argument("--elect_referee", choices=("on", "off"), default="off")
-    parser.add_argument("--elect_trim", choices=("paper", "min4", "none"), default="paper")
-    parser.add_argument("--elect_delta", type=float, default=0.08)
-    parser.add_argument("--elect_gamma", type=float, default=0.4)
+    parser.add_argument("--elect_referee", choices=("on", "off"), default="off",
+                        help="elect: the referee check of Eq. 19 (needs --verifier_model_name_or_path).")
+    parser.add_argument("--elect_trim", choices=("paper", "min4", "none"), default="paper",
+                        help="elect: drop the highest and lowest score per cluster (paper: clusters of 3 or more; "
+                        "min4: of 4 or more; none: never).")
+    parser.add_argument("--elect_delta", type=float, default=0.08,
+                        help="elect: stop when the margin exceeds this (the paper: 0.08).")
+    parser.add_argument("--elect_gamma", type=float, default=0.4,
+                        help="elect: and the leader's mean confidence exceeds this (the paper: 0.4).")
     parser.add_argument("--elect_think_range", default="64,1024", help="L clip range of tau, in tokens.")
-    parser.add_argument("--chunk_size", type=int, default=16)
+    parser.add_argument("--chunk_size", type=positive_int, default=16,
+                        help="Rows selected between two writes (the resume granularity).")
 
 
 def _load_verifier(name: str, video: bool):
@@ -199,7 +207,8 @@ def main(args: argparse.Namespace, verifier=None) -> int:
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("select", help="Run selectors (majority, rlce, elect, ...) over a sampled pool at "
-                                   "several budgets; accuracy, paired CIs against majority, costs; resumable.")
+    text = ("Run selectors (majority, rlce, elect, ...) over a sampled pool at several budgets; accuracy, paired CIs "
+            "against majority, costs; resumable.")
+    parser = subparsers.add_parser("select", help=text, description=text)
     add_arguments(parser)
     parser.set_defaults(func=main)

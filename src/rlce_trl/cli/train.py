@@ -22,7 +22,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--config", default=None, help="The recipe: a YAML path or a name from `rlce-trl recipes`.")
     parser.set_defaults(func=main, accepts_extra=True)
 
-    recipes = subparsers.add_parser("recipes", help="List the shipped training recipes, or print one.")
+    text = "List the shipped training recipes, or print one."
+    recipes = subparsers.add_parser("recipes", help=text, description=text)
     recipes.add_argument("name", nargs="?", help="Recipe to print (e.g. prefeval_rlce).")
     recipes.add_argument("--path", action="store_true", help="Print the recipe's file path instead of its content.")
     recipes.set_defaults(func=main_recipes)

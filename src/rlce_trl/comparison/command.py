@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import InputError, MissingInputError
+from ..errors import InputError, MissingInputError, positive_int
 from . import paper
 
 FREE_TEXT = ("prefeval", "intentqa")  # scored by the LLM judge (validation and test)
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="What starts a training run: `python` (this interpreter, one process) or a launcher "
                         "command such as \"accelerate launch --config_file configs/accelerate/zero3.yaml\"; the "
                         "command appends `-m rlce_trl.cli train ...`.")
-    parser.add_argument("--devices", type=int, default=None,
+    parser.add_argument("--devices", type=positive_int, default=None,
                         help="Devices (GPUs) one training run holds, for the device-hours; default: the launcher's "
                         "--num_processes / --nproc_per_node (or its accelerate config's num_processes), else 1.")
     parser.add_argument("--recipe_dir", default=None,
@@ -70,20 +70,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     judge.add_argument("--judge_model", default=None, help="Model name at the judge endpoint.")
     judge.add_argument("--judge_api_key_env", default="OPENAI_API_KEY", help="Variable holding the judge's key.")
     protocol = parser.add_argument_group("protocol (defaults: the paper's)")
-    protocol.add_argument("--validation_steps", type=int, default=None,
+    protocol.add_argument("--validation_steps", type=positive_int, default=None,
                           help="Validate every N optimizer steps in every GRPO cell (default: each method's interval "
                           "in the paper; lower it for short runs).")
-    protocol.add_argument("--validation_limit", type=int, default=None, help="Validate on the first N rows only.")
+    protocol.add_argument("--validation_limit", type=positive_int, default=None,
+                          help="Validate on the first N rows only.")
     protocol.add_argument("--selection", default="auto", choices=["auto", "in_training", "checkpoints"],
                           help="in_training: the training run validates every N steps and keeps <output_dir>/best "
                           "(early stop with patience); checkpoints: the run saves a checkpoint every N steps and each "
                           "is validated afterwards with `rlce-trl evaluate` (the same choice, for sharded models that "
                           "cannot generate on one process). auto: checkpoints under a DeepSpeed ZeRO-3 launcher.")
-    protocol.add_argument("--test_limit", type=int, default=None, help="Test on the first N rows only (smoke runs).")
-    protocol.add_argument("--max_new_tokens", type=int, default=512, help="Greedy tokens per test response.")
+    protocol.add_argument("--test_limit", type=positive_int, default=None,
+                          help="Test on the first N rows only (smoke runs).")
+    protocol.add_argument("--max_new_tokens", type=positive_int, default=512, help="Greedy tokens per test response.")
     protocol.add_argument("--eval_backend", default="auto", choices=["auto", "transformers", "vllm"],
                           help="Generation backend of the test evaluation (`rlce-trl evaluate --backend`).")
-    protocol.add_argument("--eval_batch_size", type=int, default=8, help="Rows per test generation call.")
+    protocol.add_argument("--eval_batch_size", type=positive_int, default=8, help="Rows per test generation call.")
     protocol.add_argument("--skip_base", action="store_true", help="Do not evaluate the base model (no Δ column).")
     parser.add_argument("--keep_going", action="store_true", help="After a failed cell, go on with the others.")
     parser.add_argument("--dry_run", action="store_true", help="Print every cell's commands and exit.")

@@ -82,6 +82,13 @@ def resolve_recipe(name_or_path: str) -> Path:
     raise FileNotFoundError(f"No recipe {name_or_path!r}: give a YAML path or one of the shipped recipes: {names}.")
 
 
+def yaml_problem(error) -> str:
+    """A YAML error in one line: what is wrong and where (`line N, column M: ...`)."""
+    mark = getattr(error, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return where + " ".join(str(getattr(error, "problem", None) or error).split())
+
+
 def script_for(recipe: Path) -> str:
     """The module that trains `recipe`: the one its top-level `script` key names (`prefeval`, `hba` or `elect`). A
     co-evolution recipe (`coevolve_method`), a recipe without `script` or with an unknown one is a `ValueError` that
@@ -90,8 +97,11 @@ def script_for(recipe: Path) -> str:
 
     try:
         content = yaml.safe_load(recipe.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as error:
+        raise ValueError(f"recipe {recipe} is not UTF-8 text (byte {error.start}): save it as UTF-8.") from None
     except yaml.YAMLError as error:
-        raise ValueError(f"{recipe.name} is not valid YAML ({error}); fix it or pass another --config.") from None
+        raise ValueError(f"{recipe.name} is not valid YAML ({yaml_problem(error)}); fix it or pass another "
+                         "--config.") from None
     if not isinstance(content, dict):
         raise ValueError(f"{recipe.name} is not a recipe (a YAML mapping of argument names to values).")
     if "coevolve_method" in content:

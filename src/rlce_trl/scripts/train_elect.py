@@ -19,9 +19,19 @@ from __future__ import annotations
 
 import argparse
 
+from rlce_trl.errors import InputError
+from rlce_trl.scripts.utils import did_you_mean, read_recipe
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors are one line that names the fix ([`InputError`]), not the usage."""
+
+    def error(self, message):
+        raise InputError(f"{message} (`--help` lists the flags).")
+
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser = _Parser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--config", help="A YAML recipe: flag names to values (command-line flags win).")
     parser.add_argument("--script", choices=("elect",), default="elect",
                         help="The recipe's training script, read by `rlce-trl train` (this script: elect).")
@@ -47,19 +57,33 @@ def parse_args(argv=None):
     parser = make_parser()
     config = parser.parse_known_args(argv)[0].config
     if config:
-        import yaml
-
-        with open(config, encoding="utf-8") as f:
-            recipe = yaml.safe_load(f) or {}
+        recipe = read_recipe(config) or {}
         known = {a.dest for a in parser._actions} - {"help", "config"}
-        unknown = sorted(set(recipe) - known) if isinstance(recipe, dict) else ["(not a mapping)"]
+        unknown = sorted(set(recipe) - known)
         if unknown:
-            parser.error(f"{config}: unknown keys {', '.join(unknown)}; use the flag names of --help.")
+            hint = did_you_mean(unknown[0], known)
+            more = f" ({len(unknown) - 1} more unknown)" if len(unknown) > 1 else ""
+            fix = hint or ": use the flag names of --help."
+            raise InputError(f"unknown key {unknown[0]!r} in {config}{fix}{more}")
+        actions = {a.dest: a for a in parser._actions}
+        for key, value in recipe.items():  # argparse converts only string defaults: check YAML-typed values here
+            action = actions[key]
+            if action.type in (int, float) and (isinstance(value, (bool, list, dict)) or not _converts(action.type,
+                                                                                                     value)):
+                raise InputError(f"{key}: {value!r} in {config} is not a valid {action.type.__name__}.")
         parser.set_defaults(**recipe)
     args = parser.parse_args(argv)
     if not args.output_dir:
         parser.error("pass --output_dir (or set output_dir in the recipe).")
     return args
+
+
+def _converts(kind, value) -> bool:
+    try:
+        kind(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def main(argv=None):
@@ -107,5 +131,16 @@ def main(argv=None):
     return trainer
 
 
+def main_cli(argv=None) -> None:
+    """The script's `__main__`: bad flags or recipe are one `error:` line and exit status 2."""
+    try:
+        main(argv)
+    except InputError as error:
+        import sys
+
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 if __name__ == "__main__":
-    main()
+    main_cli()

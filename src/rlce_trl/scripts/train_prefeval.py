@@ -23,17 +23,19 @@ Data (`--dataset_name`):
 import os
 from dataclasses import dataclass, field
 
-from trl import ModelConfig, TrlParser
+from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.data.prefeval import FORMS
 from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks
 from rlce_trl.scripts.utils import (
+    RecipeParser,
     RLCEScriptArguments,
     add_prompt_suffix,
     filter_long_prompts,
     make_judge,
     prepare_run,
+    run_script,
     train_rlce,
     validation_callbacks,
 )
@@ -112,9 +114,8 @@ def main(script_args, training_args, model_args):
 
 
 def make_parser():
-    return TrlParser((PrefEvalScriptArguments, RLCEGRPOConfig, ModelConfig))
+    return RecipeParser((PrefEvalScriptArguments, RLCEGRPOConfig, ModelConfig))
 
 
 if __name__ == "__main__":
-    script_args, training_args, model_args = make_parser().parse_args_and_config()
-    main(script_args, training_args, model_args)
+    run_script(make_parser, main)

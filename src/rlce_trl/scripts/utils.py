@@ -18,17 +18,123 @@ The scripts follow the shape of TRL's own `trl/scripts/grpo.py`: a `TrlParser` o
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
 from dataclasses import dataclass, field
 
-from trl import ScriptArguments
+from trl import ScriptArguments, TrlParser
 
 from ..errors import InputError
 from ..models import check_model_source, resolve_model
 
 logger = logging.getLogger(__name__)
+
+def did_you_mean(word: str, choices) -> str:
+    """`: did you mean 'x'?` for the closest of `choices` (difflib), or an empty string."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f": did you mean {close[0]!r}?" if close else ""
+
+
+class RecipeParser(TrlParser):
+    """TRL's `TrlParser` whose errors are one line that names the fix ([`InputError`]) instead of the whole usage:
+    a wrong-typed value (on the command line or in the recipe), an unknown recipe key or flag with a "did you mean",
+    a recipe that is not UTF-8 or not YAML, naming the file. `--help` still prints every argument."""
+
+    _recipe: str | None = None
+
+    def error(self, message):
+        where = f"{os.path.basename(self._recipe)}: " if self._recipe else ""
+        raise InputError(f"{where}{message} (`--help` lists the arguments).")
+
+    def parse_args_and_config(self, args=None, return_remaining_strings=False, fail_with_unknown_args=True,
+                              separate_remaining_strings=False):
+        args = list(args) if args is not None else sys.argv[1:]
+        known = {a.dest for a in self._actions} | {"env"}
+        if "--config" in args and args.index("--config") + 1 < len(args):
+            self._recipe = args[args.index("--config") + 1]
+            config = read_recipe(self._recipe)
+            if fail_with_unknown_args and not return_remaining_strings:
+                for key in config:
+                    if key not in known:
+                        raise InputError(f"unknown key {key!r} in {self._recipe}{did_you_mean(key, known)}"
+                                         + ("" if did_you_mean(key, known) else ": see `--help` for the keys."))
+            self._check_types(config)
+        if fail_with_unknown_args and not return_remaining_strings:
+            options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            for word in args:
+                flag = word.split("=", 1)[0]
+                if word.startswith("--") and flag != "--config" and flag not in self._option_string_actions:
+                    hint = did_you_mean(flag, options)
+                    raise InputError(f"unknown argument {flag!r}{hint or ': see `--help` for the arguments.'}")
+        return super().parse_args_and_config(args, return_remaining_strings, fail_with_unknown_args,
+                                             separate_remaining_strings)
+
+
+    def _check_types(self, config: dict) -> None:
+        """argparse converts only string defaults: a recipe value that YAML already typed (a list, a number, a
+        mapping) is checked here against the argument's type and choices, so that a wrong type is one line naming the
+        key, not an exception inside a dataclass."""
+        actions = {a.dest: a for a in self._actions}
+        for key, value in config.items():
+            action = actions.get(key)
+            if action is None or value is None or isinstance(value, str) or action.type is None:
+                continue
+            values = value if isinstance(value, list) and action.nargs in ("+", "*") else [value]
+            for item in values:
+                if isinstance(item, (dict, list)):  # mapping fields (e.g. model_init_kwargs) take them as they are
+                    if action.type is not str or action.choices:
+                        self.error(f"{key}: {item!r} is a {type(item).__name__}, not a single value")
+                    continue
+                try:
+                    converted = action.type(str(item))
+                except (TypeError, ValueError, argparse.ArgumentTypeError) as error:
+                    self.error(f"{key}: {item!r} is not a valid {_type_name(action)} ({error})")
+                if action.choices is not None and converted not in action.choices:
+                    self.error(f"{key}: {item!r} is not one of {', '.join(map(str, action.choices))}")
+
+
+def _type_name(action) -> str:
+    name = getattr(action.type, "__name__", "value")
+    return {"string_to_bool": "boolean", "parse": "value"}.get(name, name)
+
+
+def read_recipe(path: str) -> dict:
+    """A recipe file as a mapping; a missing, non-UTF-8, non-YAML or non-mapping file is one [`InputError`] naming
+    the file."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise InputError(f"--config {path!r}: no such file: give a YAML path or a name from `rlce-trl recipes`.") \
+            from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"recipe {path} is not UTF-8 text (byte {error.start}): save it as UTF-8.") from None
+    except yaml.YAMLError as error:
+        from .recipes import yaml_problem
+
+        raise InputError(f"recipe {path} is not valid YAML ({yaml_problem(error)}).") from None
+    if not isinstance(config, dict):
+        raise InputError(f"recipe {path} must be a YAML mapping of argument names to values, not "
+                         f"{type(config).__name__}.")
+    return config
+
+
+def run_script(make_parser, main) -> None:
+    """A training script's `__main__`: parse the command line (and its `--config` recipe), run `main`; bad input is
+    one `error:` line and exit status 2."""
+    try:
+        parsed = make_parser().parse_args_and_config()
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    main(*parsed)
+
 
 @dataclass
 class RLCEScriptArguments(ScriptArguments):

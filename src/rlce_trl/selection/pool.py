@@ -157,6 +157,17 @@ def read_pool(path: str | os.PathLike, tail_fraction: float = 0.25) -> tuple[lis
 
 
 # -- sampling ---------------------------------------------------------------------------------------------------------
+def input_row_problem(row) -> str | None:
+    """Why `sample_pool` would skip an input row (no id, no prompt, a field no selector could use), or `None`."""
+    if not isinstance(row, dict):
+        return f"not a JSON object ({type(row).__name__})"
+    missing = [k for k in ("id", "prompt") if k not in row or (k == "prompt" and not row.get("prompt"))]
+    if missing:
+        return f"no {' or '.join(f'`{k}`' for k in missing)}"
+    bad = _bad_fields(row)
+    return f"bad {', '.join(bad)}" if bad else None
+
+
 def candidate_record(sampled, spec, labels, num_frames, tail_fraction: float = 0.25) -> dict:
     parse = parse_elect_output(sampled.text, num_frames, labels)
     logprobs = [round(x, 5) for x in sampled.token_logprobs]
@@ -206,7 +217,7 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
     pool_path = out / POOL_FILE
     repair_jsonl_tail(pool_path)  # a line cut by an interruption: that row is sampled again
     done = {str(r["id"]) for r in read_jsonl_lenient(pool_path)[0] if "id" in r} if pool_path.exists() else set()
-    valid = [isinstance(r, dict) and "id" in r and bool(r.get("prompt")) and not _bad_fields(r) for r in rows]
+    valid = [input_row_problem(r) is None for r in rows]
     skipped = valid.count(False)
     todo = [r for r, ok in zip(rows, valid, strict=True) if ok and str(r["id"]) not in done]
     specs = ([Sampling(temperature=0.0, seed=seed)] if greedy_too else []) + [

@@ -1,0 +1,119 @@
+"""What every `rlce-trl` parser shares: the parser class (one-line errors, the command's usage and a "did you mean"
+for an unknown flag), the argparse types for counts (`positive_int`, `nonnegative_int`, `bounded_int`) and the table
+of deprecated flag spellings with the argv rewrite that accepts them for one release."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+
+from ..errors import InputError, bounded_int, nonnegative_int, positive_int
+
+#: Old flag spellings (before one dialect: snake_case, `--output_dir` for folders, `--output_file` for files), by
+#: command, accepted for one release with a one-line warning. The key is the command as typed (`analyze`,
+#: `analyze coevolve`, `calibrate score`, ...).
+DEPRECATED_FLAGS: dict[str, dict[str, str]] = {
+    "analyze": {
+        "--out": "--output_dir", "--max-tests": "--max_tests", "--no-plots": "--no_plots",
+        "--error-rates": "--error_rates", "--num-answers": "--num_answers",
+        "--tests-per-direction": "--rlce_tests_per_direction", "--tests_per_direction": "--rlce_tests_per_direction",
+        "--abstain-rate": "--abstain_rate",
+    },
+    "analyze coevolve": {"--out": "--output_file"},
+    **{f"calibrate {step}": {"--out": "--output_file"} for step in ("score", "fit", "run", "export")},
+}
+
+
+def rewrite_deprecated(argv: list[str], warn=None) -> list[str]:
+    """`argv` with the deprecated spellings of its command replaced by the new ones, one warning line per flag on
+    stderr. Nothing after a bare `--` is touched (those arguments belong to a recipe)."""
+    warn = warn or (lambda line: print(line, file=sys.stderr))
+    words = [a for a in argv[:2] if not a.startswith("-")]
+    table = DEPRECATED_FLAGS.get(" ".join(words[:2]), DEPRECATED_FLAGS.get(words[0] if words else "", {}))
+    if not table:
+        return list(argv)
+    out, warned = [], set()
+    for k, arg in enumerate(argv):
+        if arg == "--":
+            return out + list(argv[k:])
+        flag, eq, value = arg.partition("=")
+        if flag in table:
+            if flag not in warned:
+                warn(f"warning: {flag} is deprecated and goes in the next release: use {table[flag]}")
+                warned.add(flag)
+            arg = table[flag] + eq + value
+        out.append(arg)
+    return out
+
+
+class CLIParser(argparse.ArgumentParser):
+    """An `ArgumentParser` whose errors are one line (an [`InputError`], printed by `rlce-trl` as `error: ...`,
+    exit 2). An unknown flag prints the command's own usage first and suggests the closest flag."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)  # an abbreviation would change meaning when a flag is added
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        # "argument --n: 0: use 1 or more" (a count type's message) reads "--n 0: use 1 or more"
+        match = re.fullmatch(r"argument (--\w+): (\S+): (use .*)", message)
+        if match:
+            message = f"{match[1]} {match[2]}: {match[3]}"
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if choice:
+            options = re.findall(r"'([^']*)'", choice[2]) or [c.strip() for c in choice[2].split(",")]
+            close = difflib.get_close_matches(choice[1], options, n=1, cutoff=0.6)
+            if close:
+                message += f": did you mean {close[0]}?"
+        raise InputError(f"{self.prog}: {message}")
+
+    def unknown(self, extra: list[str]) -> InputError:
+        """The error for arguments this parser does not know: its usage on stderr, and a "did you mean"."""
+        self.print_usage(sys.stderr)
+        flags = [a for a in extra if a.startswith("-")]
+        hint = ""
+        if flags:
+            options = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
+            close = difflib.get_close_matches(flags[0].split("=", 1)[0], options, n=1, cutoff=0.6)
+            hint = f": did you mean {close[0]}?" if close else f"; see `{self.prog} --help`"
+        return InputError(f"{self.prog}: unrecognized arguments: {' '.join(extra)}{hint}")
+
+
+def check_unknown_flags(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """Before parsing: a `--flag` that the command's own parser does not know is an error with that command's usage
+    and a "did you mean" (argparse would report a missing required flag first). Commands that pass unknown flags on
+    to a recipe (`accepts_extra`) and everything after a bare `--` are left alone."""
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return
+        if not word.startswith("-"):
+            subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+            commands = getattr(parser, "commands", {})
+            if word in commands:
+                parser = commands[word]
+            elif subs and word in subs[0].choices:
+                parser = subs[0].choices[word]
+            continue
+        if parser._defaults.get("accepts_extra") or not word.startswith("--"):
+            continue
+        if word.split("=", 1)[0] not in parser._option_string_actions:
+            raise parser.unknown([word])
+
+
+def leaf_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser that parsed `args`: the one a command stored as `parser`, else the deepest subparser chosen."""
+    if isinstance(getattr(args, "parser", None), argparse.ArgumentParser):
+        return args.parser
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = subs and getattr(args, subs[0].dest, None)
+        if not chosen or chosen not in subs[0].choices:
+            return parser
+        parser = subs[0].choices[chosen]
+
+
+__all__ = ["DEPRECATED_FLAGS", "CLIParser", "bounded_int", "check_unknown_flags", "leaf_parser", "nonnegative_int",
+           "positive_int", "rewrite_deprecated"]
