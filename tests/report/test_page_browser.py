@@ -203,9 +203,10 @@ def test_long_texts_are_capped_with_the_full_text_a_click_away(tmp_path, browser
     assert shown == answer[:80] + "…" and b.evaluate(
         "document.querySelector('#groups tbody tr[data-id=\"2-0\"]').cells[5].title") == answer
     # the huge rollout: its head, an ellipsis, and a link to the whole text beside the page
-    pre = b.evaluate("[...document.querySelectorAll('#detail pre')].map(p => p.innerText).find(t => t.includes("
-                     "'full text'))")
-    assert pre.startswith(huge[:100]) and "…" in pre and f"full text ({len(huge):,} characters)" in pre
+    # (the link below the scrolling box, not inside it)
+    pre = b.evaluate("document.querySelector('#detail a.full').previousElementSibling.innerText")
+    assert pre.startswith(huge[:100]) and pre.endswith("…") and len(pre) == 2001
+    assert b.evaluate("document.querySelector('#detail a.full').innerText") == f"full text ({len(huge):,} characters)"
     href = b.evaluate("document.querySelector('#detail a.full').href")
     assert href == (run / "report" / full[0].relative_to(run / "report")).as_uri()
     # completions: newest first, the huge one capped with its link

@@ -33,7 +33,8 @@ padding:6px;max-height:220px;overflow:auto;font-size:12px;margin:4px 0}
 .v-yes{color:#17803d;font-weight:600}.v-no{color:#b42318;font-weight:600}.v-unknown{color:#666}
 .win{font-weight:700}.muted{color:#777}.comp{max-height:520px;overflow:auto}
 .strip{display:flex;flex-wrap:wrap;gap:10px;padding:8px 10px}.stat{flex:1 1 120px;padding:4px 10px;
-border-left:3px solid #243447;cursor:help}.stat .v{font-size:20px;font-weight:600}.stat .l{font-size:12px;color:#555;
+border-left:3px solid #243447;cursor:help}.stat .v{font-size:20px;font-weight:600}.stat.wide{flex:2 1 240px}
+.stat.wide .v{font-size:16px;line-height:24px}.stat .l{font-size:12px;color:#555;
 text-transform:uppercase;letter-spacing:.04em}.curve .axis{font-size:11px;fill:#333}a.full{font-size:12px;
 white-space:nowrap}.legend-item{cursor:help}
 """
@@ -59,6 +60,12 @@ const T = v => (isCapped(v) ? v.text : (v == null ? '' : String(v)));
 function N(v){
   if (!isCapped(v)) return v == null ? '' : String(v);
   return el('span', {}, v.text, ' ', el('a', {class: 'full', href: v.full, target: '_blank'},
+    'full text (' + v.chars.toLocaleString('en') + ' characters)'));
+}
+// a text in a scrolling box, the link to a capped text's full text below the box (not inside it)
+function P(v){
+  if (!isCapped(v)) return el('pre', {}, T(v));
+  return el('div', {}, el('pre', {}, v.text), el('a', {class: 'full', href: v.full, target: '_blank'},
     'full text (' + v.chars.toLocaleString('en') + ' characters)'));
 }
 const cut = (s, n) => (s.length > n ? s.slice(0, n) + '…' : s);
@@ -112,7 +119,7 @@ function showGroup(id){
   box.append(el('h3', {}, 'Group ' + g.id + ' · step ' + g.step + ' · ' + g.mode + ' · ' + g.method + ' · ',
                 el('span', {class: 'st st-' + g.status}, g.status)));
   if (g.labels) box.append(el('p', {}, 'Labels: ' + g.labels.map(T).join(', ')));
-  box.append(el('details', {}, el('summary', {}, 'Prompt context'), el('pre', {}, N(g.context))));
+  box.append(el('details', {}, el('summary', {}, 'Prompt context'), P(g.context)));
   const counts = (g.answers || []).map((_, i) => (g.assignment || []).filter(a => a === i).length);
   box.append(el('h4', {}, 'Distinct answers'), table(['', 'answer', 'rollouts', 'score', ''],
     (g.answers || []).map((a, i) => [label(i), N(a), counts[i], fmt((g.scores || [])[i]),
@@ -139,7 +146,7 @@ function showGroup(id){
   } else box.append(el('p', {class: 'muted'}, 'No tests in this group (a single answer, or a method without tests).'));
   box.append(el('h4', {}, 'Rollouts'), table(['#', 'answer', 'reward', 'completion'],
     (g.completions || []).map((c, k) => [k, label((g.assignment || [])[k]), fmt((g.rewards || [])[k]),
-                                         el('pre', {}, N(c))])));
+                                         P(c)])));
   if (g.extra) box.append(el('h4', {}, 'Method details'), el('pre', {}, JSON.stringify(g.extra, null, 2)));
 }
 
@@ -174,8 +181,9 @@ def _strip_section(items) -> str:
     """The summary strip: one figure per item (`summary.Item`), what it is in a tooltip."""
     if not items:
         return ""
-    cells = "".join(f'<div class="stat" title="{escape(i.detail)}" data-label="{escape(i.label)}"><div class="v">'
-                    f'{escape(i.value)}</div><div class="l">{escape(i.label)}</div></div>' for i in items)
+    cells = "".join(f'<div class="stat{" wide" if len(i.value) > 12 else ""}" title="{escape(i.detail)}" '
+                    f'data-label="{escape(i.label)}"><div class="v">{escape(i.value)}</div><div class="l">'
+                    f'{escape(i.label)}</div></div>' for i in items)
     return f'<section class="strip" id="summary" aria-label="Summary">{cells}</section>'
 
 

@@ -41,8 +41,14 @@ def summary_items(data: RunData) -> list[Item]:
     entries = _training(history)
     p = metric_prefix(history)
     steps = [e["step"] for e in history if isinstance(e.get("step"), (int, float))]
-    items = [Item("steps", str(int(max(steps))) if steps else "n/a",
-                  f"optimizer steps logged in trainer_state.json ({len(entries)} entries with metrics)")]
+    if steps:
+        items = [Item("steps", str(int(max(steps))),
+                      f"optimizer steps logged in trainer_state.json ({len(entries)} entries with metrics)")]
+    elif data.groups:
+        items = [Item("steps", str(max(g["step"] for g in data.groups)),
+                      "the last step of the evidence trail (no metrics logged)")]
+    else:
+        items = [Item("steps", "n/a", "no metrics logged")]
     if data.groups:
         statuses = Counter(str(g.get("status")) for g in data.groups)
         items.append(Item("groups", str(len(data.groups)),
