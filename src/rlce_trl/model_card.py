@@ -227,8 +227,8 @@ def training_summary(trainer, dataset: str, recipe: str | None) -> str:
              f"device x {args.gradient_accumulation_steps} accumulation step(s)",
              f"learning rate {args.learning_rate}", f"KL coefficient beta={args.beta}",
              f"completions of at most {args.max_completion_length} tokens"]
-    source = f"on {dataset}" + (f" with the recipe `{os.path.basename(recipe)}`" if recipe else "")
-    return (f"Training ran {source}: " + ", ".join(parts) + ". The RLCE section below has the verifier and the "
+    source = f"Dataset: {dataset}" + (f"; recipe: `{os.path.basename(recipe)}`" if recipe else "")
+    return (f"{source}. Training: " + ", ".join(parts) + ". The RLCE section below has the verifier and the "
             "reward; every setting is in `training_args.bin` next to the weights.\n")
 
 
@@ -412,7 +412,7 @@ def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str 
     card = fix_base_model(card, name_or_path, trainer.hub_model_id, args.output_dir)
     target = trainer.hub_model_id or f"./{Path(os.path.normpath(args.output_dir)).name}"
     card = fix_quick_start(card, target, info.get("prompt_suffix"), getattr(args, "max_completion_length", None))
-    summary = training_summary(trainer, dataset_name or info.get("dataset") or "a dataset not recorded",
+    summary = training_summary(trainer, dataset_name or info.get("dataset") or "not recorded",
                                info.get("recipe"))
     card = fill_training_procedure(card, summary)
     card = add_demo_line(card, trainer.state.global_step)

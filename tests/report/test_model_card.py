@@ -171,7 +171,8 @@ def test_a_demo_card_renders_and_says_what_it_is(tmp_path):
     assert re.findall(eval(pattern), "so \\boxed{pasta} then \\boxed{a curry}") == ["pasta", "a curry"]
     # the training procedure is filled, the empty setting reads as words
     procedure = card.split("## Training procedure")[1].split("### RLCE")[0]
-    assert "4 optimizer steps, 4 rollouts per prompt" in procedure and "`quickstart.yaml`" in procedure
+    assert "Training: 4 optimizer steps, 4 rollouts per prompt" in procedure
+    assert "Dataset: the bundled preference sample; recipe: `quickstart.yaml`." in procedure
     assert "- `verifier_vllm_args`: *empty*" in card and "``" not in card.replace("```", "")
 
 
@@ -183,7 +184,7 @@ def test_a_long_run_has_no_demo_line_and_an_unknown_license_is_not_invented(tmp_
     assert "license" not in meta and "licence" not in meta and "demo run" not in card
     assert "its license is the base model's, see the base model's card" in card
     assert "Give the final answer" not in card and "suffix =" not in card  # no suffix recorded: none shown
-    assert "Training ran on a dataset not recorded:" in card
+    assert "Dataset: not recorded. Training: 500 optimizer steps" in card
 
 
 @pytest.mark.parametrize("where", ["README.md", "config.json", "rlce_source.json"])

@@ -65,7 +65,8 @@ def summary_items(data: RunData) -> list[Item]:
     verdicts = sorted({k for e in entries for k in e if k.startswith(f"{p}/verdict_") and k.endswith("_frac")},
                       key=lambda k: (order.get(k[len(f"{p}/verdict_"):-len("_frac")], 3), k))
     mix = [(k[len(f"{p}/verdict_"):-len("_frac")], _mean(_values(entries, k))) for k in verdicts]
-    mix = [(name, value) for name, value in mix if value is not None]
+    mix = [(name, value) for name, value in mix  # yes / no / unknown always, another verdict when it occurred
+           if value is not None and (name in order or value > 0)]
     items.append(Item("verdicts", " · ".join(f"{name} {_pct(value)}" for name, value in mix) or "n/a",
                       "mean share of each verdict over the logged steps (" + ", ".join(verdicts) + ")" if mix
                       else "no verdicts logged"))
