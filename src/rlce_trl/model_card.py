@@ -304,8 +304,8 @@ def verifier_source(trainer) -> str:
     policy = trainer.accelerator.unwrap_model(trainer.model)
     base = getattr(getattr(policy, "config", None), "_name_or_path", None)
     if hasattr(policy, "peft_config"):
-        return f"the base model ({describe_model(base)}) with the LoRA adapter disabled"
-    return f"a frozen copy of the initial checkpoint ({describe_model(base)})"
+        return f"the base model ({base_description(base)}) with the LoRA adapter disabled"
+    return f"a frozen copy of the initial checkpoint ({base_description(base)})"
 
 
 def _label_light(args) -> str | None:

@@ -154,6 +154,7 @@ def test_a_demo_card_renders_and_says_what_it_is(tmp_path):
     assert [h for _, h in headings] == SECTIONS
     assert meta["license"] == "apache-2.0" and "licence" not in meta and "license: license" not in card
     assert meta["base_model"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert "| Verifier model | a frozen copy of the initial checkpoint ([HuggingFaceTB/SmolLM2-135M-Instruct](" in card
     assert "released under its license, `apache-2.0`" in card and "the code that trained it, is Apache-2.0" in card
     assert "A demo run of 4 steps: not a trained model." in card
     # TRL's paper link from the arXiv id, and the full BibTeX entry (no authors: the preprint names none)
