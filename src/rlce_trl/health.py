@@ -592,8 +592,8 @@ def read_alarms(path: str) -> list[dict]:
 def card_section(monitor: HealthMonitor | None, steps: int) -> str:
     """The model card's "Training health" markdown: the alarms raised, and why the run stopped if it did."""
     if monitor is None:
-        return ("## Training health\n\nThe training-health monitor was off for this run (`health_monitor: false`).\n")
-    lines = ["## Training health", ""]
+        return ("### Training health\n\nThe training-health monitor was off for this run (`health_monitor: false`).\n")
+    lines = ["### Training health", ""]
     if monitor.stopped_by is not None:
         lines += [f"**Training was stopped early at step {monitor.stopped_by.step} by the training-health monitor "
                   f"(`health_stop: true`)**: {monitor.stopped_by.message}.", ""]

@@ -20,14 +20,27 @@ from .credentials import scrub as redact
 
 BEGIN, END = "<!-- rlce-trl:begin -->", "<!-- rlce-trl:end -->"
 SOURCE_FILE = "rlce_source.json"  # written into folders that rlce-trl builds from a Hub model (model aliases)
-#: The paper: its title (the card's "Paper" row) and BibTeX entry (TRL's card, through `RLCEGRPOTrainer._paper`).
+#: The paper: its title (the card's "Paper" row), its arXiv id and BibTeX entry (TRL's card, through
+#: `RLCEGRPOTrainer._paper`: TRL links the paper page from the id). The preprint names no authors, nor does this.
 PAPER_TITLE = "Reinforcement Learning with Comparative Evidence for Social Intelligence"
+PAPER_ID = "2610.04072"
+PAPER_URL = f"https://arxiv.org/abs/{PAPER_ID}"
 # docstyle-ignore
 PAPER_CITATION = textwrap.dedent(f"""\
     @article{{rlce2026,
         title        = {{{{{PAPER_TITLE}}}}},
+        journal      = {{arXiv preprint arXiv:{PAPER_ID}}},
         year         = 2026,
+        eprint       = {{arXiv:{PAPER_ID}}},
+        url          = {{{PAPER_URL}}},
     }}""")
+#: `RLCEGRPOTrainer._paper` (TRL's model-card mechanism: title, arXiv id, citation).
+PAPER = {"title": PAPER_TITLE, "id": PAPER_ID, "citation": PAPER_CITATION}
+PACKAGE_LICENSE = "Apache-2.0"  # rlce-trl, the training code
+#: Licenses of the models rlce-trl converts offline (model aliases), whose folders carry no model card.
+KNOWN_LICENSES = {"HuggingFaceTB/SmolLM2-135M-Instruct": "apache-2.0"}
+#: Runs with fewer optimizer steps than this get a "demo run" line at the top of the card.
+DEMO_STEPS = 50
 
 
 def describe_model(name_or_path: str | None) -> str:
@@ -66,17 +79,178 @@ def base_model_id(name_or_path: str | None) -> str | None:
     return KNOWN_FOLDERS.get(folder.name) if folder.parent == Path(DEFAULT_CACHE).resolve() else None
 
 
+def base_description(name_or_path: str | None) -> str:
+    """The base model as the card names it: a link to its Hub page when it is (or was converted from) a Hub model."""
+    hub_id = base_model_id(name_or_path)
+    return f"[{hub_id}](https://huggingface.co/{hub_id})" if hub_id else describe_model(name_or_path)
+
+
 def fix_base_model(card: str, name_or_path: str | None, hub_model_id: str | None, output_dir: str) -> str:
     """TRL's card names a base model only when it is a Hub id and loads `model="<hub_model_id>"`: from a local folder
     (or a model alias) and without `push_to_hub` that reads "[None](https://huggingface.co/None)" and `model="None"`.
     Name the real base model instead and load the saved folder."""
     hub_id = base_model_id(name_or_path)
-    described = f"[{hub_id}](https://huggingface.co/{hub_id})" if hub_id else describe_model(name_or_path)
+    described = base_description(name_or_path)
     card = re.sub(r"\[None\]\(https://huggingface\.co/None\)", lambda _: described, card)
     if hub_id and card.startswith("---\n") and not re.search(r"^base_model:", card.split("\n---", 1)[0], re.MULTILINE):
         card = f"---\nbase_model: {hub_id}\n" + card[4:]
     target = hub_model_id or f"./{Path(os.path.normpath(output_dir)).name}"
     return card.replace('model="None"', f'model="{target}"')
+
+
+def _front_matter_license(text: str) -> str | None:
+    """The `license:` of a model card's YAML front matter."""
+    if not text.startswith("---"):
+        return None
+    head = text[3:].split("\n---", 1)[0]
+    found = re.search(r"^license:\s*['\"]?([^'\"\n#]+?)['\"]?\s*$", head, re.MULTILINE)
+    return found.group(1).strip() if found else None
+
+
+def model_license(name_or_path: str | None) -> str | None:
+    """The license of the model training started from: a local folder's own metadata (`rlce_source.json`,
+    `config.json`, its README's front matter), else the license of the Hub model it is (a model alias, see
+    `KNOWN_LICENSES`, or a model card in the local Hub cache); None when nothing says."""
+    if not name_or_path:
+        return None
+    name = str(name_or_path)
+    if os.path.isdir(name):
+        for file in (SOURCE_FILE, "config.json"):
+            try:
+                with open(os.path.join(name, file), encoding="utf-8") as f:
+                    value = json.load(f).get("license")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        try:
+            value = _front_matter_license(Path(name, "README.md").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            value = None
+        if value:
+            return value
+    hub_id = base_model_id(name)
+    if not hub_id:
+        return None
+    if hub_id in KNOWN_LICENSES:
+        return KNOWN_LICENSES[hub_id]
+    try:  # a model card downloaded earlier; never a download here
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(hub_id, "README.md")
+        return _front_matter_license(Path(cached).read_text(encoding="utf-8")) if isinstance(cached, str) else None
+    except Exception:  # noqa: BLE001 -- a malformed id or cache: the card says "see the base model's card"
+        return None
+
+
+def fix_license(card: str, license_id: str | None, base: str) -> str:
+    """TRL's card metadata carries `licence: license` (a placeholder): put the base model's license there (or nothing
+    when unknown) and say it in a "License" section before the citations."""
+    head, sep, body = card.partition("\n---\n") if card.startswith("---\n") else ("", "", card)
+    if sep:
+        head = "\n".join(line for line in head.split("\n") if not re.match(r"(licence|license):", line))
+        if license_id:
+            head += f"\nlicense: {license_id}"
+        card = head + sep + body
+    if license_id:
+        text = (f"This model is a fine-tuned version of {base} and is released under its license, `{license_id}`.")
+    else:
+        text = (f"This model is a fine-tuned version of {base}: its license is the base model's, see the base model's "
+                "card.")
+    text += f" rlce-trl, the code that trained it, is {PACKAGE_LICENSE}."
+    section = f"## License\n\n{text}\n\n"
+    anchor = "## Citations"
+    return card.replace(anchor, section + anchor, 1) if anchor in card else card.rstrip() + "\n\n" + section
+
+
+def quick_start(target: str, suffix: str | None, max_new_tokens: int | None) -> str:
+    """The card's quick start: the policy's system prompt, a question that ends with the recipe's prompt suffix, and
+    the answer read from the last `\\boxed{}`, the convention RLCE rewards."""
+    from .data.prompts import SOLVER_SYSTEM_PROMPT
+
+    question = "I am vegetarian and I cook for two on weeknights. What should I make for dinner tonight?"
+    tokens = max(256, int(max_new_tokens or 0))
+    if suffix:
+        ask = f"{question!r}\nsuffix = {suffix!r}  # the recipe's prompt_suffix, as in training"
+        content = 'f"{question} {suffix}"'
+    else:
+        ask = f"{question!r}"
+        content = "question"
+    why = ("The policy answers the way it was trained: the training prompts' system prompt asks for the final answer "
+           "in `\\boxed{}`, and RLCE read and rewarded the answer in the last `\\boxed{}`" +
+           (", with the recipe's prompt suffix at the end of each question." if suffix else "."))
+    return f"""## Quick start
+
+{why}
+
+```python
+import re
+
+from transformers import pipeline
+
+system = {SOLVER_SYSTEM_PROMPT!r}
+question = {ask}
+generator = pipeline("text-generation", model="{target}", device_map="auto")
+messages = [{{"role": "system", "content": system}}, {{"role": "user", "content": {content}}}]
+reply = generator(messages, max_new_tokens={tokens}, return_full_text=False)[0]["generated_text"]
+answers = re.findall(r"\\\\boxed\\{{([^{{}}]*)\\}}", reply)
+print(answers[-1] if answers else "no boxed answer: " + reply)
+```
+
+"""
+
+
+def fix_quick_start(card: str, target: str, suffix: str | None, max_new_tokens: int | None) -> str:
+    """Replace TRL's quick start (a generic question, the raw reply) with [`quick_start`]."""
+    found = re.search(r"## Quick start\n.*?```\n+(?=## )", card, re.DOTALL)
+    if not found:
+        return card
+    return card[: found.start()] + quick_start(target, suffix, max_new_tokens) + card[found.end():]
+
+
+def demo_line(steps: int) -> str:
+    """The line for a run too short to mean anything; "" for a real one."""
+    if steps >= DEMO_STEPS:
+        return ""
+    plural = "s" if steps != 1 else ""
+    return (f"> **A demo run of {steps} step{plural}: not a trained model.** It shows the mechanics (rollouts, "
+            "evidence tests, verdicts, rewards); a model worth using trains for hundreds of steps (see the paper's "
+            "recipes).\n\n")
+
+
+def training_summary(trainer, dataset: str, recipe: str | None) -> str:
+    """The paragraph under TRL's "Training procedure": how long, on what, with which settings."""
+    args = trainer.args
+    steps = trainer.state.global_step
+    parts = [f"{steps} optimizer step{'s' if steps != 1 else ''}",
+             f"{args.num_generations} rollouts per prompt", f"batch size {args.per_device_train_batch_size} per "
+             f"device x {args.gradient_accumulation_steps} accumulation step(s)",
+             f"learning rate {args.learning_rate}", f"KL coefficient beta={args.beta}",
+             f"completions of at most {args.max_completion_length} tokens"]
+    source = f"Dataset: {dataset}" + (f"; recipe: `{os.path.basename(recipe)}`" if recipe else "")
+    return (f"{source}. Training: " + ", ".join(parts) + ". The RLCE section below has the verifier and the "
+            "reward; every setting is in `training_args.bin` next to the weights.\n")
+
+
+def fill_training_procedure(card: str, summary: str) -> str:
+    """TRL leaves "Training procedure" with its tracker-badge lines empty: drop those, add the run's summary after
+    TRL's "This model was trained with ..." line."""
+    card = re.sub(r"\n[ \t]+(?=\n)", "\n", card)
+    found = re.search(r"^This model was trained with .*$", card, re.MULTILINE)
+    if found:
+        card = card[: found.end()] + "\n\n" + summary.rstrip("\n") + card[found.end():]
+    else:
+        card = card.replace("## Training procedure\n", f"## Training procedure\n\n{summary}", 1)
+    return re.sub(r"\n{3,}", "\n\n", card)
+
+
+def add_demo_line(card: str, steps: int) -> str:
+    """The demo line right under the card's title paragraph."""
+    line = demo_line(steps)
+    found = re.search(r"^It has been trained using \[TRL\].*\n", card, re.MULTILINE)
+    if not line or not found:
+        return card
+    return card[: found.end()] + "\n" + line.rstrip("\n") + "\n" + card[found.end():]
 
 
 def report_section(output_dir: str) -> str:
@@ -96,7 +270,7 @@ def report_section(output_dir: str) -> str:
     image = ""
     if os.path.exists(png):
         image = f"![Training curves: rewards, verdicts, ties, verifier time]({folder}/curves.png)\n\n"
-    return (f"## Training report\n\n{image}Every reward decision of this run (the distinct answers of each rollout "
+    return (f"### Training report\n\n{image}Every reward decision of this run (the distinct answers of each rollout "
             f"group, the evidence tests, the verifier's verdicts and the winner) is in [{folder}/index.html]"
             f"({folder}/index.html), a page that opens offline in a browser.\n")
 
@@ -130,8 +304,8 @@ def verifier_source(trainer) -> str:
     policy = trainer.accelerator.unwrap_model(trainer.model)
     base = getattr(getattr(policy, "config", None), "_name_or_path", None)
     if hasattr(policy, "peft_config"):
-        return f"the base model ({describe_model(base)}) with the LoRA adapter disabled"
-    return f"a frozen copy of the initial checkpoint ({describe_model(base)})"
+        return f"the base model ({base_description(base)}) with the LoRA adapter disabled"
+    return f"a frozen copy of the initial checkpoint ({base_description(base)})"
 
 
 def _label_light(args) -> str | None:
@@ -149,6 +323,17 @@ def _label_light(args) -> str | None:
         fitted = VerdictCalibration.load(args.rlce_verdict_calibration_file).fitted_on
         parts.append(f"calibrated verdicts fitted on {fitted} labelled claims")
     return "**label-light**: " + "; ".join(parts) if parts else None
+
+
+def setting_value(value) -> str:
+    """A setting as markdown: code for a value, words for an empty one (an empty code span shows two backticks)."""
+    if value is None:
+        return "*not set*"
+    text = str(value)
+    if not text.strip():
+        return "*empty*"
+    ticks = "``" if "`" in text else "`"
+    return f"{ticks} {text} {ticks}" if ticks == "``" else f"`{text}`"
 
 
 def rlce_section(trainer, dataset_name: str | None = None) -> str:
@@ -170,7 +355,7 @@ def rlce_section(trainer, dataset_name: str | None = None) -> str:
         ("Recipe", f"`{os.path.basename(recipe)}`" if recipe else "none (arguments given in code)"),
         ("Training", (f"{training}; G={args.num_generations}, lr={args.learning_rate}, beta={args.beta}, "
                       f"steps={trainer.state.global_step}")),
-        ("Paper", f"*{PAPER_TITLE}*"),
+        ("Paper", f"[*{PAPER_TITLE}*]({PAPER_URL})"),
     ]
     if info.get("adaptation"):  # test-time adaptation (rlce_trl.scripts.tta): which split
         rows.insert(6, ("Adaptation", info["adaptation"]))
@@ -178,14 +363,14 @@ def rlce_section(trainer, dataset_name: str | None = None) -> str:
     if label_light:
         rows.insert(2, ("Verifier calibration", label_light))
     table = "\n".join(f"| {k} | {v} |" for k, v in rows)
-    settings = "\n".join(f"- `{k}`: `{v}`" for k, v in public_settings(args).items())
+    settings = "\n".join(f"- `{k}`: {setting_value(v)}" for k, v in public_settings(args).items())
     provenance = (
         "Rewards use no gold labels, but the verifier was calibrated on a small labelled set (label-light)."
         if label_light
         else "No gold labels are used."
     )
     text = f"""{BEGIN}
-## RLCE
+### RLCE
 
 This model was trained with **RLCE** (Reinforcement Learning with Comparative Evidence, *{PAPER_TITLE}*) through
 [rlce-trl](https://github.com/rlce-trl/rlce-trl)'s `RLCEGRPOTrainer`: a frozen verifier builds and validates
@@ -201,29 +386,41 @@ is rewarded. {provenance}
 {settings}
 
 </details>
+
 {END}
 """
     return redact(text)
 
 
 def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str | None = None) -> None:
-    """Insert (or replace) the RLCE section in the card at `readme_path`, before TRL's "Framework versions", and
-    scrub the whole card. Does nothing when there is no card."""
+    """Complete TRL's card at `readme_path`: the real base model and its license, a quick start in the answer
+    convention, the run's summary (and a line when it is a demo), the RLCE section before TRL's "Framework versions";
+    then scrub the whole card. Does nothing when there is no card."""
     path = Path(readme_path)
     if not path.exists():
         return
     card = path.read_text(encoding="utf-8")
     if BEGIN in card and END in card:
         card = card[: card.index(BEGIN)] + card[card.index(END) + len(END) :].lstrip("\n")
+    args = trainer.args
+    info = dict(getattr(trainer, "rlce_card_info", None) or {})
+    name_or_path = getattr(trainer.accelerator.unwrap_model(trainer.model).config, "_name_or_path", None)
     section = rlce_section(trainer, dataset_name)
-    report = report_section(trainer.args.output_dir)
+    report = report_section(args.output_dir)
     if report:
-        section = section.replace(END, report + END)
+        section = section.replace(END, report + "\n" + END)
     from .health import card_section  # the alarms raised, and why the run stopped if the monitor stopped it
 
     section = section.replace(END, card_section(getattr(trainer, "health", None), trainer.state.global_step) + END)
-    card = fix_base_model(card, getattr(trainer.accelerator.unwrap_model(trainer.model).config, "_name_or_path", None),
-                          trainer.hub_model_id, trainer.args.output_dir)
+    card = fix_base_model(card, name_or_path, trainer.hub_model_id, args.output_dir)
+    target = trainer.hub_model_id or f"./{Path(os.path.normpath(args.output_dir)).name}"
+    card = fix_quick_start(card, target, info.get("prompt_suffix"), getattr(args, "max_completion_length", None))
+    summary = training_summary(trainer, dataset_name or info.get("dataset") or "not recorded",
+                               info.get("recipe"))
+    card = fill_training_procedure(card, summary)
+    card = add_demo_line(card, trainer.state.global_step)
+    if "## License\n" not in card:
+        card = fix_license(card, model_license(name_or_path), base_description(name_or_path))
     anchor = "### Framework versions"
     card = card.replace(anchor, section + "\n" + anchor, 1) if anchor in card else card.rstrip() + "\n\n" + section
     path.write_text(redact(card), encoding="utf-8")

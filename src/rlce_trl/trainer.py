@@ -17,7 +17,7 @@ from .data.checks import check_datasets
 from .data.prompts import completion_text
 from .health import HealthMonitor, HealthThresholds
 from .methods import build_scorer, scorer_name
-from .model_card import PAPER_CITATION, PAPER_TITLE
+from .model_card import PAPER
 from .rewards import build_groups, completion_columns, metric_key, rlce_format
 from .scoring import GroupResult, GroupScorer, StepStats, as_group_scorer
 from .trainer_video import VideoGRPOMixin
@@ -140,7 +140,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
 
     _tag_names = ["trl", "grpo", "rlce"]
     _name = "RLCE-GRPO"
-    _paper = {"title": PAPER_TITLE, "id": None, "citation": PAPER_CITATION}
+    _paper = {**PAPER, "citation": PAPER["citation"] + "\n\n" + GRPOTrainer._paper["citation"]}  # RLCE, on GRPO
 
     def __init__(
         self,

@@ -1,8 +1,12 @@
 """The report page of a REAL tiny GRPO run (tiny Llama policy and frozen verifier on CPU), opened in headless Chromium
-(Debian's package) over the DevTools protocol: it loads without console errors, the curves are drawn, the filters
-narrow the group list, a group opens with its tests and verdicts, a completion leads to its group. A screenshot is
-saved as a test artifact (`$RLCE_TEST_ARTIFACTS`, default `test-artifacts/`)."""
+(Debian's package) over the DevTools protocol: it loads without console errors, the summary strip gives the run's
+figures, the curves are drawn with labelled axes and plain-named legends, the filters narrow the group list, a group
+opens with its tests and verdicts, completions come newest first and lead to their group. A hand-made trail checks
+normalised verdict probabilities, hostile text, ellipses and long texts capped with the full text a click away.
+Screenshots are saved as test artifacts (`$RLCE_TEST_ARTIFACTS`, default `test-artifacts/`)."""
 
+import json
+import math
 import os
 from pathlib import Path
 
@@ -69,6 +73,31 @@ def test_the_page_in_a_real_browser(report_page, browser):
         assert points == logged and (width > 100 or logged == 0), key
     assert sum(points == 3 for _, points, _ in lines) >= 9
 
+    # axes labelled, legends in plain words with the raw key as a tooltip
+    axes = b.evaluate("[...document.querySelectorAll('svg.curve')].map(s => [...s.querySelectorAll('text.axis')]"
+                      ".map(t => t.textContent))")
+    assert axes[0] == ["optimizer step", "mean reward"] and all(len(a) == 2 and a[1] for a in axes)
+    legends = dict(b.evaluate("[...document.querySelectorAll('svg.curve g.legend-item')].map(g => [g.dataset.key, "
+                              "g.querySelector('text').textContent + '|' + g.querySelector('title').textContent])"))
+    assert legends["rewards/rlce_format/mean"] == "format reward|rewards/rlce_format/mean"
+    assert legends["rewards/rlce_verified/mean"].startswith("verified-answer reward")  # "(no values)" when all NaN
+    assert legends["rlce/verifier_seconds"] == "verifier time|rlce/verifier_seconds"
+    assert all("/" not in text.split("|")[0] for text in legends.values()), legends
+
+    # the summary strip: the run's figures, from the logged metrics
+    strip = dict(b.evaluate("[...document.querySelectorAll('#summary .stat')].map(s => [s.dataset.label, "
+                            "s.querySelector('.v').textContent])"))
+    assert list(strip) == ["steps", "groups", "verified", "tied", "verdicts", "verifier time"]
+    assert strip["steps"] == "3" and strip["groups"] == str(len(data.groups))
+    logged = [e for e in data.log_history if "rlce/verified_fraction" in e]
+    verified = sum(e["rlce/verified_fraction"] for e in logged) / len(logged)
+    assert strip["verified"] == f"{100 * verified:.0f}%" and strip["tied"].endswith("%")
+    assert strip["verdicts"].startswith("yes ") and strip["verifier time"].endswith("%")
+
+    # completions: newest first
+    steps = b.evaluate("[...document.querySelectorAll('#completions tbody tr')].map(r => +r.cells[0].textContent)")
+    assert steps == sorted(steps, reverse=True) and steps[0] > steps[-1]
+
     # the filters narrow the list
     everything = rows(b)
     assert everything == [g["id"] for g in data.groups] and len(everything) == 12
@@ -115,8 +144,6 @@ def test_the_page_in_a_real_browser(report_page, browser):
 
 def test_verdict_probabilities_and_hostile_text_in_a_real_browser(tmp_path, browser):
     """A trail whose verifier returned per-choice probabilities, with model text that looks like markup."""
-    import math
-
     from rlce_trl.audit import write_group_evidence
 
     run = tmp_path / "run"
@@ -133,5 +160,59 @@ def test_verdict_probabilities_and_hostile_text_in_a_real_browser(tmp_path, brow
     assert b.errors() == []
     cells = b.evaluate("[...document.querySelectorAll('#detail tbody tr')].map(r => r.innerText)")
     row = next(c for c in cells if "the user said so" in c)
-    assert "<img src=x onerror=alert(1)>" in row and "0.90" in row and "A1 ≻ A2" in row
+    assert "<img src=x onerror=alert(1)>" in row and "A1 ≻ A2" in row
+    # normalised over the choices: 0.9 / (0.9 + 0.08); the raw log-probabilities stay in the tooltip and the trail
+    assert "0.92" in row and "0.90" not in row
+    tip = b.evaluate("document.querySelector('#detail .prob').title")
+    assert "yes 0.92, no 0.08" in tip and f"yes {math.log(0.9):.3f}" in tip
+    assert json.loads((run / "rlce_evidence.jsonl").read_text().splitlines()[-1])["tests"][0]["choice_logprobs"] == \
+        test["choice_logprobs"]
     assert b.evaluate("document.querySelectorAll('#detail img').length") == 0
+
+
+def test_long_texts_are_capped_with_the_full_text_a_click_away(tmp_path, browser):
+    """A 30 MB completion and a long verified answer: the page stays small, shows the head with an ellipsis and links
+    the full text; completions come newest first."""
+    import pandas as pd
+
+    from rlce_trl.audit import write_group_evidence
+
+    run = tmp_path / "run"
+    huge = "The answer, at length. " * 1_400_000  # about 32 MB
+    answer = "a preference for quiet vegetarian restaurants close to the office, booked well in advance"
+    groups = [{"id": f"{s}-0", "step": s, "mode": "train", "method": "rlce", "status": "verified", "context": "ctx",
+               "labels": None, "completions": [f"\\boxed{{{answer}}}", huge if s == 2 else "short"],
+               "answers": [answer, "b"], "assignment": [0, 1], "scores": [1.0, -1.0], "rewards": [1.0, 0.0],
+               "winner": 0, "verified_answer": answer, "tie_break_round": False, "extra": None,
+               "tests": [{"favoured": 0, "against": 1, "text": "t", "verdict": "yes", "failure": None, "round": 0,
+                          "choice_logprobs": {"yes": -0.2, "no": -1.9}}]} for s in (1, 2)]
+    write_group_evidence(run / "rlce_evidence.jsonl", groups)
+    (run / "completions").mkdir()
+    pd.DataFrame({"step": [1, 1, 2, 2], "prompt": ["p"] * 4, "completion": ["old", "older", huge, "new"],
+                  "rlce_group": ["1-0", "1-0", "2-0", "2-0"], "reward": [0.0, 0.5, 1.0, 0.2]}).to_parquet(
+        run / "completions" / "completions_00002.parquet")
+    page, _ = build_report(str(run))
+    assert os.path.getsize(page) < 200_000  # not 30 MB
+    full = sorted((run / "report" / "full").glob("*.txt"))
+    assert len(full) == 1 and full[0].read_text(encoding="utf-8") == huge  # written once, for both places
+    b = browser
+    b.open(Path(page).as_uri() + "#group=2-0")
+    assert b.errors() == []
+    # the list's verified answer is cut with an ellipsis, whole in its tooltip
+    shown = b.evaluate("document.querySelector('#groups tbody tr[data-id=\"2-0\"]').cells[5].textContent")
+    assert shown == answer[:80] + "…" and b.evaluate(
+        "document.querySelector('#groups tbody tr[data-id=\"2-0\"]').cells[5].title") == answer
+    # the huge rollout: its head, an ellipsis, and a link to the whole text beside the page
+    # (the link below the scrolling box, not inside it)
+    pre = b.evaluate("document.querySelector('#detail a.full').previousElementSibling.innerText")
+    assert pre.startswith(huge[:100]) and pre.endswith("…") and len(pre) == 2001
+    assert b.evaluate("document.querySelector('#detail a.full').innerText") == f"full text ({len(huge):,} characters)"
+    href = b.evaluate("document.querySelector('#detail a.full').href")
+    assert href == (run / "report" / full[0].relative_to(run / "report")).as_uri()
+    # completions: newest first, the huge one capped with its link
+    texts = b.evaluate("[...document.querySelectorAll('#completions tbody tr')].map(r => r.cells[3].innerText)")
+    assert texts[0] == "new" and texts[-1] == "old" and "full text (" in texts[1] and len(texts[1]) < 2100
+    b.evaluate("document.getElementById('completions').scrollIntoView(); 1")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    b.screenshot(str(ARTIFACTS / "report-page-long-texts.png"))
+    assert b.errors() == []

@@ -125,3 +125,82 @@ def test_a_corrupt_or_wrong_typed_trainer_state_is_named(tmp_path, capsys, state
         assert code == 0 and "Skipped 1 log_history entries" in (tmp_path / "page" / "index.html").read_text()
     else:
         assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and needle in err
+
+
+def test_the_summary_strip_reads_the_logged_metrics(tmp_path):
+    from rlce_trl.report.data import load_run
+    from rlce_trl.report.summary import summary_items
+
+    run = make_run(tmp_path / "run")
+    items = {i.label: i for i in summary_items(load_run(str(run)))}
+    assert {k: v.value for k, v in items.items()} == {
+        "steps": "3", "groups": "6", "verified": "60%", "tied": "10%", "verdicts": "yes 50% · no 25%",
+        "verifier time": "50%"}
+    assert "rlce/verified_fraction" in items["verified"].detail and "verified 6" in items["groups"].detail
+    html = open(build_report(str(run))[0]).read()
+    assert 'id="summary"' in html and 'data-label="verifier time"' in html
+
+
+def test_a_run_with_no_metrics_says_so_in_the_strip(tmp_path):
+    from rlce_trl.report.data import load_run
+    from rlce_trl.report.summary import summary_items
+
+    run = tmp_path / "trail"
+    write_group_evidence(run / "rlce_evidence.jsonl", [record(4, 0)])
+    items = {i.label: i.value for i in summary_items(load_run(str(run)))}
+    assert items == {"steps": "4", "groups": "1", "verified": "n/a", "tied": "n/a", "verdicts": "n/a",
+                     "verifier time": "n/a"}
+
+
+def test_legends_use_plain_names_and_axes_are_labelled(tmp_path):
+    from rlce_trl.report.plots import metric_name
+
+    assert metric_name("rewards/rlce_verified/mean") == "verified-answer reward"
+    assert metric_name("rewards/usc_consensus/mean") == "usc consensus reward"
+    assert metric_name("policy_judge/verdict_unknown_frac") == "unknown verdicts"
+    assert metric_name("rlce/unresolved_tie_rate") == "still tied after tie-break"
+    assert metric_name("something/new") == "something/new"  # unknown keys stay as they are
+    html = open(build_report(str(make_run(tmp_path / "run")))[0]).read()
+    assert '<title>rlce/tie_rate</title>' in html and ">tied before tie-break<" in html
+    assert ">optimizer step<" in html and ">share of verdicts<" in html and ">seconds per step<" in html
+
+
+def test_verdict_probabilities_are_normalised_over_the_choices():
+    import math
+
+    from rlce_trl.report.data import choice_probs
+
+    probs = choice_probs({"yes": math.log(0.9), "no": math.log(0.08)})
+    assert probs == pytest.approx({"yes": 0.9 / 0.98, "no": 0.08 / 0.98})
+    json_reply = choice_probs({"verdict=yes": -5.0, "verdict=no": -5.0, "verdict=unknown": -5.0, "x=1": -9.0})
+    assert json_reply == pytest.approx({"verdict=yes": 1 / 3, "verdict=no": 1 / 3, "verdict=unknown": 1 / 3,
+                                        "x=1": 1.0})
+    assert choice_probs({"yes": float("-inf"), "no": "bad"}) is None and choice_probs([1]) is None
+
+
+def test_long_texts_are_capped_and_written_beside_the_page(tmp_path):
+    run = make_run(tmp_path / "run")
+    long = "why " * 5000
+    rec = record(9, 0)
+    rec["context"] = long
+    write_group_evidence(run / "rlce_evidence.jsonl", [rec])
+    page, data = build_report(str(run))
+    context = next(g for g in embedded(open(page).read())["groups"] if g["id"] == rec["id"])["context"]
+    assert context["text"] == long[:2000] + "…" and context["chars"] == len(long)
+    assert (run / "report" / context["full"]).read_text() == long
+    assert data.groups[-1]["context"] == long  # capped on the page only
+    (run / "report" / "full" / "stale.txt").write_text("old")
+    build_report(str(run))
+    assert not (run / "report" / "full" / "stale.txt").exists()  # a rebuilt page keeps only its own texts
+
+
+def test_completions_come_newest_first(tmp_path):
+    pd = pytest.importorskip("pandas")
+    from rlce_trl.report.data import load_completions
+
+    (tmp_path / "completions").mkdir()
+    for n, steps in ((1, [1, 1]), (2, [2, 2])):
+        pd.DataFrame({"step": steps, "completion": [f"{s}-{i}" for i, s in enumerate(steps)]}).to_parquet(
+            tmp_path / "completions" / f"completions_{n:05d}.parquet")
+    rows, _ = load_completions(str(tmp_path), [])
+    assert [r["completion"] for r in rows] == ["2-1", "2-0", "1-1", "1-0"]

@@ -21,6 +21,8 @@ from .data import RunData, load_run
 from .health import health_section
 from .page import render
 from .plots import panels, svg_panel, write_pngs
+from .summary import summary_items
+from .texts import TextStore
 
 REPORT_DIR = "report"
 MAX_GROUPS = 5000
@@ -55,8 +57,12 @@ def build_report(
     svgs = [svg_panel(title, data.log_history, keys) for title, keys in chosen]
     write_pngs(data.log_history, output_dir)
     title = f"rlce-trl report: {os.path.basename(os.path.normpath(os.path.abspath(run_dir)))}"
-    html = render(title, _summary(data), data.notes, svgs, data.groups, data.completions, data.completion_columns,
-                  health_section(run_dir, data.log_history, data.health_alarms))
+    store = TextStore(output_dir)  # long texts: capped on the page, in full beside it
+    groups = [store.cap_all(g) for g in data.groups]
+    completions = [{k: store.cap(v) if k in ("prompt", "completion") and isinstance(v, str) else v
+                    for k, v in row.items()} for row in data.completions]
+    html = render(title, _summary(data), data.notes, svgs, groups, completions, data.completion_columns,
+                  strip=summary_items(data), health=health_section(run_dir, data.log_history, data.health_alarms))
     path = os.path.join(output_dir, "index.html")
     with open(path, "w", encoding="utf-8") as f:
         f.write(html)

@@ -18,7 +18,7 @@ from ..data.jsonl import read_jsonl_lenient
 from ..errors import InputError
 
 COMPLETION_ROWS = 1000  # newest rows of the completions tables shown on the page
-TEXT_CHARS = 600  # of a prompt or completion in the completions table
+CELL_CHARS = 200  # of another text cell of the completions table (prompts and completions are capped by the page)
 
 
 @dataclass
@@ -74,8 +74,9 @@ def find_state_file(run_dir: str) -> str | None:
     return best
 
 
-def _text(value, limit: int = TEXT_CHARS) -> str:
-    """A prompt or completion cell as text: a string, or the contents of a list of chat messages (the last one)."""
+def _text(value, limit: int | None = None) -> str:
+    """A prompt or completion cell as text: a string, or the contents of a list of chat messages (the last one); cut
+    at `limit` characters with an ellipsis."""
     if hasattr(value, "tolist"):
         value = value.tolist()
     if isinstance(value, (list, tuple)):
@@ -84,7 +85,7 @@ def _text(value, limit: int = TEXT_CHARS) -> str:
         if isinstance(value, list):  # content blocks
             value = " ".join(str(b.get("text", "")) for b in value if isinstance(b, dict))
     text = "" if value is None else str(value)
-    return text if len(text) <= limit else text[:limit] + "…"
+    return text if limit is None or len(text) <= limit else text[:limit] + "…"
 
 
 def load_completions(run_dir: str, notes: list[str]) -> tuple[list[dict], list[str]]:
@@ -118,12 +119,40 @@ def load_completions(run_dir: str, notes: list[str]) -> tuple[list[dict], list[s
                 elif hasattr(value, "item") and not hasattr(value, "__len__"):
                     row[name] = _finite(value.item())
                 else:
-                    row[name] = _text(value, 200)
+                    row[name] = _text(value, CELL_CHARS)
             rows.append(row)
         if len(rows) >= COMPLETION_ROWS:
             break
-    rows = rows[:COMPLETION_ROWS][::-1]
-    return rows, columns
+    return rows[:COMPLETION_ROWS], columns  # newest first
+
+
+def choice_probs(logprobs) -> dict[str, float] | None:
+    """A test's per-choice log-probabilities as probabilities normalised over the choices (yes / no / unknown summing
+    to 1): the verifier's raw first-token probabilities are small when it spreads mass over other tokens, and read as
+    "1 % sure" beside a chosen verdict. Keys of a JSON reply (`verdict=yes`) are normalised per field. None when there
+    is nothing to normalise."""
+    if not isinstance(logprobs, dict):
+        return None
+    fields: dict[str, dict[str, float]] = {}
+    for key, value in logprobs.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            fields.setdefault(str(key).split("=", 1)[0] if "=" in str(key) else "", {})[str(key)] = float(value)
+    out = {}
+    for choices in fields.values():
+        top = max(choices.values())
+        weights = {k: math.exp(v - top) for k, v in choices.items()}
+        total = sum(weights.values())
+        out.update({k: w / total for k, w in weights.items()})
+    return out or None
+
+
+def add_choice_probs(groups: list[dict]) -> None:
+    """Give each test with `choice_logprobs` its normalised `choice_probs` (for the page; the trail keeps the raw)."""
+    for group in groups:
+        for test in group.get("tests", []):
+            probs = choice_probs(test.get("choice_logprobs"))
+            if probs:
+                test["choice_probs"] = probs
 
 
 def _log_history(state_file: str) -> list:
@@ -172,6 +201,7 @@ def load_run(run_dir: str, max_groups: int | None = None) -> RunData:
         if max_groups is not None and len(groups) > max_groups:
             data.notes.append(f"The page shows the newest {max_groups} of {len(groups)} groups (--max_groups).")
             groups = groups[-max_groups:]
+        add_choice_probs(groups)
         data.groups = groups
         if data.skipped_lines:
             data.notes.append(

@@ -32,6 +32,11 @@ padding:6px;max-height:220px;overflow:auto;font-size:12px;margin:4px 0}
 .st-tie{background:#ffe9b3}.st-no_winner,.st-none_correct{background:#f6d5d5}.st-verifier_failed{background:#f3b0b0}
 .v-yes{color:#17803d;font-weight:600}.v-no{color:#b42318;font-weight:600}.v-unknown{color:#666}
 .win{font-weight:700}.muted{color:#777}.comp{max-height:520px;overflow:auto}
+.strip{display:flex;flex-wrap:wrap;gap:10px;padding:8px 10px}.stat{flex:1 1 120px;padding:4px 10px;
+border-left:3px solid #243447;cursor:help}.stat .v{font-size:20px;font-weight:600}.stat.wide{flex:2 1 240px}
+.stat.wide .v{font-size:16px;line-height:24px}.stat .l{font-size:12px;color:#555;
+text-transform:uppercase;letter-spacing:.04em}.curve .axis{font-size:11px;fill:#333}a.full{font-size:12px;
+white-space:nowrap}.legend-item{cursor:help}
 """
 
 JS = r"""
@@ -49,6 +54,21 @@ function el(tag, attrs, ...kids){
 const fmt = x => (x == null ? 'n/a'
   : (typeof x === 'number' ? (Number.isInteger(x) ? String(x) : x.toFixed(3)) : String(x)));
 const label = i => (i == null ? '-' : 'A' + (i + 1));
+// a long text arrives capped: {text: head + '…', full: 'full/<hash>.txt', chars: N}
+const isCapped = v => v != null && typeof v === 'object' && typeof v.full === 'string';
+const T = v => (isCapped(v) ? v.text : (v == null ? '' : String(v)));
+function N(v){
+  if (!isCapped(v)) return v == null ? '' : String(v);
+  return el('span', {}, v.text, ' ', el('a', {class: 'full', href: v.full, target: '_blank'},
+    'full text (' + v.chars.toLocaleString('en') + ' characters)'));
+}
+// a text in a scrolling box, the link to a capped text's full text below the box (not inside it)
+function P(v){
+  if (!isCapped(v)) return el('pre', {}, T(v));
+  return el('div', {}, el('pre', {}, v.text), el('a', {class: 'full', href: v.full, target: '_blank'},
+    'full text (' + v.chars.toLocaleString('en') + ' characters)'));
+}
+const cut = (s, n) => (s.length > n ? s.slice(0, n) + '…' : s);
 function verdictsOf(g){ return new Set((g.tests || []).map(t => t.verdict || 'none')); }
 
 function fillSelect(sel, values){ for (const v of values) sel.append(el('option', {value: String(v)}, String(v))); }
@@ -64,8 +84,8 @@ function matches(g){
   if (st && g.status !== st) return false;
   if (sp && String(g.step) !== sp) return false;
   if (vd && !verdictsOf(g).has(vd)) return false;
-  if (q && !(g.answers || []).some(a => String(a).toLowerCase().includes(q))
-        && !String(g.verified_answer || '').toLowerCase().includes(q)) return false;
+  if (q && !(g.answers || []).some(a => T(a).toLowerCase().includes(q))
+        && !T(g.verified_answer).toLowerCase().includes(q)) return false;
   return true;
 }
 
@@ -79,7 +99,7 @@ function renderList(){
     const tr = el('tr', {'data-id': g.id},
       el('td', {}, g.id), el('td', {}, g.step), el('td', {}, el('span', {class: 'st st-' + g.status}, g.status)),
       el('td', {}, (g.answers || []).length), el('td', {}, (g.tests || []).length),
-      el('td', {}, g.verified_answer == null ? '' : String(g.verified_answer).slice(0, 80)));
+      el('td', {title: T(g.verified_answer)}, cut(T(g.verified_answer), 80)));
     tr.addEventListener('click', () => { location.hash = 'group=' + encodeURIComponent(g.id); });
     body.append(tr);
   }
@@ -98,32 +118,35 @@ function showGroup(id){
   if (!g) { box.append(el('p', {class: 'muted'}, 'No group ' + id + ' in this report.')); return; }
   box.append(el('h3', {}, 'Group ' + g.id + ' · step ' + g.step + ' · ' + g.mode + ' · ' + g.method + ' · ',
                 el('span', {class: 'st st-' + g.status}, g.status)));
-  if (g.labels) box.append(el('p', {}, 'Labels: ' + g.labels.join(', ')));
-  box.append(el('details', {}, el('summary', {}, 'Prompt context'), el('pre', {}, g.context || '')));
+  if (g.labels) box.append(el('p', {}, 'Labels: ' + g.labels.map(T).join(', ')));
+  box.append(el('details', {}, el('summary', {}, 'Prompt context'), P(g.context)));
   const counts = (g.answers || []).map((_, i) => (g.assignment || []).filter(a => a === i).length);
   box.append(el('h4', {}, 'Distinct answers'), table(['', 'answer', 'rollouts', 'score', ''],
-    (g.answers || []).map((a, i) => [label(i), a, counts[i], fmt((g.scores || [])[i]),
+    (g.answers || []).map((a, i) => [label(i), N(a), counts[i], fmt((g.scores || [])[i]),
       i === g.winner ? el('span', {class: 'win'}, '★ verified') : ''])));
   const tests = g.tests || [];
   const round = g.tie_break_round ? ', with a tie-break round' : '';
   box.append(el('h4', {}, 'Evidence tests (' + tests.length + ')' + round));
   if (tests.length) {
     box.append(table(['round', 'direction', 'test', 'verdict', 'p(verdict)'], tests.map(t => {
-      const lp = t.choice_logprobs || {};  // guided choice: {"yes": -0.1, ...}; a JSON reply: {"verdict=yes": ...}
-      const key = Object.keys(lp).find(k => k === t.verdict || k.endsWith('=' + t.verdict));
-      const all = Object.entries(lp).map(([k, v]) => k + ' ' + Math.exp(v).toFixed(2)).join(', ');
-      const p = key ? el('span', {title: all}, Math.exp(lp[key]).toFixed(2)) : '';
+      // normalised over the choices (the report computes choice_probs); the raw log-probabilities in the tooltip
+      const pr = t.choice_probs || {}, lp = t.choice_logprobs || {};
+      const key = Object.keys(pr).find(k => k === t.verdict || k.endsWith('=' + t.verdict));
+      const tip = 'normalised over the choices: ' + Object.entries(pr).map(([k, v]) => k + ' ' + v.toFixed(2))
+        .join(', ') + '\nraw log-probabilities: ' + Object.entries(lp).map(([k, v]) => k + ' ' + fmt(v)).join(', ');
+      const p = key ? el('span', {class: 'prob', title: tip}, pr[key].toFixed(2)) : '';
       const dir = t.against == null ? label(t.favoured) + ' (pointwise)'
         : label(t.favoured) + ' ≻ ' + label(t.against);
       const v = t.verdict || ('abstained' + (t.failure ? ': ' + t.failure : ''));
-      const text = t.text == null ? el('span', {class: 'muted'}, 'construction failed: ' + (t.failure || '')) : t.text;
+      const text = t.text == null
+        ? el('span', {class: 'muted'}, 'construction failed: ' + (t.failure || '')) : N(t.text);
       return [t.round ? 'tie-break' : 'first', dir, text,
               el('span', {class: 'v-' + (t.verdict || 'none')}, v), p];
     })));
   } else box.append(el('p', {class: 'muted'}, 'No tests in this group (a single answer, or a method without tests).'));
   box.append(el('h4', {}, 'Rollouts'), table(['#', 'answer', 'reward', 'completion'],
     (g.completions || []).map((c, k) => [k, label((g.assignment || [])[k]), fmt((g.rewards || [])[k]),
-                                         el('pre', {}, c)])));
+                                         P(c)])));
   if (g.extra) box.append(el('h4', {}, 'Method details'), el('pre', {}, JSON.stringify(g.extra, null, 2)));
 }
 
@@ -146,6 +169,24 @@ def _json_script(data) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _text_cell(value) -> str:
+    """A prompt or completion: the text, or a capped text's head and a link to its full text (`texts.TextStore`)."""
+    if isinstance(value, dict) and isinstance(value.get("full"), str):
+        return (f"<pre>{escape(str(value.get('text', '')))}</pre><a class=\"full\" href=\"{escape(value['full'])}\" "
+                f"target=\"_blank\">full text ({int(value.get('chars') or 0):,} characters)</a>")
+    return f"<pre>{escape(str(value or ''))}</pre>"
+
+
+def _strip_section(items) -> str:
+    """The summary strip: one figure per item (`summary.Item`), what it is in a tooltip."""
+    if not items:
+        return ""
+    cells = "".join(f'<div class="stat{" wide" if len(i.value) > 12 else ""}" title="{escape(i.detail)}" '
+                    f'data-label="{escape(i.label)}"><div class="v">{escape(i.value)}</div><div class="l">'
+                    f'{escape(i.label)}</div></div>' for i in items)
+    return f'<section class="strip" id="summary" aria-label="Summary">{cells}</section>'
+
+
 def _completions_section(rows: list[dict], columns: list[str]) -> str:
     if not rows:
         return ""
@@ -161,7 +202,7 @@ def _completions_section(rows: list[dict], columns: list[str]) -> str:
             if c == "rlce_group" and value:
                 cells.append(f'<td><a class="glink" href="#group={escape(str(value))}">{escape(str(value))}</a></td>')
             elif c in ("prompt", "completion"):
-                cells.append(f"<td><pre>{escape(str(value or ''))}</pre></td>")
+                cells.append(f"<td>{_text_cell(value)}</td>")
             elif isinstance(value, float):
                 cells.append(f"<td>{value:.3f}</td>")
             else:
@@ -169,12 +210,13 @@ def _completions_section(rows: list[dict], columns: list[str]) -> str:
         body.append("<tr>" + "".join(cells) + "</tr>")
     note = "" if "rlce_group" in columns else '<p class="muted">This run\'s completions carry no group id, so they ' \
                                                   "do not link to groups.</p>"
-    return (f'<section id="completions"><h2>Completions ({len(rows)} newest)</h2>{note}<div class="comp"><table>'
+    return (f'<section id="completions"><h2>Completions ({len(rows)} newest, newest first)</h2>{note}'
+            f'<div class="comp"><table>'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>")
 
 
 def render(title: str, summary: str, notes: list[str], svgs: list[str], groups: list[dict], completions: list[dict],
-           completion_columns: list[str], health: str = "") -> str:
+           completion_columns: list[str], strip=(), health: str = "") -> str:
     notes_html = "".join(f"<li>{escape(n)}</li>" for n in notes)
     curves = "".join(svgs) or '<p class="muted">No metrics logged.</p>'
     browser = ""
@@ -191,6 +233,7 @@ def render(title: str, summary: str, notes: list[str], svgs: list[str], groups: 
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{escape(title)}</title><style>{CSS}</style></head>
 <body><header><h1>{escape(title)}</h1><div class="sub">{escape(summary)}</div></header><main>
+{_strip_section(strip)}
 {f'<section class="notes"><ul>{notes_html}</ul></section>' if notes else ''}
 <section id="curves-section"><h2>Curves</h2><div class="curves" id="curves">{curves}</div></section>
 {health}

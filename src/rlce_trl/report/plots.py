@@ -24,6 +24,12 @@ def metric_prefix(history: list[dict]) -> str:
     return "rlce"
 
 
+def _verdict_order(key: str) -> tuple[int, str]:
+    """yes, no, unknown, then any other verdict (e.g. invalid) by name."""
+    name = key.rsplit("/", 1)[-1][len("verdict_"):-len("_frac")]
+    return {"yes": 0, "no": 1, "unknown": 2}.get(name, 3), name
+
+
 def panels(history: list[dict]) -> list[tuple[str, list[str]]]:
     """(title, metric names) of every panel that has data."""
     keys: list[str] = []
@@ -32,12 +38,42 @@ def panels(history: list[dict]) -> list[tuple[str, list[str]]]:
     p = metric_prefix(history)
     wanted = [
         ("Rewards", [k for k in keys if k == "reward" or re.fullmatch(r"rewards/[^/]+/mean", k)]),
-        ("Verdict fractions", [k for k in keys if re.fullmatch(rf"{re.escape(p)}/verdict_\w+_frac", k)]),
+        ("Verdict fractions", sorted([k for k in keys if re.fullmatch(rf"{re.escape(p)}/verdict_\w+_frac", k)],
+                                     key=_verdict_order)),
         ("Tie and verified rates", [f"{p}/{n}" for n in ("tie_rate", "unresolved_tie_rate", "verified_fraction")]),
         ("Distinct answers per group", [f"{p}/distinct_answers_mean"]),
         ("Verifier seconds vs step time", [f"{p}/verifier_seconds", "step_time"]),
     ]
     return [(title, [k for k in names if k in keys]) for title, names in wanted if any(k in keys for k in names)]
+
+
+#: What each panel's y axis measures.
+Y_LABELS = {"Rewards": "mean reward", "Verdict fractions": "share of verdicts", "Tie and verified rates":
+            "share of groups", "Distinct answers per group": "answers per group",
+            "Verifier seconds vs step time": "seconds per step"}
+#: Plain names of the reward method's metrics (after its `<prefix>/`); the raw key stays in a tooltip.
+METRIC_NAMES = {"tie_rate": "tied before tie-break", "unresolved_tie_rate": "still tied after tie-break",
+                "verified_fraction": "verified answer found", "distinct_answers_mean": "distinct answers (mean)",
+                "verifier_seconds": "verifier time"}
+
+
+def metric_name(key: str) -> str:
+    """A metric key as a reader's words: `rewards/rlce_verified/mean` -> "verified-answer reward",
+    `rlce/verdict_yes_frac` -> "yes verdicts", `step_time` -> "whole step"; an unknown key as it is."""
+    if key == "reward":
+        return "total reward"
+    if key == "step_time":
+        return "whole step"
+    found = re.fullmatch(r"rewards/([^/]+)/mean", key)
+    if found:
+        name = re.sub(r"^rlce_", "", found.group(1))
+        return {"verified": "verified-answer reward", "format": "format reward"}.get(
+            name, name.replace("_", " ") + " reward")
+    name = key.rsplit("/", 1)[-1]
+    found = re.fullmatch(r"verdict_(\w+)_frac", name)
+    if found:
+        return f"{found.group(1)} verdicts"
+    return METRIC_NAMES.get(name, key)
 
 
 def series(history: list[dict], key: str) -> list[tuple[float, float]]:
@@ -72,7 +108,7 @@ def svg_panel(title: str, history: list[dict], keys: list[str], width: int = 440
     """One panel as an inline SVG: axes with ticks, one polyline (and dots) per metric, a legend."""
     data = {k: series(history, k) for k in keys}
     points = [p for pts in data.values() for p in pts]
-    left, right, top, bottom = 48, 12, 26, 36 + 16 * ((len(keys) + 1) // 2)
+    left, right, top, bottom = 58, 12, 26, 36 + 16 * ((len(keys) + 1) // 2)
     plot_w, plot_h = width - left - right, height - top - bottom
     xs, ys = [p[0] for p in points] or [0.0], [p[1] for p in points] or [0.0]
     x0, x1 = min(xs), max(xs)
@@ -96,18 +132,23 @@ def svg_panel(title: str, history: list[dict], keys: list[str], width: int = 440
         parts.append(f'<text x="{sx(x):.1f}" y="{top + plot_h + 14}" text-anchor="middle" class="tick">'
                      f'{_fmt(round(x))}</text>')
     parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h + 27}" text-anchor="middle" '
-                 'class="tick">step</text>')
+                 'class="axis">optimizer step</text>')
+    y_mid = top + plot_h / 2
+    parts.append(f'<text x="12" y="{y_mid:.1f}" text-anchor="middle" class="axis" '
+                 f'transform="rotate(-90 12 {y_mid:.1f})">{escape(Y_LABELS.get(title, "value"))}</text>')
     for i, (key, pts) in enumerate(data.items()):
         color = COLORS[i % len(COLORS)]
         coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
         parts.append(f'<polyline class="series" data-key="{escape(key)}" data-points="{len(pts)}" points="{coords}" '
                      f'fill="none" stroke="{color}" stroke-width="2"/>')
-        parts += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{color}"><title>{escape(key)} at step '
-                  f'{x:g}: {y:.4g}</title></circle>' for x, y in pts]
+        name = escape(metric_name(key))
+        parts += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{color}"><title>{name} '
+                  f'({escape(key)}) at step {x:g}: {y:.4g}</title></circle>' for x, y in pts]
         lx, ly = left + (i % 2) * plot_w / 2, top + plot_h + 44 + 16 * (i // 2)
-        parts.append(f'<rect x="{lx:.1f}" y="{ly - 9}" width="10" height="10" fill="{color}"/>'
-                     f'<text x="{lx + 14:.1f}" y="{ly}" class="legend">{escape(key)}'
-                     f'{"" if pts else " (no values)"}</text>')
+        parts.append(f'<g class="legend-item" data-key="{escape(key)}"><title>{escape(key)}</title>'
+                     f'<rect x="{lx:.1f}" y="{ly - 9}" width="10" height="10" fill="{color}"/>'
+                     f'<text x="{lx + 14:.1f}" y="{ly}" class="legend">{escape(metric_name(key))}'
+                     f'{"" if pts else " (no values)"}</text></g>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -132,9 +173,10 @@ def write_pngs(history: list[dict], out_dir: str) -> list[str]:
         for i, key in enumerate(keys):
             pts = series(history, key)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, color=COLORS[i % len(COLORS)],
-                    label=key)
+                    label=metric_name(key))
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("step", fontsize=8)
+        ax.set_xlabel("optimizer step", fontsize=8)
+        ax.set_ylabel(Y_LABELS.get(title, "value"), fontsize=8)
         ax.tick_params(labelsize=8)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)

@@ -334,8 +334,9 @@ def make_judge(script_args, rows: list[dict], prefeval_dir=None):
 
 def card_info(trainer, dataset: str, recipe: str | None, script_args=None) -> None:
     """What the RLCE model card names besides the trainer's own settings: the dataset, the recipe and, for test-time
-    adaptation, the split adapted on."""
-    trainer.rlce_card_info = {"dataset": dataset, "recipe": recipe}
+    adaptation, the split adapted on; the prompt suffix, for the card's quick start."""
+    trainer.rlce_card_info = {"dataset": dataset, "recipe": recipe,
+                              "prompt_suffix": getattr(script_args, "prompt_suffix", None)}
     if script_args is not None and script_args.tta_split:
         from .tta import tta_card_info
 
