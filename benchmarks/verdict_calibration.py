@@ -46,7 +46,7 @@ def main(argv=None) -> int:
 
     from rlce_trl.calibration.cases import preference_claims, split_cases
     from rlce_trl.calibration.metrics import accuracy, alignment, cohen_kappa
-    from rlce_trl.calibration.scoring import (
+    from rlce_trl.calibration.agreement import (
         ask,
         content_free_prior,
         fit_calibration,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..evidence.prompt_set import VerifierPrompts
 from ..verifiers.base import Request, Sampling, Verifier
 from .cases import CalibrationCase
-from .scoring import ask, score_prompts
+from .agreement import ask, score_prompts
 
 Proposer = Callable[[VerifierPrompts, list[CalibrationCase], int], "VerifierPrompts | None"]
 

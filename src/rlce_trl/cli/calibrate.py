@@ -75,7 +75,7 @@ def _print_alignment(a) -> None:
 
 
 def _score(args) -> int:
-    from ..calibration.scoring import score_prompts
+    from ..calibration.agreement import score_prompts
     from ..verifiers.calibrated import VerdictCalibration
 
     _check(args, output_required=False)
@@ -94,7 +94,7 @@ def _score(args) -> int:
 
 
 def _fit(args) -> int:
-    from ..calibration.scoring import fit_calibration
+    from ..calibration.agreement import fit_calibration
 
     if args.no_prior and args.no_band:
         raise InputError("--no_prior and --no_band leave nothing to fit: drop one of them.")

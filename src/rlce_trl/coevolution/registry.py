@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from .base import CoevolutionMethod
-from .rlac import RLAC
+from .rlac_method import RLAC
 from .selfplay_methods import VideoZero, VisPlay
 
 #: `--method` name -> method class (built with the recipe's `coevolve_*` settings).
