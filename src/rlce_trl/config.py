@@ -117,8 +117,12 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
             Token limit of one group's equivalence judgement (free text).
         rlce_redact_answers (`bool`, *optional*, defaults to `True`):
             Redact mentions of candidate answers from tests before validation (any case, at word boundaries; for
-            closed labels every label with its inflections). The options line is removed from the validator's
-            context either way.
+            closed labels every label). The options line is removed from the validator's context either way.
+        rlce_redaction (`str`, *optional*, defaults to `"answers"`):
+            What redaction removes: `"answers"` (appendix C.1, "candidate answers are removed from the validator
+            input"): the candidate answers as written and, for closed labels, every label string ("positive", "not
+            humour"), keeping descriptive words ("positively upbeat", "humorous"); `"inflections"`: every label with
+            all its inflections as well ("positively", "negativity", "humorous").
         rlce_answer_fallback (`bool`, *optional*, defaults to `True`):
             Read answers as evaluation does (appendix A): a response without `\boxed{}` still answers with the one
             label it names (closed labels) or with its whole text (free text). `False`: only boxed answers count.
@@ -228,6 +232,14 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
     rlce_redact_answers: bool = field(
         default=True, metadata={"help": "Redact mentions of candidate answers from tests before validation."}
     )
+    rlce_redaction: str = field(
+        default="answers",
+        metadata={
+            "help": "What redaction removes: the candidate answers / label strings as written (answers, the paper's "
+            "reading) or every label inflection too (inflections).",
+            "choices": ["answers", "inflections"],
+        },
+    )
 
     rlce_answer_fallback: bool = field(
         default=True,
@@ -293,6 +305,8 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
             problems.append("verifier_max_reply_bytes must be >= 1024.")
         if self.rlce_mode not in RLCE_MODES:
             problems.append(f"rlce_mode={self.rlce_mode!r}: use one of {', '.join(RLCE_MODES)}.")
+        if self.rlce_redaction not in ("answers", "inflections"):
+            problems.append(f"rlce_redaction={self.rlce_redaction!r}: use one of answers, inflections.")
         for name in ("rlce_verified_weight", "rlce_format_weight"):
             if getattr(self, name) < 0:
                 problems.append(f"{name}={getattr(self, name)}: reward weights must be >= 0.")
@@ -406,6 +420,7 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
             validation_max_tokens=self.rlce_validation_max_tokens,
             equivalence_max_tokens=self.rlce_equivalence_max_tokens,
             redact_answers=self.rlce_redact_answers,
+            redaction=self.rlce_redaction,
             answer_fallback=self.rlce_answer_fallback,
             prompts=load_prompts(self.rlce_prompts_file) if self.rlce_prompts_file else None,
         )

@@ -39,12 +39,17 @@ class EvidenceSettings:
     validation_max_tokens: int = 16
     equivalence_max_tokens: int = 256
     redact_answers: bool = True
+    redaction: str = "answers"  # `validation.REDACTION_MODES`: the answers as written, or every label inflection
     answer_fallback: bool = True
     prompts: VerifierPrompts | None = None  # construction / validation text and few-shot examples; None: defaults
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"Unknown RLCE mode {self.mode!r}: use one of {', '.join(MODES)}.")
+        if self.redaction not in validation.REDACTION_MODES:
+            raise ValueError(
+                f"Unknown redaction {self.redaction!r}: use one of {', '.join(validation.REDACTION_MODES)}."
+            )
 
 
 class EvidenceStepStats(StepStats):
@@ -210,7 +215,7 @@ class EvidencePipeline(ScorerBase):
                 labels = s.group.labels
                 shown = test.text
                 if self.settings.redact_answers:
-                    shown = validation.redact_answers(test.text, s.answers, labels)
+                    shown = validation.redact_answers(test.text, s.answers, labels, self.settings.redaction)
                 jobs.append((s, test))
                 requests.append(
                     validation.validation_request(s.group.context, shown, max_tokens, labels, self.settings.prompts)
