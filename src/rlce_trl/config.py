@@ -346,6 +346,24 @@ class RLCEGRPOConfig(PartnerArguments, VideoArguments, GRPOConfig):
         if problems:
             raise ValueError("Invalid RLCEGRPOConfig:\n- " + "\n- ".join(problems))
         super().__post_init__()
+        self._warn_vllm_only_sampling()
+
+    def _warn_vllm_only_sampling(self) -> None:
+        """`presence_penalty` / `frequency_penalty` are vLLM sampling parameters: transformers generation (use_vllm
+        off, as for video rows) keeps them in its GenerationConfig and ignores them. Say so instead of dropping them
+        silently."""
+        kwargs = self.generation_kwargs if isinstance(self.generation_kwargs, dict) else {}
+        dropped = [k for k in ("presence_penalty", "frequency_penalty") if kwargs.get(k) not in (None, 0, 0.0)]
+        if dropped and not self.use_vllm:
+            import warnings
+
+            warnings.warn(
+                f"generation_kwargs {', '.join(f'{k}={kwargs[k]}' for k in dropped)}: vLLM sampling parameters, "
+                "ignored by transformers generation (use_vllm=False, as for video rows): rollouts sample without "
+                "them. Use vLLM generation (video_input: images with use_vllm: true) to apply them.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def _reward_method_problems(self) -> list[str]:
         """Check `reward_method` (through the registry, imported here, not with the module), turn an ablation alias
