@@ -15,7 +15,7 @@ from trl import GRPOTrainer
 from .audit import EVIDENCE_FILE, EvidenceRecorder
 from .config import RLCEGRPOConfig
 from .data.checks import check_datasets
-from .methods import build_scorer, scorer_name
+from .methods import build_scorer, method_hook, scorer_name
 from .rewards import build_groups, completion_text, group_log_columns, rlce_format
 from .scoring import GroupScorer, StepStats, as_group_scorer
 from .verifiers.base import Reply, Verifier, VerifierUnavailableError
@@ -171,7 +171,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         try:
             super().__init__(
                 model=model,
-                reward_funcs=[group_reward, rlce_format, *user_funcs],
+                reward_funcs=[group_reward, self._format_reward(group_scorer, args.reward_method), *user_funcs],
                 args=args,
                 train_dataset=train_dataset,
                 eval_dataset=eval_dataset,
@@ -211,6 +211,13 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
                                          self.accelerator.is_main_process)
 
     # -- the verifier -------------------------------------------------------------------------------------------------
+    @staticmethod
+    def _format_reward(group_scorer, reward_method: str):
+        """The method's own format term when its scorer defines one (`format_reward`: the rubric baselines' answer tag
+        plus justification, D.3), else RLCE's `\\boxed{}` one."""
+        hook = getattr(group_scorer, "format_reward", None) if group_scorer is not None else None
+        return hook or method_hook(reward_method, "format_reward") or rlce_format
+
     def _build_verifier(self, model_arg) -> Verifier:
         args = self.args
         if self._is_vlm:  # a vision-language policy: the verifier sees the clips, with the same processor
