@@ -236,5 +236,6 @@ def test_the_rubric_judge_reads_the_datasets_one_question_not_the_rows():
     scorer.score(groups)
     questions = {r.messages[-1]["content"].split("\n\nResponse:")[0] for r in verifier.batches[-1]}
     expected = ("### Input\nQuestion: What is the sentiment of the speaker in this video? Answer with exactly one of: "
-                + ", ".join(MOSEI_LABELS) + ", and support the answer with 1 to 3 sentences of evidence from the input.")
+                + ", ".join(MOSEI_LABELS) + ", and support the answer with 1 to 3 sentences of evidence from the "
+                "input.")
     assert questions == {expected}
