@@ -55,8 +55,9 @@ class EvidenceSettings:
 class EvidenceStepStats(StepStats):
     """[`StepStats`] with the RLCE rates. Counts in `extra`: `initial_ties` (groups tied before the extra round),
     `initial_no_winner` (groups with no scored answer before it, e.g. every test abstained), `extra_round_groups`,
-    `equivalence_failures`, `static_lookups` / `static_cache_hits` (static mode: answer pairs looked up / served
-    from the store), `pointwise_all_rewarded` (pointwise: every answer won, so the group has no signal)."""
+    `equivalence_failures`, `static_lookups` / `static_cache_hits` (static mode: answer pairs of either round
+    looked up / served from the store), `pointwise_all_rewarded` (pointwise: every answer won, so the group has
+    no signal)."""
 
     def metrics(self) -> dict[str, float]:
         out = super().metrics()
