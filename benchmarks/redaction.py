@@ -1,10 +1,10 @@
 """How much redaction changes evidence tests, and the verdicts a real validator gives them, per redaction mode.
 
-    python benchmarks/redaction.py [--model smollm2-135m-instruct] [--sources sample,closed,scripted]
+    python benchmarks/redaction.py [--model smollm2-135m-instruct] [--sources sample,closed,scripted] [--prompts 40]
 
 Sources of tests (each test with the candidate answers of its comparison and, for closed labels, the label set):
-- `sample`: the bundled preference sample (free text, 40 prompts); two answers per prompt sampled from the model,
-  one test per direction built by the model with RLCE's construction prompt;
+- `sample`: the bundled preference sample (free text, the first `--prompts` of its 40 prompts); two answers per
+  prompt sampled from the model, one test per direction built by the model with RLCE's construction prompt;
 - `closed`: closed-label tests built by the model with RLCE's construction prompt for MOSEI (7 labels, two label
   pairs per utterance) and UR-FUNNY (humour / not humour) on text stand-ins of clips (a transcript line of our own);
 - `scripted`: 24 fixed tests that describe affect in plain words ("The speaker sounds positively upbeat."), for the
@@ -96,7 +96,7 @@ def closed_contexts() -> list[tuple[str, tuple[str, ...], str]]:
     return out
 
 
-def build_tests(verifier, sources: list[str], seed: int) -> list[dict]:
+def build_tests(verifier, sources: list[str], seed: int, prompts: int = 40) -> list[dict]:
     """Each test: `{source, context, text, answers, favoured, labels}`."""
     from rlce_trl.data.hba import MOSEI_LABELS, URFUNNY_LABELS
     from rlce_trl.data.sample import load_preference_sample
@@ -110,7 +110,7 @@ def build_tests(verifier, sources: list[str], seed: int) -> list[dict]:
     jobs = []  # (source, context, answers, favoured, other, labels, n)
     tests = []
     if "sample" in sources:
-        rows = load_preference_sample("train") + load_preference_sample("test")
+        rows = (load_preference_sample("train") + load_preference_sample("test"))[:prompts]
         requests = [Request(messages=[m for m in row["prompt"] if m["role"] != "system"],
                             sampling=Sampling(temperature=1.0, top_p=0.95, max_tokens=64, n=2)) for row in rows]
         for row, reply in zip(rows, verifier.generate(requests), strict=True):
@@ -167,6 +167,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sources", default="sample,closed,scripted")
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prompts", type=int, default=40, help="Prompts of the bundled sample (at most 40).")
     parser.add_argument("--calibration", default=None, help="Verdict calibration file or built-in name.")
     args = parser.parse_args(argv)
 
@@ -183,7 +184,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     model, tokenizer = load_frozen_model(resolve_model(args.model), dtype="float32")
     verifier = TransformersVerifier(model, tokenizer, batch_size=args.batch_size)
-    tests = build_tests(verifier, args.sources.split(","), args.seed)
+    tests = build_tests(verifier, args.sources.split(","), args.seed, args.prompts)
     built = time.perf_counter()
 
     # One greedy validation per distinct (context, shown test): modes that show the same text share the verdict.
