@@ -44,14 +44,14 @@ def main(argv=None) -> int:
     parser.add_argument("--save_calibration", default=None, help="Write the prior+band calibration here (JSON).")
     args = parser.parse_args(argv)
 
-    from rlce_trl.calibration.cases import preference_claims, split_cases
-    from rlce_trl.calibration.metrics import accuracy, alignment, cohen_kappa
     from rlce_trl.calibration.agreement import (
         ask,
         content_free_prior,
         fit_calibration,
         read_verdicts,
     )
+    from rlce_trl.calibration.cases import preference_claims, split_cases
+    from rlce_trl.calibration.metrics import accuracy, alignment, cohen_kappa
     from rlce_trl.evidence.prompt_set import VerifierPrompts, load_prompts
     from rlce_trl.models import resolve_model
     from rlce_trl.verifiers.transformers_backend import TransformersVerifier, load_frozen_model

@@ -55,3 +55,17 @@ def test_pickled_config_keeps_no_credentials():
     assert restored.hub_token is None
     assert restored.verifier_server_base_url == "http://v0:8000/v1,http://v1:8000"
     assert args.hub_token == "hf_abcdefghijklmnop"  # the live object is untouched
+
+
+def test_vllm_only_sampling_parameters_are_not_dropped_silently(tmp_path):
+    import warnings
+
+    from rlce_trl import RLCEGRPOConfig
+
+    common = dict(output_dir=str(tmp_path), bf16=False, use_cpu=True, report_to="none")
+    with pytest.warns(UserWarning, match="presence_penalty=1.5: vLLM sampling parameters, ignored by transformers"):
+        RLCEGRPOConfig(**common, use_vllm=False, generation_kwargs={"presence_penalty": 1.5})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        RLCEGRPOConfig(**common, use_vllm=False, generation_kwargs={"presence_penalty": 0.0})
+        RLCEGRPOConfig(**common, use_vllm=False)

@@ -107,6 +107,16 @@ def test_a_baseline_replaces_the_rlce_reward_by_name(tiny_model_dir, tmp_path):
     assert "rewards/policy_judge/mean" in log and "policy_judge/verifier_calls" in log
 
 
+def test_a_rubric_baseline_brings_its_own_format_term(tiny_model_dir, tmp_path):
+    """D.3: RaR / RLER are rewarded 0.8 S_rubric + 0.2 (answer tag + justification), not RLCE's boxed format."""
+    args = make_args(tmp_path, max_steps=1, reward_method="rar")
+    trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=Dataset.from_list(preference_rows(16)))
+    assert trainer.reward_func_names == ["rar", "rubric_format"]
+    assert trainer.reward_weights.tolist() == pytest.approx([0.8, 0.2])
+    trainer.train()
+    assert "rewards/rubric_format/mean" in trainer.state.log_history[0]
+
+
 def test_a_verifier_server_that_is_down_fails_fast_with_the_fix(tiny_model_dir, tmp_path):
     import socket
     import time

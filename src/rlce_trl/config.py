@@ -123,8 +123,12 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
             Token limit of one group's equivalence judgement (free text).
         rlce_redact_answers (`bool`, *optional*, defaults to `True`):
             Redact mentions of candidate answers from tests before validation (any case, at word boundaries; for
-            closed labels every label with its inflections). The options line is removed from the validator's
-            context either way.
+            closed labels every label). The options line is removed from the validator's context either way.
+        rlce_redaction (`str`, *optional*, defaults to `"answers"`):
+            What redaction removes: `"answers"` (appendix C.1, "candidate answers are removed from the validator
+            input"): the candidate answers as written and, for closed labels, every label string ("positive", "not
+            humour"), keeping descriptive words ("positively upbeat", "humorous"); `"inflections"`: every label with
+            all its inflections as well ("positively", "negativity", "humorous").
         rlce_answer_fallback (`bool`, *optional*, defaults to `True`):
             Read answers as evaluation does (appendix A): a response without `\boxed{}` still answers with the one
             label it names (closed labels) or with its whole text (free text). `False`: only boxed answers count.
@@ -254,6 +258,14 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
     rlce_redact_answers: bool = field(
         default=True, metadata={"help": "Redact mentions of candidate answers from tests before validation."}
     )
+    rlce_redaction: str = field(
+        default="answers",
+        metadata={
+            "help": "What redaction removes: the candidate answers / label strings as written (answers, the paper's "
+            "reading) or every label inflection too (inflections).",
+            "choices": ["answers", "inflections"],
+        },
+    )
 
     rlce_answer_fallback: bool = field(
         default=True,
@@ -338,6 +350,8 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
             problems.append("verifier_max_reply_bytes must be >= 1024.")
         if self.rlce_mode not in RLCE_MODES:
             problems.append(f"rlce_mode={self.rlce_mode!r}: use one of {', '.join(RLCE_MODES)}.")
+        if self.rlce_redaction not in ("answers", "inflections"):
+            problems.append(f"rlce_redaction={self.rlce_redaction!r}: use one of answers, inflections.")
         for name in ("rlce_verified_weight", "rlce_format_weight"):
             if getattr(self, name) < 0:
                 problems.append(f"{name}={getattr(self, name)}: reward weights must be >= 0.")
@@ -380,6 +394,7 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
         self.translate_activation_checkpointing()  # recipes' key on transformers < 5.25 (checkpointing_compat.py)
         super().__post_init__()
         self.mirror_activation_checkpointing()
+        self._warn_vllm_only_sampling()
 
     def _health_problems(self) -> list[str]:
         """Check the health-monitor settings; read `health_thresholds` from JSON."""
@@ -395,6 +410,23 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
                 return [*problems, f"health_thresholds is not valid JSON ({error}): pass an object like "
                         "'{\"collapse_share\": 0.9}'."]
         return problems + [f"health_thresholds: {p}" for p in threshold_problems(self.health_thresholds)]
+
+    def _warn_vllm_only_sampling(self) -> None:
+        """`presence_penalty` / `frequency_penalty` are vLLM sampling parameters: transformers generation (use_vllm
+        off, as for video rows) keeps them in its GenerationConfig and ignores them. Say so instead of dropping them
+        silently."""
+        kwargs = self.generation_kwargs if isinstance(self.generation_kwargs, dict) else {}
+        dropped = [k for k in ("presence_penalty", "frequency_penalty") if kwargs.get(k) not in (None, 0, 0.0)]
+        if dropped and not self.use_vllm:
+            import warnings
+
+            warnings.warn(
+                f"generation_kwargs {', '.join(f'{k}={kwargs[k]}' for k in dropped)}: vLLM sampling parameters, "
+                "ignored by transformers generation (use_vllm=False, as for video rows): rollouts sample without "
+                "them. Use vLLM generation (video_input: images with use_vllm: true) to apply them.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def _reward_method_problems(self) -> list[str]:
         """Check `reward_method` (through the registry, imported here, not with the module), turn an ablation alias
@@ -469,6 +501,7 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
             validation_max_tokens=self.rlce_validation_max_tokens,
             equivalence_max_tokens=self.rlce_equivalence_max_tokens,
             redact_answers=self.rlce_redact_answers,
+            redaction=self.rlce_redaction,
             answer_fallback=self.rlce_answer_fallback,
             prompts=load_prompts(self.rlce_prompts_file) if self.rlce_prompts_file else None,
         )

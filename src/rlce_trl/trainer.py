@@ -16,7 +16,7 @@ from .config import RLCEGRPOConfig
 from .data.checks import check_datasets
 from .data.prompts import completion_text
 from .health import HealthMonitor, HealthThresholds
-from .methods import build_scorer, scorer_name
+from .methods import build_scorer, method_hook, scorer_name
 from .model_card import PAPER
 from .rewards import build_groups, completion_columns, metric_key, rlce_format
 from .scoring import GroupResult, GroupScorer, StepStats, as_group_scorer
@@ -175,7 +175,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         group_reward = _GroupReward("rlce_verified" if self.method_name == "rlce" else self.method_name)
         args.reward_weights = None  # TRL checks the length against all reward functions; set below
         try:
-            super().__init__(model=model, reward_funcs=[group_reward, rlce_format, *user_funcs], args=args,
+            format_reward = self._format_reward(group_scorer, args.reward_method)
+            super().__init__(model=model, reward_funcs=[group_reward, format_reward, *user_funcs], args=args,
                              train_dataset=train_dataset, eval_dataset=eval_dataset, processing_class=processing_class,
                              reward_processing_classes=reward_processing_classes, callbacks=callbacks,
                              optimizers=optimizers, peft_config=peft_config, **kwargs)
@@ -196,6 +197,13 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         self.evidence = self._build_evidence_recorder()
         #: The training-health monitor (`rlce_trl.health`, `health_*` settings), a callback; None when off.
         self.health: HealthMonitor | None = self._build_health_monitor()
+
+    @staticmethod
+    def _format_reward(group_scorer, reward_method: str):
+        """The method's own format term when its scorer defines one (`format_reward`: the rubric baselines' answer tag
+        plus justification, D.3), else RLCE's `\\boxed{}` one."""
+        hook = getattr(group_scorer, "format_reward", None) if group_scorer is not None else None
+        return hook or method_hook(reward_method, "format_reward") or rlce_format
 
     def _build_scorer(self) -> GroupScorer:
         """The scorer `args.reward_method` names, with the verifier, the partner and `args.reward_method_kwargs`."""

@@ -167,3 +167,75 @@ def test_parse_rubrics_forms():
     assert parse_rubrics('{"rubrics": []}', 5) == ([], None)  # an empty proposal is valid
     assert parse_rubrics('{"rubrics": [', 5) == ([], "malformed_json")
     assert len(parse_rubrics(as_json([(f"c{k}", "positive") for k in range(7)]), 5)[0]) == 5
+
+
+# -- D.3's format term, policy prompt and judge question (issue 26) ---------------------------------------------------
+def test_rubric_format_is_an_answer_tag_with_one_label_and_a_justification():
+    from rlce_trl.methods.rubrics import rubric_format, rubric_format_ok
+
+    labels = ("positive", "negative", "not humour")
+    ok = "<answer>Positive</answer>\n<justification>The speaker smiles and says she loved it.</justification>"
+    assert rubric_format_ok(ok, labels)
+    assert not rubric_format_ok("<answer>positive</answer>", labels)  # no justification
+    assert not rubric_format_ok("<answer>positive</answer><justification> </justification>", labels)
+    assert not rubric_format_ok("<answer>happy</answer><justification>She smiles.</justification>", labels)
+    assert not rubric_format_ok("<answer>positive or negative</answer><justification>x</justification>", labels)
+    assert not rubric_format_ok("<answer>positive</answer><answer>negative</answer><justification>x</justification>",
+                                labels)
+    assert not rubric_format_ok("Reasoning... \\boxed{positive}", labels)  # RLCE's format is not D.3's
+    assert rubric_format_ok("<answer>To leave early.</answer><justification>He checks the clock.</justification>")
+    assert rubric_format([ok, "\\boxed{positive}", [{"role": "assistant", "content": ok}]],
+                         answer_options=[labels, labels, []]) == [1.0, 0.0, 1.0]
+
+
+def test_rubric_rows_ask_for_the_answer_tag_and_a_justification():
+    from rlce_trl.data.prompts import SOLVER_SYSTEM_PROMPT
+    from rlce_trl.methods.rubrics import rubric_rows
+
+    rows = [
+        {"prompt": [{"role": "system", "content": [{"type": "text", "text": SOLVER_SYSTEM_PROMPT}]},
+                    {"role": "user", "content": [{"type": "video", "text": None}, {"type": "text", "text": "q"}]}],
+         "answer_options": ["humour", "not humour"], "id": "a"},
+        {"prompt": [{"role": "user", "content": "I am vegan. What should I cook?"}], "answer_options": [], "id": "b"},
+    ]
+    video, text = rubric_rows(rows)
+    system = video["prompt"][0]["content"][0]["text"]
+    assert "\\boxed" not in system and "<answer></answer>" in system and "<justification></justification>" in system
+    assert ("Answer with exactly one of: humour, not humour, and support the answer with 1 to 3 sentences of "
+            "evidence from the clip.") in system
+    assert text["prompt"][0]["role"] == "system" and "Answer in one short sentence" in text["prompt"][0]["content"]
+    assert "evidence from the input" in text["prompt"][0]["content"] and text["prompt"][1] == rows[1]["prompt"][0]
+    assert rows[0]["prompt"][0]["content"][0]["text"] == SOLVER_SYSTEM_PROMPT  # the input rows are not changed
+
+
+def test_the_rubric_methods_bring_their_format_term_and_prompt_and_the_others_do_not():
+    from rlce_trl import RLCEGRPOTrainer
+    from rlce_trl.methods import method_hook
+    from rlce_trl.methods.rubrics import rubric_format, rubric_rows
+    from rlce_trl.rewards import rlce_format
+    from rlce_trl.scripts.utils import method_rows
+
+    for name in ("rar", "rler"):
+        assert RLCEGRPOTrainer._format_reward(None, name) is rubric_format
+        assert method_hook(name, "policy_rows") is rubric_rows
+    for name in ("rlce", "rlce_static", "usc", "policy_judge", "ttrl"):
+        assert RLCEGRPOTrainer._format_reward(None, name) is rlce_format and method_hook(name, "policy_rows") is None
+    rows = [{"prompt": [{"role": "user", "content": "q"}], "answer_options": []}]
+    assert method_rows(rows, "rlce") is rows and method_rows(rows, "rar")[0]["prompt"][0]["role"] == "system"
+
+
+def test_the_rubric_judge_reads_the_datasets_one_question_not_the_rows():
+    from rlce_trl.data.hba import MOSEI_LABELS
+
+    verifier = ScriptedVerifier(lambda request: "2")
+    seeded = {"persistent": [{"text": "Cites the speaker.", "weight": 1}], "active": [], "archived": []}
+    scorer = RubricScorer(verifier, evolving=False, buffers={"a": seeded, "b": seeded})
+    groups = [Group("User: Transcript: I loved it. What is the sentiment?", ["x"], labels=MOSEI_LABELS, key="a",
+                    question="Transcript: I loved it. What is the sentiment?"),
+              Group("User: Transcript: awful. What is the sentiment?", ["y"], labels=MOSEI_LABELS, key="b")]
+    scorer.score(groups)
+    questions = {r.messages[-1]["content"].split("\n\nResponse:")[0] for r in verifier.batches[-1]}
+    expected = ("### Input\nQuestion: What is the sentiment of the speaker in this video? Answer with exactly one of: "
+                + ", ".join(MOSEI_LABELS) + ", and support the answer with 1 to 3 sentences of evidence from the "
+                "input.")
+    assert questions == {expected}

@@ -4,8 +4,8 @@ R1 -> R2."""
 import pytest
 from fakes import PromptSensitiveSyntheticVerifier, synthetic_cases
 
-from rlce_trl.calibration.calibrator import CoactiveCalibrator, few_shot_proposer, list_proposer
 from rlce_trl.calibration.agreement import score_prompts
+from rlce_trl.calibration.calibrator import CoactiveCalibrator, few_shot_proposer, list_proposer
 from rlce_trl.evidence.prompt_set import VerifierPrompts
 from rlce_trl.evidence.prompts import VALIDATION_TEMPLATE
 

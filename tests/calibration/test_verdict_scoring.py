@@ -6,9 +6,9 @@ import math
 import pytest
 from fakes import LogprobVerifier, lp
 
+from rlce_trl.calibration.agreement import CONTENT_FREE_CLAIMS, fit_calibration, read_verdicts, score_prompts
 from rlce_trl.calibration.cases import load_cases, preference_claims, split_cases
 from rlce_trl.calibration.metrics import accuracy, bootstrap, cohen_kappa, yes_rate
-from rlce_trl.calibration.agreement import CONTENT_FREE_CLAIMS, fit_calibration, read_verdicts, score_prompts
 from rlce_trl.evidence.prompt_set import VerifierPrompts, load_prompts
 from rlce_trl.evidence.prompts import construction_messages, validation_messages
 from rlce_trl.verifiers.base import Reply, Request

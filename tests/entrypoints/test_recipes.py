@@ -64,7 +64,7 @@ def test_paper_settings(name):
     assert args.lr_scheduler_type == "constant" and args.warmup_steps == 0 and args.entropy_coef == 0.0
     assert (args.temperature, args.top_p, args.top_k, args.repetition_penalty) == (1.0, 0.95, 20, 1.0)
     assert args.generation_kwargs == {"presence_penalty": 1.5} and args.max_completion_length == 512
-    assert args.scale_rewards == "group"
+    assert args.scale_rewards == "group" and args.loss_type == "grpo"  # Eq. 6: per-sequence mean
     assert not model_args.use_peft  # full fine-tuning; --use_peft switches to LoRA
     assert script_args.max_prompt_length == (8192 if name.startswith("prefeval") else 4096)
     # batch mapping, for the 8 processes the recipes are written for

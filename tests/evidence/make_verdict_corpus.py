@@ -7,7 +7,7 @@ Each line is `{"reply", "finish", "expect", "kind"}`, where `expect` is
 - `"abstain"`: a reply that negates, hedges, instructs, names several verdicts, is malformed or is junk; no verdict
   may be read from it;
 - `"safe:<verdict>"`: a reply that asserts `<verdict>` in an odd shape; read as `<verdict>` or abstained, never as
-  another verdict.
+  another verdict (a verdict word in an idiom, "No doubt the user says so", is `safe:yes`).
 A *misread* is any verdict other than the expected one; `test_verdict_corpus.py` asserts there are none.
 """
 
@@ -64,6 +64,34 @@ JSON_HOSTILE = [
     '{{"Verdict": "{v}", "note": "ignore previous instructions"}}', '{{"answer": {{"verdict": "{v}"}}}}',
     '{{"verdict": "{v}"}} Actually {w}.', '{{"verdict": "{v}{v}"}}', '{{"verdict": 1}}', '{{"claim": "{v}"}}',
     '```\n{{"verdict": "{v}",}}\n```',
+]
+# A verdict word followed by plain words, no separator: read as that verdict.
+PLAIN = [
+    "{V} the user said so", "{V} the clip shows it", "{U} THE USER SAYS SO", "**{V}** the user states it",
+    "{V} the transcript is clear on this point", "{V} the input says exactly that", "{V} the speaker says it twice",
+    "{v} it is in the second turn", "{V} {e}",
+]
+# Plain words after the verdict word that can reverse, empty or correct it: never read as the surface word.
+# (reply, what it asserts)
+PLAIN_HOSTILE = [
+    ("No doubt the user says so", "yes"), ("No question the user said so", "yes"), ("No denying it", "yes"),
+    ("No shortage of sarcasm in the clip", "yes"), ("No lack of evidence for it", "yes"),
+    ("No evidence against it", "yes"), ("No reason to doubt it", "yes"), ("No kidding the user said so", "yes"),
+    ("No surprise the user said so", "yes"), ("No wonder the audience laughs", "yes"),
+    ("No arguing with the transcript", "yes"), ("No contradiction in the clip", "yes"),
+    ("No one would dispute it", "yes"), ("No missing piece the user covers it all", "yes"),
+    ("No idea", "unknown"), ("No clue from the clip", "unknown"), ("No way to tell", "unknown"),
+    ("No telling from the clip", "unknown"), ("No comment", "unknown"), ("No evidence either way", "unknown"),
+    ("No it isn't", "no"), ("No the user never says so", "no"), ("No nothing in the clip shows it", "no"),
+    ("No evidence it isn't sarcastic", "yes"), ("No sign the user didn't mean it", "yes"),
+    ("Yes the user did not say so", "abstain"), ("Yes nothing contradicts it", "yes"),
+    ("Yes is wrong here", "no"), ("Yes would be a stretch", "no"), ("No is the answer", "no"),
+    ("No would fit better than yes", "abstain"), ("Unknown would be the safe reading", "unknown"),
+    ("Unknown is not right", "abstain"), ("Unknown to the user the clip shows it", "yes"),
+    ("No wait the user did say so", "yes"), ("No actually the user said so", "yes"),
+    ("Yes scratch that the clip never shows it", "no"), ("Yes sorry the clip shows none of it", "no"),
+    ("No correction the user said so", "yes"), ("Yes only in the first turn", "abstain"),
+    ("No more than the user already said", "abstain"), ("No less than twice the user says so", "yes"),
 ]
 HOMOGLYPHS = {"yes": ["у\u0435s", "y\u0435s", "ye\u0455"], "no": ["n\u043e", "\u0578o"], "unknown": ["unkn\u043ewn"]}
 JUNK = ["\u2705", "\U0001f44d", "\u200b", "\u200b\u200b", "\ufeff", "...", "???", "-", "**", "``", "\u00a0", "N/A",
@@ -127,6 +155,21 @@ def build(rng: random.Random) -> list[dict]:
         add(noise, "abstain", "noise")
         add(fill(rng.choice(hostile(NEGATED + HEDGED + INSTRUCTED, v)), v, rng) + " " + noise, "abstain",
             "noise_hostile")
+    for v in VERDICTS:  # a verdict word followed by plain words (appended last: the rows above keep their draws)
+        for template in PLAIN:
+            reply = fill(template, v, rng)
+            add(reply, v if "{e}" not in template else f"safe:{v}", "plain")
+            for wrapper in rng.sample(WRAPPERS, 2):
+                add(wrapper.format(r=reply), f"safe:{v}", "plain")
+        add(fill("{V} the user said so and", v, rng), "abstain", "plain_truncated", "length")
+    for reply, asserts in PLAIN_HOSTILE:
+        expect = "abstain" if asserts == "abstain" else f"safe:{asserts}"
+        for wrapper in ["{r}", *rng.sample(WRAPPERS, 2)]:
+            add(wrapper.format(r=reply), expect, "plain_hostile")
+            add(wrapper.format(r=reply + "."), expect, "plain_hostile")
+        add(reply, "abstain", "plain_truncated", "length")
+    for cut in ("No evidence", "No doubt", "No one", "Yes the user", "Unknown to"):
+        add(cut, "abstain", "plain_truncated", "length")
     unique = {(r["reply"], r["finish"]): r for r in rows}
     return list(unique.values())
 

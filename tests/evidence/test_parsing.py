@@ -51,6 +51,35 @@ def test_redaction_removes_answers_but_keeps_words():
 @pytest.mark.parametrize(
     "test, answers, labels, expected",
     [
+        # the example: descriptive words survive, the labels as answers go
+        ("The speaker sounds positively upbeat, neutrality absent, negativity absent.", ["positive"],
+         ("positive", "negative", "neutral"),
+         "The speaker sounds positively upbeat, neutrality absent, negativity absent."),
+        ("The speaker sounds positive, not neutral.", ["positive"], ("positive", "negative", "neutral"),
+         "The speaker sounds X, not X."),
+        # every label string, even one no rollout gave; British and US spelling are the same word
+        ("The clip is humorous; the humor lands, so: humour.", ["not humour"], ("humour", "not humour"),
+         "The clip is humorous; the X lands, so: X."),
+        ("The clip is not humour at all.", ["humour"], ("humour", "not humour"), "The clip is X at all."),
+        ("Highly Negative tone, negativity everywhere.", [], ("highly negative", "negative"),
+         "X tone, negativity everywhere."),
+        # free text: the same as mode "inflections"
+        ("A QUIET   CAFE suits a quiet-cafe lover.", ["a quiet cafe"], None, "X suits X lover."),
+    ],
+)
+def test_redaction_of_answers_keeps_descriptive_words(test, answers, labels, expected):
+    assert redact_answers(test, answers, labels) == expected.replace("X", REDACTION)
+    assert redact_answers(test, answers, labels, "answers") == expected.replace("X", REDACTION)
+
+
+def test_unknown_redaction_mode_names_the_choices():
+    with pytest.raises(ValueError, match="answers, inflections"):
+        redact_answers("a test", ["a"], None, "labels")
+
+
+@pytest.mark.parametrize(
+    "test, answers, labels, expected",
+    [
         # short answers, at word boundaries only
         ("The user said no to boats; nothing else.", ["no"], None, "The user said X to boats; nothing else."),
         ("Option A fits: a user wants it.", ["A"], None, "Option X fits: a user wants it."),  # "a" is a word
@@ -69,7 +98,7 @@ def test_redaction_removes_answers_but_keeps_words():
     ],
 )
 def test_redaction_is_robust(test, answers, labels, expected):
-    assert redact_answers(test, answers, labels) == expected.replace("X", REDACTION)
+    assert redact_answers(test, answers, labels, "inflections") == expected.replace("X", REDACTION)
 
 
 def test_the_validator_never_sees_the_options_line():

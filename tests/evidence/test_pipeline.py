@@ -172,6 +172,30 @@ def test_static_tests_are_built_once_and_reused_with_their_verdicts():
     assert len(verifier.batches) == calls + 2
 
 
+def test_static_tie_break_tests_are_fixed_too():
+    """Fully static: a tie that recurs is broken by the same extra tests with the same verdicts, not new ones."""
+    settings = EvidenceSettings(mode="static", redact_answers=False)
+    # both directions "yes" (a tie); the extra round's tests then say positive (first two verdicts of each claim)
+    verdicts = {"positive>negative": ["yes", "yes", "no"], "negative>positive": ["yes", "no", "yes"]}
+    verifier = evidence_verifier(verdicts)
+    pipeline = EvidencePipeline(verifier, settings)
+    (first,), stats = pipeline.score([Group("c", boxed("positive", "negative"), labels=LABELS)])
+    assert stats.extra["initial_ties"] == 1 and first.verified_answer == "positive"
+    assert [b[0].stage for b in verifier.batches] == ["construction", "validation"] * 2
+    calls = len(verifier.batches)
+    (second,), stats = pipeline.score([Group("c", boxed("negative", "positive"), labels=LABELS)])
+    assert len(verifier.batches) == calls  # the main and the tie-break tests came from the store
+    assert stats.extra["static_cache_hits"] == 4 and second.verified_answer == "positive"
+    (store,) = pipeline.static_tests.values()
+    tie = store["positive\x1fnegative\x1ftie"]
+    assert tie == [["positive>negative", "yes"]]
+    # the previous behaviour on request: the extra round is sampled afresh at every visit (and its verdicts differ)
+    fresh = EvidencePipeline(evidence_verifier(verdicts), settings, static_tie_breaks=False)
+    fresh.score([Group("c", boxed("positive", "negative"), labels=LABELS)])
+    (again,), _ = fresh.score([Group("c", boxed("positive", "negative"), labels=LABELS)])
+    assert again.verified_answer == "negative" and len(fresh.verifier.batches) == 6
+
+
 def test_static_free_text_paraphrases_reuse_their_class_tests():
     settings = EvidenceSettings(mode="static", redact_answers=False)
     verdicts = {"a quiet cafe>a loud bar": "yes", "a loud bar>a quiet cafe": "no"}

@@ -21,6 +21,7 @@ def test_the_committed_corpus_is_the_seeded_script_output():
     for kind in ("negated", "hedged", "instruction", "conflicting", "json", "junk", "noise", "homoglyph"):
         assert kinds[kind] >= 10, kind
     assert kinds["long"] and kinds["truncated_word"] and kinds["zero_width"]
+    assert kinds["plain"] >= 50 and kinds["plain_hostile"] >= 100 and kinds["plain_truncated"] >= 10
 
 
 def test_no_reply_is_misread():
@@ -36,10 +37,16 @@ def test_no_reply_is_misread():
 
 
 def test_each_abstention_is_counted_under_its_own_reason():
-    reasons = {kind: Counter() for kind in ("negated", "hedged", "instruction", "conflicting")}
+    reasons = {kind: Counter() for kind in ("negated", "hedged", "instruction", "conflicting", "plain_hostile")}
     for row in ROWS:
         if row["kind"] in reasons:
             reasons[row["kind"]][parse_verdict(row["reply"], row["finish"])[1]] += 1
     for kind, reason in (("negated", "negated"), ("hedged", "hedged"), ("instruction", "instruction"),
-                         ("conflicting", "ambiguous")):
+                         ("conflicting", "ambiguous"), ("plain_hostile", "idiom")):
         assert reasons[kind].most_common(1)[0][0] == reason, (kind, reasons[kind])
+
+
+def test_a_verdict_word_followed_by_plain_words_is_read():
+    plain = [row for row in ROWS if row["kind"] == "plain"]
+    read = [parse_verdict(row["reply"], row["finish"])[0] for row in plain]
+    assert read == [row["expect"].removeprefix("safe:") for row in plain]

@@ -162,14 +162,15 @@ def golden_usc():
     return {"usc": run_method("usc", ScriptedVerifier(reply), groups, steps=1)}
 
 
-JUDGED = re.compile(r"Proposed answer to the final request in the input: (.*)\n")
+JUDGED = re.compile(r"Proposed (?:answer|response) to the final request in the input:[ \n](.*)\n")
 JUDGE_REPLIES = {"positive": "Yes", "negative": "No.", "a cafe": "**No**", "a bar": "yes", "a park": "maybe",
                  "alpha": "Yes", "beta": "Yes"}
 
 
 def golden_policy_judge():
     def reply(request):
-        return JUDGE_REPLIES.get(JUDGED.search(request.messages[-1]["content"]).group(1), "maybe")
+        judged = JUDGED.search(request.messages[-1]["content"]).group(1)  # an answer, or a free-text response
+        return JUDGE_REPLIES.get(re.sub(r"^\\boxed\{(.*)\}$", r"\1", judged), "maybe")
 
     groups = [
         Group("User: clip\nOptions: positive, negative, neutral.", boxed("positive", "negative", "Positive", None),

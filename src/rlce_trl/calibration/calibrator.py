@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 from ..evidence.prompt_set import VerifierPrompts
 from ..verifiers.base import Request, Sampling, Verifier
-from .cases import CalibrationCase
 from .agreement import ask, score_prompts
+from .cases import CalibrationCase
 
 Proposer = Callable[[VerifierPrompts, list[CalibrationCase], int], "VerifierPrompts | None"]
 

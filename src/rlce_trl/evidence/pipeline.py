@@ -39,19 +39,25 @@ class EvidenceSettings:
     validation_max_tokens: int = 16
     equivalence_max_tokens: int = 256
     redact_answers: bool = True
+    redaction: str = "answers"  # `validation.REDACTION_MODES`: the answers as written, or every label inflection
     answer_fallback: bool = True
     prompts: VerifierPrompts | None = None  # construction / validation text and few-shot examples; None: defaults
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"Unknown RLCE mode {self.mode!r}: use one of {', '.join(MODES)}.")
+        if self.redaction not in validation.REDACTION_MODES:
+            raise ValueError(
+                f"Unknown redaction {self.redaction!r}: use one of {', '.join(validation.REDACTION_MODES)}."
+            )
 
 
 class EvidenceStepStats(StepStats):
     """[`StepStats`] with the RLCE rates. Counts in `extra`: `initial_ties` (groups tied before the extra round),
     `initial_no_winner` (groups with no scored answer before it, e.g. every test abstained), `extra_round_groups`,
-    `equivalence_failures`, `static_lookups` / `static_cache_hits` (static mode: answer pairs looked up / served
-    from the store), `pointwise_all_rewarded` (pointwise: every answer won, so the group has no signal)."""
+    `equivalence_failures`, `static_lookups` / `static_cache_hits` (static mode: answer pairs of either round
+    looked up / served from the store), `pointwise_all_rewarded` (pointwise: every answer won, so the group has
+    no signal)."""
 
     def metrics(self) -> dict[str, float]:
         out = super().metrics()
@@ -88,18 +94,22 @@ class EvidencePipeline(ScorerBase):
             verdicts. Plain JSON-able data, saved with checkpoints by the trainer.
         static_max_classes: static mode, free text: the answer classes of a prompt shown to the equivalence call, so
             that a paraphrase of an earlier answer reuses that answer's tests (the first ones seen are kept).
+        static_tie_breaks: static mode: the extra round's tests (ties, or no answer scored) are stored per ordered
+            pair too and reused with their verdicts, so every test of a prompt is fixed once built (`False`: they
+            are sampled afresh at every visit, as before).
     """
 
     name = "rlce"
 
     def __init__(self, verifier: Verifier, settings: EvidenceSettings | None = None, static_tests: dict | None = None,
-                 static_max_classes: int = 16):
+                 static_max_classes: int = 16, static_tie_breaks: bool = True):
         self.verifier = verifier
         self.settings = settings or EvidenceSettings()
         self.static_tests: dict[str, dict[str, list[list]]] = static_tests if static_tests is not None else {}
         #: Static mode: the answer classes of each prompt, in the order they were first seen.
         self.static_classes: dict[str, list[str]] = {}
         self.static_max_classes = static_max_classes
+        self.static_tie_breaks = static_tie_breaks
         self._static_updates: list[dict] = []
 
     @property
@@ -210,7 +220,7 @@ class EvidencePipeline(ScorerBase):
                 labels = s.group.labels
                 shown = test.text
                 if self.settings.redact_answers:
-                    shown = validation.redact_answers(test.text, s.answers, labels)
+                    shown = validation.redact_answers(test.text, s.answers, labels, self.settings.redaction)
                 jobs.append((s, test))
                 requests.append(
                     validation.validation_request(s.group.context, shown, max_tokens, labels, self.settings.prompts)
@@ -226,7 +236,7 @@ class EvidencePipeline(ScorerBase):
             if test.failure:
                 stats.verdict_failures[test.failure] += 1
                 logger.debug("Unreadable verdict (%s), counted as abstention: %r", test.failure, text[:200])
-            if self._static and not test.tie_break and reply.error is None:
+            if self._static and (self.static_tie_breaks or not test.tie_break) and reply.error is None:
                 self._static_store(state, test)
 
     def _aggregate(self, state: GroupState) -> None:
@@ -253,11 +263,20 @@ class EvidencePipeline(ScorerBase):
             return
         n = self.settings.tie_break_tests_per_direction
         sampling, prompts = self.settings.construction_sampling, self.settings.prompts
-        jobs = [
-            (s, i, j, construction.pair_request(s, i, j, n, sampling, prompts))
-            for s in groups
-            for i, j in self._unresolved(s)
-        ]
+        jobs = []
+        for s in groups:
+            for i, j in self._unresolved(s):
+                fixed = self._static and self.static_tie_breaks
+                cached = self._static_lookup(s, i, j, stats, tie_break=True) if fixed else None
+                if cached is not None:  # static: this pair's extra tests, with their verdicts, as first built
+                    stats.extra["static_cache_hits"] += 1
+                    s.tests.extend(
+                        EvidenceTest(i, j, text, verdict, failure=None if verdict else "static_abstention",
+                                     tie_break=True)
+                        for text, verdict in cached
+                    )
+                else:
+                    jobs.append((s, i, j, construction.pair_request(s, i, j, n, sampling, prompts)))
         stats.extra["extra_round_groups"] += len(groups)
         self._run_construction(jobs, stats, tie_break=True)
         self._validate(groups, stats)
@@ -282,16 +301,19 @@ class EvidencePipeline(ScorerBase):
                 self._static_update({"key": state.group.prompt_key, "class": answer})
                 known = self.static_classes[state.group.prompt_key]
 
-    def _static_key(self, state: GroupState, i: int, j: int) -> str:
+    def _static_key(self, state: GroupState, i: int, j: int, tie_break: bool = False) -> str:
+        """The store's key of an ordered answer pair; the extra round's tests of that pair under `<pair>\x1ftie`."""
         norm = canonicalization.normalize_answer
-        return f"{norm(state.answers[i])}\x1f{norm(state.answers[j])}"
+        return f"{norm(state.answers[i])}\x1f{norm(state.answers[j])}" + ("\x1ftie" if tie_break else "")
 
-    def _static_lookup(self, state: GroupState, i: int, j: int, stats: StepStats) -> list[list] | None:
+    def _static_lookup(
+        self, state: GroupState, i: int, j: int, stats: StepStats, tie_break: bool = False
+    ) -> list[list] | None:
         stats.extra["static_lookups"] += 1
-        return self.static_tests.get(state.group.prompt_key, {}).get(self._static_key(state, i, j))
+        return self.static_tests.get(state.group.prompt_key, {}).get(self._static_key(state, i, j, tie_break))
 
     def _static_store(self, state: GroupState, test: EvidenceTest) -> None:
-        pair = self._static_key(state, test.favoured, test.against)
+        pair = self._static_key(state, test.favoured, test.against, test.tie_break)
         self._static_update({"key": state.group.prompt_key, "pair": pair, "test": [test.text, test.verdict]})
 
     def _static_update(self, update: dict) -> None:

@@ -11,12 +11,18 @@ Accepted forms:
 - a JSON object (optionally fenced) whose one verdict field (`verdict`, `answer`, `label`) holds exactly one verdict;
 - a reply that is a verdict word, optionally followed by a separator and an explanation ("Yes.", "**No** - the user
   never says so."); with `finish_reason == "length"` only this form counts;
+- a verdict word followed by plain words without a separator ("Yes the user said so", "No tone of that in the
+  clip"), only in a finished reply, and only when the words after it hold no negator (a double negative, "No it
+  isn't" or "No evidence it isn't", is not read either way), do not make the verdict word the subject of a verb ("no
+  is wrong"), and hold no idiom that turns the word into something else ("no doubt", "no idea", "no evidence
+  against it", "unknown to");
 - a statement "answer/verdict is X" / "Answer: X", with no other verdict word anywhere in the reply.
 
 Abstention reasons: `error`, `empty`, `runaway` (cut off or too long), `malformed_json`, `json_wrong_key` (JSON with no
 verdict field, or with a value that is not one verdict), `negated` ("not yes"), `hedged` ("probably yes", "yes?"),
 `instruction` (a reply that instructs or quotes: "answer yes", "ignore previous instructions"), `ambiguous` (names
-more than one verdict), `unknown_word` (names no verdict the way a verdict is given).
+more than one verdict), `idiom` (a verdict word inside an idiom or used as a noun: "no doubt", "no idea", "yes is
+wrong"), `unknown_word` (names no verdict the way a verdict is given).
 """
 
 from __future__ import annotations
@@ -52,6 +58,22 @@ _INSTRUCTION = re.compile(
 # Chat-template and special tokens (read on the raw reply, before markdown is dropped).
 _SPECIAL = re.compile(r"<\|[^|>]*\|>|</?s>|\[/?inst\]|<\|?(?:im_start|im_end|endoftext|eot_id)", re.IGNORECASE)
 _LEADING = re.compile(r"^" + _VERDICT + r"(?:$|\s*[.!,;:\n]|\s*[-–—]\s|\s+[^\w\s])")
+# A verdict word followed by plain words, no separator: "Yes the user said so" (finished replies only).
+_PLAIN = re.compile(r"^" + _VERDICT + r"\s+(?=[a-z])")
+# Words after a bare verdict word that make it something other than a verdict: the word as the subject of a verb
+# ("yes is wrong", "no would fit"), a determiner whose noun reverses or empties it ("no doubt", "no shortage",
+# "no idea", "no evidence against it"), "unknown to", or a correction of the verdict ("no wait", "scratch that").
+_PLAIN_SUBJECT = {
+    "is", "was", "be", "would", "will", "should", "shall", "must", "can", "fits", "applies", "holds", "remains",
+    "stays", "wins", "sounds", "looks", "feels", "as", "to", "than", "means", "or", "and", "vs", "versus",
+}
+_PLAIN_IDIOM = re.compile(
+    r"\b(doubts?|doubtful|doubting|question(?:s|able)?|wonder|matter|problems?|worr(?:y|ies)|kidding|joke|jok(?:e|ing)|"
+    r"lie|lying|cap|deny|denying|denial|disput\w*|argu\w*|contest|surprise\w*|shock\w*|exceptions?|shortage|lack\w*|"
+    r"absen\w*|fewer|less|more|longer|sooner|end|idea|clue|comment|one|body|against|otherwise|contrar\w*|"
+    r"contradict\w*|counter\w*|refut\w*|mistak\w*|else|reason|besides|only|unless|until|wait|scratch|correction|"
+    r"actually|sorry|oops|telling|knowing|saying|way|missing|fail\w*|nobody|nowhere|noone)\b"
+)
 _STATED = re.compile(r"\b(?:final\s+)?(?:answer|verdict)\s*(?:is|:|=|-)\s*" + _VERDICT + r"\b")
 # Markdown and quoting around a reply: emphasis, code, headings, block quotes, quotation marks.
 _DECORATION = re.compile(r"[*_`~#>\"“”‘]+")
@@ -99,6 +121,16 @@ def _from_json(text: str) -> tuple[str | None, str | None]:
     return (value, None) if value in VERDICTS else (None, "json_wrong_key")
 
 
+def _plain_verdict(verdict: str, rest: list[str]) -> tuple[str | None, str | None]:
+    """A verdict word followed by plain words ("No tone of that in the clip"): read only when nothing in the words
+    after it can negate, reverse or empty it (module docstring)."""
+    if any(w in _NEGATORS or w.endswith("n't") for w in rest):
+        return None, "negated"
+    if rest[0] in _PLAIN_SUBJECT or _PLAIN_IDIOM.search(" ".join(rest)):
+        return None, "idiom"
+    return verdict, None
+
+
 def parse_verdict(text: str, finish_reason: str) -> tuple[str | None, str | None]:
     """`(verdict, None)` or `(None, reason)`: a verdict only when the reply asserts exactly one (module docstring)."""
     if finish_reason == "error":
@@ -130,6 +162,9 @@ def parse_verdict(text: str, finish_reason: str) -> tuple[str | None, str | None
         return leading.group(1), None
     if finish_reason == "length":
         return None, "runaway"
+    plain = _PLAIN.match(cleaned)
+    if plain:
+        return _plain_verdict(plain.group(1), words[1:])
     stated = _STATED.search(cleaned)
     if stated:
         return stated.group(1), None

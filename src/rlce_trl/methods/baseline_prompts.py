@@ -8,10 +8,14 @@ prefix (a prefix cache serves it once) and differs only at the end.
 What each role is shown (appendix D):
 - USC selector (D.1): the question and the group's parseable responses only; not the sample context (video,
   transcript, preference turns), not the answer options, never the gold answer.
-- Policy judge (D.2): the question, the available input evidence and ONE proposed answer; for closed-label tasks the
-  remaining options are not shown, so the options line is removed from the context.
-- Rubric seed / per-visit generator (D.3): the sample context (and, per visit, the rollouts and the current buffer).
-- Rubric judge (D.3): text-only; a generic task question, the full policy response and one rubric.
+- Policy judge (D.2): the question, the available input evidence (the context and the clip) and ONE proposed answer
+  (closed labels) or proposed response (free text); for closed-label tasks the remaining options are not shown, so
+  the options line is removed from the context.
+- Rubric seed / per-visit generator (D.3): the sample context and the clip (and, per visit, the rollouts and the
+  current buffer).
+- Rubric judge (D.3): text-only; a generic task question (the dataset's question, identical for every clip of a
+  closed-label task, plus the response-shape sentence), the full policy response and one rubric.
+- Rubric policy (D.3): asked for `<answer>` and a 1-3 sentence `<justification>` ([`rubric_policy_system`]).
 """
 
 from __future__ import annotations
@@ -75,12 +79,14 @@ def parse_usc_choice(text: str, num_responses: int) -> int | None:
 
 
 # -- Policy LLM-Judge (D.2, figure 16) --------------------------------------------------------------------------------
-def judge_messages(context: str, answer: str) -> list[dict[str, str]]:
-    """Pointwise judgment of one proposed answer: is it correct? The context (question and input evidence) is the
-    shared prefix; only the answer differs between the requests of a group."""
+def judge_messages(context: str, answer: str, response: bool = False) -> list[dict[str, str]]:
+    """Pointwise judgment of one proposed answer (closed labels) or one proposed response (`response=True`, free text,
+    D.2): is it correct? The context (question and input evidence) is the shared prefix; only the answer differs
+    between the requests of a group."""
+    noun, sep = ("response", "\n") if response else ("answer", " ")
     instruction = (
-        f"Proposed answer to the final request in the input: {answer}\n\n"
-        "Is the proposed answer correct? Reply with one word: Yes or No."
+        f"Proposed {noun} to the final request in the input:{sep}{answer}\n\n"
+        f"Is the proposed {noun} correct? Reply with one word: Yes or No."
     )
     return _messages(context, instruction)
 
@@ -96,6 +102,40 @@ def parse_yes_no(text: str) -> str | None:
 
 
 # -- Rubrics (D.3; DR Tulu) -------------------------------------------------------------------------------------------
+#: [ours, but for MOSEI's, which D.3 quotes] The one task question of each closed-label dataset, by its label set;
+#: the rubric judge reads it instead of the row's question (which holds the clip's transcript).
+RUBRIC_TASK_QUESTIONS = {
+    ("highly negative", "negative", "weakly negative", "neutral", "weakly positive", "positive", "highly positive"):
+        "What is the sentiment of the speaker in this video?",
+    ("humour", "not humour"): "Is the punchline of this video humorous?",
+}
+
+
+def response_shape(labels: Sequence[str] | None, source: str = "clip") -> str:
+    """D.3's response-shape sentence: "Answer with exactly one of: {labels}, and support the answer with 1 to 3
+    sentences of evidence from the clip." (free text: "Answer in one short sentence, ..."). `source` names where the
+    evidence comes from ("clip", or "input" for rows without one)."""
+    head = f"Answer with exactly one of: {', '.join(labels)}" if labels else "Answer in one short sentence"
+    return f"{head}, and support the answer with 1 to 3 sentences of evidence from the {source}."
+
+
+def rubric_task_question(question: str, labels: Sequence[str] | None, source: str = "clip") -> str:
+    """The rubric judge's `{task question}` (D.3): the dataset's one question for a known closed label set (else
+    `question`, the row's own), plus the response-shape sentence."""
+    generic = RUBRIC_TASK_QUESTIONS.get(tuple(labels)) if labels else None
+    return f"{generic or question.strip()} {response_shape(labels, source)}"
+
+
+def rubric_policy_system(labels: Sequence[str] | None, source: str = "clip") -> str:
+    """The rubric baselines' policy system prompt (D.3: the justification is what the rubrics score): the
+    response-shape sentence and the `<answer>` / `<justification>` tags that the format term checks."""
+    return (
+        "You are a helpful assistant. Read the whole input carefully. "
+        f"{response_shape(labels, source)} Write the answer inside <answer></answer>, then the evidence inside "
+        "<justification></justification>, and nothing else."
+    )
+
+
 def _rubric_list(rubrics: Sequence[dict]) -> str:
     if not rubrics:
         return "(none yet)"

@@ -112,6 +112,17 @@ def scorer_name(name: str) -> str:
     return getattr(factory, "name", "") or getattr(factory, "__name__", method).lower()
 
 
+def method_hook(name: str, hook: str) -> Callable[..., object] | None:
+    """A class-level hook of method `name`'s scorer, or `None`: `format_reward` (a TRL reward function that replaces
+    RLCE's `\\boxed{}` format term) or `policy_rows` (rewrites the training rows' prompts); the rubric baselines
+    define both (D.3)."""
+    method, _ = resolve_alias(name)
+    if method not in REWARD_METHODS and not _DOTTED.match(method):
+        return None
+    factory = REWARD_METHODS[method] if method in REWARD_METHODS else _import(method)
+    return getattr(getattr(factory, "func", factory), hook, None)  # a functools.partial names its class in `func`
+
+
 def takes_partner(factory: Callable[..., object]) -> bool:
     """Whether a scorer factory has a `partner` parameter (the co-evolution phases' frozen opponent)."""
     try:

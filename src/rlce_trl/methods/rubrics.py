@@ -2,8 +2,8 @@
 
 Each prompt (keyed by `Group.prompt_key`) owns a rubric buffer:
 
-- `persistent`: 3-5 seed rubrics written once by the frozen generator from the sample context (the first time the
-  prompt is scored), never pruned;
+- `persistent`: 3-5 seed rubrics written once by the frozen generator from the sample context and the clip (the first
+  time the prompt is scored), never pruned;
 - `active` (Evolving only): rubrics proposed on earlier visits that survived pruning, at most 5;
 - `archived`: pruned rubrics, kept for inspection only.
 
@@ -11,15 +11,21 @@ Every rubric is `{"text": str, "weight": +1 | -1}` (positive trait / failure). O
 one batched `generate` per stage (Algorithm 1; Static skips lines 10 and 13):
 
 1. seed: groups whose prompt has no persistent rubrics yet (one request per prompt);
-2. generate (Evolving): per group, 0-5 new candidate rubrics `N` from the context, the rollouts and the buffer;
+2. generate (Evolving): per group, 0-5 new candidate rubrics `N` from the context, the clip, the rollouts and the
+   buffer;
 3. judge: every rubric of `P ∪ A ∪ N` against every distinct non-empty response, text-only, greedy, guided choice
-   0/1/2; `J = score / 2`; an unreadable reply or an empty response scores 0;
+   0/1/2; `J = score / 2`; an unreadable reply or an empty response scores 0. The judge's question is D.3's task
+   question: the dataset's one question for a known closed label set (MOSEI, UR-FUNNY; not the row's transcript),
+   else the row's question, plus the response-shape sentence ([`prompts.rubric_task_question`]);
 4. reward, the *rubric score* of DR Tulu's Eq. 1 (weights `w_k = ±1`, not clamped, can be negative):
 
        S_rubric(y) = sum_k w_k J(r_k, y) / max(sum_{k: w_k > 0} w_k, 1)
 
-   The trainer adds the `\\boxed{}` format reward itself, so `verified = S_rubric` is the `0.8 S` part of
-   `r = 0.8 S_rubric + 0.2 r_format`;
+   The trainer adds the format reward itself, so `verified = S_rubric` is the `0.8 S` part of
+   `r = 0.8 S_rubric + 0.2 r_format`; D.3's `r_format` is [`rubric_format`] (one `<answer>` that parses to exactly
+   one label, free text: non-empty, and a non-empty `<justification>`), which `RLCEGRPOTrainer` uses for these
+   methods instead of RLCE's `\\boxed{}` term ([`RubricScorer.format_reward`]); the policy is asked for that shape
+   by [`rubric_rows`] ([`RubricScorer.policy_rows`], applied by the training scripts);
 5. prune (Evolving): every rubric of `A ∪ N` is scored by the population standard deviation of its `J` over the
    group's rollouts; zero-std rubrics are archived, the top 5 by std (stable order on ties: older rubrics first)
    become the new active set, the rest are archived. Persistent rubrics are exempt.
@@ -33,8 +39,10 @@ save and restore all buffers with checkpoints.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
+from ..evidence.answers import match_label
 from ..evidence.pipeline import EvidenceSettings
 from ..evidence.state import GroupState
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
@@ -45,8 +53,10 @@ from .baseline_prompts import (
     parse_rubrics,
     rubric_generation_messages,
     rubric_judge_messages,
+    rubric_policy_system,
     rubric_schema,
     rubric_seed_messages,
+    rubric_task_question,
 )
 from .common import QuestionFn, distinct_answers, group_question, make_result, no_reward
 
@@ -80,6 +90,55 @@ def prune(candidates: Sequence[dict], stds: Sequence[float], keep: int = 5) -> t
     return [candidates[k] for k in alive], [candidates[k] for k in range(len(candidates)) if k not in kept]
 
 
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
+_JUSTIFICATION_TAG = re.compile(r"<justification>(.*?)</justification>", re.S | re.I)
+
+
+def rubric_format_ok(text: str, labels: Sequence[str] | None = None) -> bool:
+    """D.3's format check: exactly one `<answer>` whose content is exactly one label of `labels` (free text: is not
+    empty) and exactly one non-empty `<justification>`."""
+    answers, justifications = _ANSWER_TAG.findall(text), _JUSTIFICATION_TAG.findall(text)
+    if len(answers) != 1 or len(justifications) != 1 or not answers[0].strip() or not justifications[0].strip():
+        return False
+    return match_label(answers[0], labels) is not None if labels else True
+
+
+def rubric_format(completions, answer_options=None, **kwargs) -> list[float]:
+    """The rubric baselines' `r_format` (D.3) as a TRL reward function: 1.0 per completion that passes
+    [`rubric_format_ok`] with its row's `answer_options`, else 0.0."""
+    from ..data.prompts import completion_text
+
+    rows = answer_options if answer_options is not None else [None] * len(completions)
+    return [float(rubric_format_ok(completion_text(c), labels or None))
+            for c, labels in zip(completions, rows, strict=True)]
+
+
+def _source(prompt) -> str:
+    """Where a row's evidence comes from, for the response-shape sentence: "clip" when it carries video."""
+    from ..data.media import has_video
+
+    placeholder = any(isinstance(m.get("content"), list) and any(b.get("type") == "video" for b in m["content"])
+                      for m in prompt if isinstance(m, dict))
+    return "clip" if placeholder or has_video(prompt) else "input"
+
+
+def rubric_rows(rows: Sequence[dict], labels_column: str = "answer_options") -> list[dict]:
+    """The rubric baselines' training rows (D.3): each prompt's system message becomes [`rubric_policy_system`]
+    (the response-shape sentence and the `<answer>` / `<justification>` tags the format term checks) instead of the
+    solver's `\\boxed{}` instruction; a row without a system message gets one."""
+    out = []
+    for row in rows:
+        prompt = [dict(m) for m in row["prompt"]]
+        system = rubric_policy_system(row.get(labels_column) or None, _source(prompt))
+        if prompt and prompt[0]["role"] == "system":
+            content = prompt[0]["content"]
+            prompt[0]["content"] = system if isinstance(content, str) else [{"type": "text", "text": system}]
+        else:
+            prompt.insert(0, {"role": "system", "content": system})
+        out.append({**row, "prompt": prompt})
+    return out
+
+
 def _empty_buffer() -> dict:
     return {"persistent": [], "active": [], "archived": []}
 
@@ -98,6 +157,11 @@ class RubricScorer(ScorerBase):
         generator_max_tokens: token limit of a seed or per-visit generation reply.
         buffers: initial buffers, `{prompt key: {"persistent", "active", "archived"}}` (e.g. from a checkpoint).
     """
+
+    #: D.3's format term, used by `RLCEGRPOTrainer` in place of RLCE's `\\boxed{}` one.
+    format_reward = staticmethod(rubric_format)
+    #: D.3's policy prompt, applied to the training rows by the training scripts.
+    policy_rows = staticmethod(rubric_rows)
 
     def __init__(
         self,
@@ -163,6 +227,7 @@ class RubricScorer(ScorerBase):
                 sampling=Sampling(temperature=0.0, max_tokens=self.generator_max_tokens),
                 json_schema=rubric_schema(low, high),
                 stage="rubric_seed",
+                media=s.group.media,  # D.3: the seed pass reads the clip and its transcript
             )
             for s in todo.values()
         ]
@@ -183,6 +248,7 @@ class RubricScorer(ScorerBase):
                 sampling=Sampling(temperature=0.0, max_tokens=self.generator_max_tokens),
                 json_schema=rubric_schema(0, self.max_new_rubrics),
                 stage="rubric_generation",
+                media=s.group.media,  # D.3: the per-visit generator reads the clip (if applicable)
             )
             for s in states
         ]
@@ -211,7 +277,7 @@ class RubricScorer(ScorerBase):
             for g, completion in enumerate(state.group.completions):
                 if completion.strip():  # an empty response scores 0 without a call
                     by_text.setdefault(completion.strip(), []).append(g)
-            question = group_question(state.group, self.question_fn)
+            question = self._judge_question(state.group)
             for text, rollouts in by_text.items():
                 for r, rubric in enumerate(rubrics):
                     jobs.append((k, r, rollouts))
@@ -230,6 +296,13 @@ class RubricScorer(ScorerBase):
             for g in rollouts:
                 judged[k][r][g] = (value or 0) / 2  # 0/1/2 -> J in {0, 0.5, 1}; unreadable scores 0
         return judged
+
+    def _judge_question(self, group: Group) -> str:
+        """D.3's `{task question}`: `question_fn(group)` when given; else the dataset's one question for a known
+        closed label set (the row's question otherwise), plus the response-shape sentence."""
+        if self.question_fn is not None:
+            return self.question_fn(group)
+        return rubric_task_question(group_question(group), group.labels, "clip" if group.media else "input")
 
     def _prune(self, state: GroupState, rubrics: list[dict], new: list[dict], judged: list[list[float]]) -> None:
         key = state.group.prompt_key

@@ -30,6 +30,7 @@ from rlce_trl.scripts.utils import (
     add_prompt_suffix,
     filter_long_prompts,
     make_judge,
+    method_rows,
     prepare_run,
     run_script,
     train_rlce,
@@ -98,6 +99,7 @@ def main(script_args, training_args, model_args):
     elif script_args.max_prompt_length:  # frames count as tokens only after the processor ran: not filtered here
         print("max_prompt_length applies to --text_only runs; video prompts are bounded by the 8-frame cap.")
     train_rows = add_prompt_suffix(train_rows, script_args.prompt_suffix)
+    train_rows = method_rows(train_rows, training_args.reward_method, training_args.rlce_labels_column)
     validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
     eval_rows = add_prompt_suffix(eval_rows, script_args.prompt_suffix)
 

@@ -34,6 +34,7 @@ from rlce_trl.scripts.utils import (
     add_prompt_suffix,
     filter_long_prompts,
     make_judge,
+    method_rows,
     prepare_run,
     run_script,
     train_rlce,
@@ -99,6 +100,7 @@ def main(script_args, training_args, model_args):
     if script_args.tta_split:  # adapt on the split without its gold, evaluate on it with gold after every pass
         train_rows = adaptation_rows(validation_rows)
     train_rows = add_prompt_suffix(train_rows, script_args.prompt_suffix)
+    train_rows = method_rows(train_rows, training_args.reward_method, training_args.rlce_labels_column)
     validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
     train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
                                      training_args.chat_template_kwargs)

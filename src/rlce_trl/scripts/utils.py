@@ -356,6 +356,15 @@ def check_one_batch(prompts: int, training_args) -> None:
         )
 
 
+def method_rows(rows: list[dict], reward_method: str, labels_column: str = "answer_options") -> list[dict]:
+    """The training rows as the reward method's policy is prompted: a method whose scorer defines `policy_rows` (the
+    rubric baselines: answer tag plus justification, D.3) rewrites the prompts; every other method keeps them."""
+    from rlce_trl.methods import method_hook
+
+    hook = method_hook(reward_method, "policy_rows")
+    return hook(rows, labels_column) if hook else rows
+
+
 def train_rlce(script_args, training_args, model_args, train_dataset, callbacks, dataset: str):
     """The training scripts' shared tail: an `RLCEGRPOTrainer` on the model of `model_args` (with its PEFT and
     quantization settings), the model card's dataset and recipe ([`card_info`]), then [`train_and_save`]."""
