@@ -98,8 +98,9 @@ def test_tta_one_pass_rlce_and_ttrl_tiny_then_side_by_side(tiny_model_dir, tmp_p
     table = capsys.readouterr().out
     assert "| run | method | task | base | pass 1 | delta |" in table
     assert "RLCE (G=4)" in table and "TTRL (G=4)" in table
-    with pytest.raises(SystemExit):
-        cli_main(["analyze", "ttt", str(tmp_path / "nothing")])
+    assert cli_main(["analyze", "ttt", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: No tta/passes.json under") and err.count("\n") == 1
 
 
 @pytest.mark.slow
