@@ -159,7 +159,7 @@ def test_legends_use_plain_names_and_axes_are_labelled(tmp_path):
     assert metric_name("rewards/usc_consensus/mean") == "usc consensus reward"
     assert metric_name("policy_judge/verdict_unknown_frac") == "unknown verdicts"
     assert metric_name("rlce/unresolved_tie_rate") == "still tied after tie-break"
-    assert metric_name("something/new") == "something/new"  # unknown keys stay as they are
+    assert metric_name("something/brand_new") == "brand new"  # another key: its last part in words
     html = open(build_report(str(make_run(tmp_path / "run")))[0]).read()
     assert '<title>rlce/tie_rate</title>' in html and ">tied before tie-break<" in html
     assert ">optimizer step<" in html and ">share of verdicts<" in html and ">seconds per step<" in html

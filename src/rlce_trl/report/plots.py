@@ -59,7 +59,8 @@ METRIC_NAMES = {"tie_rate": "tied before tie-break", "unresolved_tie_rate": "sti
 
 def metric_name(key: str) -> str:
     """A metric key as a reader's words: `rewards/rlce_verified/mean` -> "verified-answer reward",
-    `rlce/verdict_yes_frac` -> "yes verdicts", `step_time` -> "whole step"; an unknown key as it is."""
+    `rlce/verdict_yes_frac` -> "yes verdicts", `step_time` -> "whole step"; another key by its last part in words
+    (`health/one_answer_share` -> "one answer share")."""
     if key == "reward":
         return "total reward"
     if key == "step_time":
@@ -73,7 +74,7 @@ def metric_name(key: str) -> str:
     found = re.fullmatch(r"verdict_(\w+)_frac", name)
     if found:
         return f"{found.group(1)} verdicts"
-    return METRIC_NAMES.get(name, key)
+    return METRIC_NAMES.get(name, name.replace("_", " "))
 
 
 def series(history: list[dict], key: str) -> list[tuple[float, float]]:

@@ -65,11 +65,17 @@ class RecipeParser(TrlParser):
             self._check_types(config)
         if fail_with_unknown_args and not return_remaining_strings:
             options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            takes_value = False  # the word after an option that takes a value is that value ("--x '--a 1 --b'")
             for word in args:
                 flag = word.split("=", 1)[0]
+                if takes_value:
+                    takes_value = False
+                    continue
                 if word.startswith("--") and flag != "--config" and flag not in self._option_string_actions:
                     hint = did_you_mean(flag, options)
                     raise InputError(f"unknown argument {flag!r}{hint or ': see `--help` for the arguments.'}")
+                action = self._option_string_actions.get(flag) if word.startswith("--") else None
+                takes_value = flag == "--config" or (action is not None and "=" not in word and action.nargs != 0)
         return super().parse_args_and_config(args, return_remaining_strings, fail_with_unknown_args,
                                              separate_remaining_strings)
 
