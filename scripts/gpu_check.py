@@ -31,7 +31,6 @@ import argparse
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -298,24 +297,6 @@ def accelerate_config(path: Path, device: str, deepspeed: bool) -> Path:
     return path
 
 
-def descendants(root: int) -> list[int]:
-    """The pids below `root` (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-            except (OSError, ValueError, IndexError):
-                continue
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def launch(args, size: str, model: str, work: Path, timeout_s: int) -> dict:
     """One run in its own `accelerate launch`; its result, or the reason it failed."""
     out = work / f"{size}-result.json"
@@ -335,11 +316,9 @@ def launch(args, size: str, model: str, work: Path, timeout_s: int) -> dict:
         log, _ = proc.communicate(timeout=timeout_s)
         failed = proc.returncode != 0 and f"exit status {proc.returncode}"
     except subprocess.TimeoutExpired:  # the launcher and its workers (which hold the pipe): none outlives the check
-        for pid in [*descendants(proc.pid), proc.pid]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        from tests.distributed.launching import kill_tree  # `python -m scripts.gpu_check` from the repository root
+
+        kill_tree(proc.pid)
         log, _ = proc.communicate(timeout=60)
         failed = f"still running after {timeout_s} s (killed)"
     (work / f"{size}.log").write_text(log)

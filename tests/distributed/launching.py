@@ -1,12 +1,11 @@
-"""Run a multi-process command for a test: a hang becomes a test failure, and no worker outlives it."""
+"""Run a multi-process command for a test: a hang becomes a test failure, and no worker outlives it. `kill_tree` is
+shared with `scripts/gpu_check.py` (run from the repository root, where `tests` is importable; no pytest needed)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
-
-import pytest
 
 
 def descendants(root: int) -> list[int]:
@@ -28,6 +27,15 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def kill_tree(root: int) -> None:
+    """SIGKILL `root` and every process below it (workers that hold its pipes included)."""
+    for pid in [*descendants(root), root]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def run_or_fail(cmd: list[str], env: dict, timeout: int, cwd=None) -> subprocess.CompletedProcess:
     """Run `cmd`; past `timeout` seconds the launcher and every process below it are killed and the test fails with
     the end of its output."""
@@ -36,11 +44,9 @@ def run_or_fail(cmd: list[str], env: dict, timeout: int, cwd=None) -> subprocess
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        for pid in [*descendants(proc.pid), proc.pid]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_tree(proc.pid)
         stdout, stderr = proc.communicate(timeout=60)
+        import pytest
+
         pytest.fail(f"hung: still running after {timeout} s (killed). End of its log:\n{stderr[-3000:]}")
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)

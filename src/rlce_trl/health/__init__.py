@@ -1,0 +1,111 @@
+"""Training health for label-free RL: notice collapse and entrenchment while the run goes on.
+
+Label-free rewards can keep rising while the policy collapses onto one answer, or onto its own prior, and no gold
+label notices during training. [`HealthMonitor`] (a `TrainerCallback`, on by default in `RLCEGRPOTrainer`) reads the
+groups each step scored and logs under `health/*`:
+
+- `health/one_answer_share`: share of groups whose rollouts all give one answer (within-group collapse);
+- `health/zero_spread_share`: share of groups whose task rewards do not vary (no GRPO advantage);
+- `health/signal_share`: share of groups with a usable comparison (two or more answers, rewards that differ);
+- `health/task_reward`: mean task reward (the group scorer's, format reward excluded);
+- `health/answer_entropy`, `health/answer_entropy_ratio` (closed labels): entropy (bits) of the answers pooled
+  across prompts, and its ratio to the first steps' (cross-prompt collapse);
+- `health/near_duplicate_rate` (free text): share of answer pairs from different prompts that are near-duplicates
+  (cross-prompt collapse);
+- `health/verdict_drift`: total-variation distance between the verdict mix and the first steps' (verifier drift);
+- `health/reward_signal_divergence`: min(task reward gain, signal-share loss) against the first steps: positive
+  only when both move;
+- `health/verified_majority_share` (RLCE): share of groups with several answers whose verified answer is the group
+  majority (entrenchment);
+- `health/alarms`: number of rules that fire at this step.
+
+Every value is computed over the last `window` steps pooled; the *reference* is the first `warmup` steps pooled
+(the base model's behaviour). Rules are checked once `warmup + window` steps are in, so the two never overlap. Each
+rule is a small pure function (`check_*`) with its rule in its docstring; the first step a rule fires raises an
+[`Alarm`]: a warning naming the metric, its value and the step, written to the log, the evidence trail
+(a `{"type": "health_alarm"}` line), `<output_dir>/rlce_health.jsonl` (which the run report shows) and the model
+card. With `stop=True` the first alarm ends the run cleanly: a checkpoint is saved and the card says why.
+
+The default thresholds ([`HealthThresholds`]) were tuned on simulated runs (`python -m benchmarks.health_simulation`)
+and checked on held-out seeds there.
+
+- `metrics`: what the monitor reads of each group ([`GroupSummary`]) and the metrics, pure functions;
+- `rules`: [`HealthThresholds`], one `check_*` per rule, [`Alarm`];
+- `monitor`: [`HealthMonitor`], the alarms file ([`read_alarms`]) and the model card's section ([`card_section`]).
+"""
+
+from __future__ import annotations
+
+from .metrics import (
+    GroupSummary,
+    StepRecord,
+    answer_entropy,
+    entropy_bits,
+    jaccard,
+    near_duplicate_rate,
+    one_answer_share,
+    signal_share,
+    summarize_group,
+    task_reward,
+    total_variation,
+    verdict_mix,
+    verified_majority_counts,
+    zero_spread_share,
+)
+from .monitor import (
+    ENTRENCHMENT_METHODS,
+    HEALTH_FILE,
+    MAX_POOL,
+    HealthMonitor,
+    card_section,
+    evaluate_rules,
+    read_alarms,
+)
+from .rules import (
+    Alarm,
+    Check,
+    HealthThresholds,
+    check_cross_prompt_collapse,
+    check_duplicate_collapse,
+    check_entrenchment,
+    check_reward_signal_divergence,
+    check_verifier_drift,
+    check_within_group_collapse,
+    reward_signal_divergence,
+    threshold_problems,
+)
+
+__all__ = [
+    "Alarm",
+    "Check",
+    "ENTRENCHMENT_METHODS",
+    "GroupSummary",
+    "HEALTH_FILE",
+    "HealthMonitor",
+    "HealthThresholds",
+    "MAX_POOL",
+    "StepRecord",
+    "answer_entropy",
+    "card_section",
+    "check_cross_prompt_collapse",
+    "check_duplicate_collapse",
+    "check_entrenchment",
+    "check_reward_signal_divergence",
+    "check_verifier_drift",
+    "check_within_group_collapse",
+    "entropy_bits",
+    "evaluate_rules",
+    "jaccard",
+    "near_duplicate_rate",
+    "one_answer_share",
+    "read_alarms",
+    "reward_signal_divergence",
+    "signal_share",
+    "summarize_group",
+    "task_reward",
+    "threshold_problems",
+    "total_variation",
+    "verdict_mix",
+    "verified_majority_counts",
+    "zero_spread_share",
+]

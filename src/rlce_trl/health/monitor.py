@@ -1,0 +1,272 @@
+"""The monitor: a `TrainerCallback` that computes the metrics per step, checks the rules and raises alarms; the
+alarms file and the model card's section."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from transformers import TrainerCallback
+
+from .metrics import (
+    GroupSummary,
+    StepRecord,
+    answer_entropy,
+    near_duplicate_rate,
+    one_answer_share,
+    signal_share,
+    summarize_group,
+    task_reward,
+    total_variation,
+    verified_majority_counts,
+    zero_spread_share,
+)
+from .rules import (
+    Alarm,
+    Check,
+    HealthThresholds,
+    check_cross_prompt_collapse,
+    check_duplicate_collapse,
+    check_entrenchment,
+    check_reward_signal_divergence,
+    check_verifier_drift,
+    check_within_group_collapse,
+    reward_signal_divergence,
+)
+
+logger = logging.getLogger(__name__)
+
+HEALTH_FILE = "rlce_health.jsonl"
+#: Methods whose verified answer is chosen by evidence rather than by the vote: entrenchment is checked for them.
+#: (For TTRL and the pseudo-label scorers the verified answer IS the majority by construction.)
+ENTRENCHMENT_METHODS = ("rlce",)
+#: The entrenchment rule pools up to this many windows of steps to reach `min_groups` eligible groups.
+MAX_POOL = 4
+
+
+# -- the monitor --------------------------------------------------------------------------------------------------
+def _pool(records: Iterable[StepRecord]) -> list[GroupSummary]:
+    return [g for r in records for g in r.groups]
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def evaluate_rules(now: dict, ref: dict, logged: dict, method: str, t: HealthThresholds) -> list[Check]:
+    """Every rule that applies, on the window metrics `now`, the reference `ref` and the logged `health/*` values
+    (as [`HealthMonitor.add`] builds them)."""
+    out: list[Check | None] = []
+    if now["one_answer_share"] is not None and ref["one_answer_share"] is not None:
+        out.append(check_within_group_collapse(now["one_answer_share"], ref["one_answer_share"], t))
+    if now["_closed"]:
+        if now.get("answer_entropy") is not None and ref.get("answer_entropy") is not None:
+            out.append(check_cross_prompt_collapse(now["answer_entropy"], ref["answer_entropy"], t))
+    elif now.get("near_duplicate_rate") is not None and ref.get("near_duplicate_rate") is not None:
+        out.append(check_duplicate_collapse(now["near_duplicate_rate"], ref["near_duplicate_rate"], t))
+    if "health/verdict_drift" in logged:
+        out.append(check_verifier_drift(logged["health/verdict_drift"], sum(now["_verdicts"].values()),
+                                        sum(ref["_verdicts"].values()), t))
+    if "health/reward_signal_divergence" in logged:
+        out.append(check_reward_signal_divergence(logged["health/reward_signal_divergence"], t))
+    if method in ENTRENCHMENT_METHODS and ref["_eligible"]:
+        out.append(check_entrenchment(now["_agree"], now["_eligible"], ref["_agree"] / ref["_eligible"], t))
+    return [c for c in out if c is not None]
+
+
+class HealthMonitor(TrainerCallback):
+    """Computes the `health/*` metrics per step, checks the alarm rules and (with `stop=True`) ends the run.
+
+    The trainer hands it each generation batch with [`observe`]; at the end of the optimizer step it processes what
+    came in ([`add`], the same code the simulation bench runs), appends the metrics to `metrics` (the trainer's
+    `_metrics["train"]`, so they are logged with the step) and writes alarms.
+
+    Args:
+        method: the reward method (`"rlce"` checks entrenchment).
+        thresholds: [`HealthThresholds`].
+        warmup: steps pooled as the reference (the base model's behaviour).
+        window: steps pooled for each check.
+        stop: end the run cleanly at the first alarm (checkpoint saved, the model card says why).
+        output_dir: where `rlce_health.jsonl` goes (`None`: no file).
+        metrics: a `name -> list` mapping the metrics are appended to (`None`: not logged).
+        evidence_log: an `audit.EvidenceLog` the alarms are appended to (`None`: not written).
+        is_main: whether this process writes files and warnings.
+    """
+
+    def __init__(self, method: str = "rlce", thresholds: HealthThresholds | None = None, warmup: int = 3,
+                 window: int = 3, stop: bool = False, output_dir: str | None = None, metrics=None,
+                 evidence_log=None, is_main: bool = True):
+        if warmup < 1 or window < 1:
+            raise ValueError("health_warmup_steps and health_window must be >= 1.")
+        self.method = method
+        self.thresholds = thresholds or HealthThresholds()
+        self.warmup, self.window, self.stop = warmup, window, stop
+        self.output_dir, self.metrics, self.evidence_log, self.is_main = output_dir, metrics, evidence_log, is_main
+        self.records: list[StepRecord] = []
+        self.pending: list[StepRecord] = []
+        self.alarms: list[Alarm] = []
+        self.history: list[dict] = []  # per step: the metrics
+        self.stopped_by: Alarm | None = None
+        self._reference: dict | None = None
+        self._file_started = False
+        self.last_inputs: tuple | None = None  # what the rules read at the last checked step
+
+    # the trainer's side
+    def observe(self, step: int, groups, results, verdicts: Counter | None = None) -> None:
+        """Buffer one generation batch (every process sees all its groups); `verdicts`: the step's verdict counts
+        over all processes (`StepStats.verdicts`: also the judgments of baselines whose results carry no tests)."""
+        summaries = [summarize_group(g, r) for g, r in zip(groups, results, strict=True)]
+        self.pending.append(StepRecord(step, summaries, Counter(verdicts) if verdicts is not None else None))
+
+    # the metrics of a window of steps
+    def _window_metrics(self, records: Sequence[StepRecord]) -> dict:
+        groups = _pool(records)
+        closed = sum(g.closed for g in groups) * 2 >= len(groups)
+        agree, eligible = verified_majority_counts(groups)
+        verdicts = sum((r.verdict_mix() for r in records), Counter())
+        out = {
+            "one_answer_share": one_answer_share(groups),
+            "zero_spread_share": zero_spread_share(groups),
+            "signal_share": signal_share(groups),
+            "task_reward": task_reward(groups),
+            "_closed": closed,
+            "_agree": agree,
+            "_eligible": eligible,
+            "_verdicts": verdicts,
+        }
+        if closed:
+            out["answer_entropy"] = answer_entropy(groups)
+        else:
+            out["near_duplicate_rate"] = _mean(near_duplicate_rate(r.groups) for r in records)
+        if self.method in ENTRENCHMENT_METHODS:
+            out["verified_majority_share"] = agree / eligible if eligible else None
+        return out
+
+    def add(self, record: StepRecord) -> tuple[dict[str, float], list[Check]]:
+        """Take one step's record: its `health/*` metrics and the checks made (fired or not)."""
+        self.records.append(record)
+        window = self.records[-self.window :]
+        now = self._window_metrics(window)
+        if len(self.records) == self.warmup:
+            self._reference = self._window_metrics(self.records[: self.warmup])
+        if self.method in ENTRENCHMENT_METHODS:  # pooled over as many recent steps as `min_groups` groups need
+            now["_agree"], now["_eligible"] = self._recent_agreement()
+            now["verified_majority_share"] = now["_agree"] / now["_eligible"] if now["_eligible"] else None
+        ref = self._reference
+        checks: list[Check] = []
+        logged = {f"health/{k}": v for k, v in now.items() if not k.startswith("_") and v is not None}
+        if ref is not None:
+            if now.get("answer_entropy") is not None and ref.get("answer_entropy"):
+                logged["health/answer_entropy_ratio"] = now["answer_entropy"] / ref["answer_entropy"]
+            distance = total_variation(now["_verdicts"], ref["_verdicts"])
+            if distance is not None:
+                logged["health/verdict_drift"] = distance
+            parts = (now["task_reward"], ref["task_reward"], now["signal_share"], ref["signal_share"])
+            if None not in parts:
+                logged["health/reward_signal_divergence"] = reward_signal_divergence(*parts)
+        if ref is not None and len(self.records) >= self.warmup + self.window:
+            self.last_inputs = (now, ref, logged)
+            checks = evaluate_rules(now, ref, logged, self.method, self.thresholds)
+            for check in checks:
+                if check.fired and check.rule not in {a.rule for a in self.alarms}:
+                    self.alarms.append(Alarm(check.rule, check.metric, check.value, check.threshold, record.step,
+                                             check.reference))
+        logged["health/alarms"] = float(sum(c.fired for c in checks))
+        self.history.append({"step": record.step, **logged})
+        return logged, checks
+
+    def _recent_agreement(self) -> tuple[int, int]:
+        """Verified-majority counts of the newest steps (at least `window`, after the warmup when there are enough),
+        adding older steps until they hold `min_groups` eligible groups or reach `MAX_POOL` x `window` steps."""
+        agree = eligible = 0
+        first = self.warmup if len(self.records) >= self.warmup + self.window else 0
+        recent = self.records[first:][::-1][: MAX_POOL * self.window]
+        for n, record in enumerate(recent, 1):
+            a, e = verified_majority_counts(record.groups)
+            agree, eligible = agree + a, eligible + e
+            if n >= self.window and eligible >= self.thresholds.min_groups:
+                break
+        return agree, eligible
+
+    # the callback's side
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._resume_step = state.global_step  # alarms of later steps in the file are dropped at the first write
+
+    def on_step_end(self, args, state, control, **kwargs):
+        pending, self.pending = self.pending, []
+        before = len(self.alarms)
+        for record in pending:
+            logged, _ = self.add(record)
+            if self.metrics is not None:
+                for name, value in logged.items():
+                    self.metrics[name].append(value)
+        new = self.alarms[before:]
+        if new and self.stop and self.stopped_by is None:
+            self.stopped_by = new[0]
+            control.should_training_stop = True
+            control.should_save = True  # the checkpoint (and its model card) of the step the run stops at
+            control.should_log = True
+        for alarm in new:
+            if self.is_main:
+                logger.warning(alarm.message + (" -- stopping the run (health_stop)." if alarm is self.stopped_by
+                                                else ""))
+        self._write([a.record(stopped=a is self.stopped_by) for a in new])
+        return control
+
+    def _write(self, records: list[dict]) -> None:
+        if not self.is_main:
+            return
+        if self.output_dir is not None and (records or not self._file_started):
+            path = os.path.join(self.output_dir, HEALTH_FILE)
+            if not self._file_started:  # a fresh run drops earlier alarms, a resumed one those after its step
+                self._file_started = True
+                keep = [r for r in read_alarms(path) if r["step"] <= getattr(self, "_resume_step", 0)]
+                os.makedirs(self.output_dir, exist_ok=True)
+                with open(path, "w", encoding="utf-8") as f:
+                    f.writelines(json.dumps(r) + "\n" for r in keep)
+            if records:
+                with open(path, "a", encoding="utf-8") as f:
+                    f.writelines(json.dumps(r) + "\n" for r in records)
+        if self.evidence_log is not None and records:
+            self.evidence_log.write(records)
+
+
+def read_alarms(path: str) -> list[dict]:
+    """The alarm records of a `rlce_health.jsonl` (unreadable lines skipped); [] when there is no file."""
+    if not os.path.exists(path):
+        return []
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("type") == "health_alarm" \
+                    and isinstance(record.get("step"), int):
+                out.append(record)
+    return out
+
+
+def card_section(monitor: HealthMonitor | None, steps: int) -> str:
+    """The model card's "Training health" markdown: the alarms raised, and why the run stopped if it did."""
+    if monitor is None:
+        return ("### Training health\n\nThe training-health monitor was off for this run (`health_monitor: false`).\n")
+    lines = ["### Training health", ""]
+    if monitor.stopped_by is not None:
+        lines += [f"**Training was stopped early at step {monitor.stopped_by.step} by the training-health monitor "
+                  f"(`health_stop: true`)**: {monitor.stopped_by.message}.", ""]
+    if monitor.alarms:
+        lines.append("Alarms raised during training (rules in `rlce_trl.health`):")
+        lines.append("")
+        lines += [f"- step {a.step}: {a.rule.replace('_', ' ')}: `{a.metric}` = {a.value:.3f} (threshold "
+                  f"{a.threshold:.3f})" for a in monitor.alarms]
+    else:
+        lines.append(f"The training-health monitor raised no alarm over {steps} steps (collapse, verifier drift, "
+                     "reward-vs-signal divergence" + (", entrenchment" if monitor.method in ENTRENCHMENT_METHODS
+                                                      else "") + ").")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,169 @@
+"""The alarm rules: thresholds, one small pure function per rule (its rule in its docstring), and the alarm."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+
+# -- the rules ----------------------------------------------------------------------------------------------------
+@dataclass
+class HealthThresholds:
+    """The thresholds of the alarm rules (override any of them with `health_thresholds`). Defaults tuned on the
+    simulated runs of `benchmarks/health_simulation.py`."""
+
+    #: within-group collapse: one-answer share at or above max(collapse_share, reference + collapse_margin)
+    collapse_share: float = 0.7
+    collapse_margin: float = 0.35
+    #: cross-prompt collapse (closed labels): answer entropy at or below entropy_ratio x the reference entropy
+    entropy_ratio: float = 0.5
+    #: ... checked only when the reference entropy is at least this many bits (a base model that already answers
+    #: one label leaves nothing to lose)
+    min_reference_entropy: float = 0.5
+    #: cross-prompt collapse (free text): near-duplicate rate at or above max(duplicate_rate, reference + margin)
+    duplicate_rate: float = 0.5
+    duplicate_margin: float = 0.25
+    #: verifier drift: total-variation distance of the verdict mix from the reference at or above drift_tv ...
+    drift_tv: float = 0.25
+    #: ... with at least this many verdicts in the window and in the reference
+    min_verdicts: int = 30
+    #: reward-vs-signal divergence: min(reward gain, signal-share loss) at or above this
+    divergence: float = 0.3
+    #: entrenchment (RLCE): verified-majority share at or above max(entrenchment_share, reference + margin) ...
+    entrenchment_share: float = 0.9
+    entrenchment_margin: float = 0.05
+    #: ... over at least this many eligible groups: older steps are pooled until there are (at most 4 windows)
+    min_groups: int = 40
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_dict(cls, values: dict | None) -> HealthThresholds:
+        """Defaults overridden by `values`; a `ValueError` naming the fix for an unknown name or a bad value."""
+        problems = threshold_problems(values)
+        if problems:
+            raise ValueError("health_thresholds: " + " ".join(problems))
+        return cls(**(values or {}))
+
+
+_COUNTS = ("min_verdicts", "min_groups")
+_MARGINS = ("collapse_margin", "duplicate_margin", "entrenchment_margin")
+
+
+def threshold_problems(values) -> list[str]:
+    """What is wrong with a `health_thresholds` override (a dict of threshold names to numbers); [] when fine."""
+    if values is None:
+        return []
+    if not isinstance(values, dict):
+        return [f"must be a JSON object of threshold names to numbers, got {values!r}."]
+    names = HealthThresholds.names()
+    problems = []
+    for name, value in values.items():
+        if name not in names:
+            problems.append(f"unknown threshold {name!r}: use one of {', '.join(names)}.")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            problems.append(f"{name}={value!r} must be a number.")
+        elif name in _COUNTS and (value < 0 or value != int(value)):
+            problems.append(f"{name}={value!r} must be a whole number >= 0.")
+        elif name in _MARGINS and not -1 <= value <= 1:
+            problems.append(f"{name}={value!r} must be in [-1, 1].")
+        elif name not in _COUNTS and name not in _MARGINS and value < 0:
+            problems.append(f"{name}={value!r} must be >= 0.")
+    return problems
+
+
+@dataclass(frozen=True)
+class Check:
+    """One rule's verdict at one step: the metric it read, its value, the threshold it compared with."""
+
+    rule: str
+    metric: str
+    value: float
+    threshold: float
+    fired: bool
+    reference: float | None = None
+
+
+def check_within_group_collapse(share: float, reference: float, t: HealthThresholds) -> Check:
+    """Rule: within-group collapse when the one-answer share (window) is >= max(`collapse_share`, its reference +
+    `collapse_margin`): most groups now give one answer, clearly more than the base model's groups did."""
+    threshold = max(t.collapse_share, reference + t.collapse_margin)
+    return Check("within_group_collapse", "health/one_answer_share", share, threshold, share >= threshold, reference)
+
+
+def check_cross_prompt_collapse(entropy: float, reference: float, t: HealthThresholds) -> Check | None:
+    """Rule (closed labels): cross-prompt collapse when the answer entropy pooled across prompts (window) is <=
+    `entropy_ratio` x its reference, the reference being at least `min_reference_entropy` bits (else no check):
+    the policy answers the same few labels whatever the input."""
+    if reference < t.min_reference_entropy:
+        return None
+    ratio = entropy / reference
+    return Check("cross_prompt_collapse", "health/answer_entropy_ratio", ratio, t.entropy_ratio,
+                 ratio <= t.entropy_ratio, 1.0)
+
+
+def check_duplicate_collapse(rate: float, reference: float, t: HealthThresholds) -> Check:
+    """Rule (free text): cross-prompt collapse when the near-duplicate rate across prompts (window) is >=
+    max(`duplicate_rate`, its reference + `duplicate_margin`): different prompts get the same answer."""
+    threshold = max(t.duplicate_rate, reference + t.duplicate_margin)
+    return Check("cross_prompt_collapse", "health/near_duplicate_rate", rate, threshold, rate >= threshold, reference)
+
+
+def check_verifier_drift(distance: float, n_window: int, n_reference: int, t: HealthThresholds) -> Check | None:
+    """Rule: verifier drift when the total-variation distance between the verdict mix of the window and that of the
+    reference is >= `drift_tv`, both holding at least `min_verdicts` verdicts (else no check)."""
+    if n_window < t.min_verdicts or n_reference < t.min_verdicts:
+        return None
+    return Check("verifier_drift", "health/verdict_drift", distance, t.drift_tv, distance >= t.drift_tv, 0.0)
+
+
+def reward_signal_divergence(reward: float, reward_ref: float, signal: float, signal_ref: float) -> float:
+    """min(task reward gain, signal-share loss) against the reference: positive only when the reward rose AND the
+    share of groups with a usable comparison fell."""
+    return min(reward - reward_ref, signal_ref - signal)
+
+
+def check_reward_signal_divergence(divergence: float, t: HealthThresholds) -> Check:
+    """Rule: reward-vs-signal divergence when [`reward_signal_divergence`] (window against reference) is >=
+    `divergence`: the task reward rose by at least that much while the share of groups with a usable comparison
+    fell by at least that much (rewards rise because there is nothing left to compare)."""
+    return Check("reward_signal_divergence", "health/reward_signal_divergence", divergence, t.divergence,
+                 divergence >= t.divergence, 0.0)
+
+
+def check_entrenchment(agree: int, eligible: int, reference: float, t: HealthThresholds) -> Check | None:
+    """Rule (RLCE): entrenchment when, over at least `min_groups` eligible groups in the window (several answers, a
+    unique majority, a verified answer), the share whose verified answer is the majority is >=
+    max(`entrenchment_share`, its reference + `entrenchment_margin`): the evidence only repeats the vote."""
+    if eligible < max(t.min_groups, 1):
+        return None
+    share = agree / eligible
+    threshold = max(t.entrenchment_share, reference + t.entrenchment_margin)
+    return Check("entrenchment", "health/verified_majority_share", share, threshold, share >= threshold, reference)
+
+
+# -- alarms -------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Alarm:
+    """The first firing of a rule in a run."""
+
+    rule: str
+    metric: str
+    value: float
+    threshold: float
+    step: int
+    reference: float | None = None
+
+    @property
+    def message(self) -> str:
+        ref = "" if self.reference is None else f", reference {self.reference:.3f}"
+        return (f"training health: {self.rule.replace('_', ' ')} at step {self.step}: {self.metric} = "
+                f"{self.value:.3f} (threshold {self.threshold:.3f}{ref})")
+
+    def record(self, stopped: bool = False) -> dict:
+        return {"type": "health_alarm", "step": self.step, "rule": self.rule, "metric": self.metric,
+                "value": self.value, "threshold": self.threshold, "reference": self.reference,
+                "message": self.message, "stopped": stopped}
