@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from rlce_trl.cli import main
-from rlce_trl.comparison import command, paper
+from rlce_trl.comparison import cells, command, paper
+from rlce_trl.comparison import plan as planning
 from rlce_trl.comparison.table import build_table, mean_std, to_markdown, write_table
 from rlce_trl.errors import InputError
 
@@ -103,7 +104,7 @@ def test_hba_task_needs_its_splits_and_free_text_needs_the_judge(tmp_path):
     command.add_arguments(parser)
     args = parser.parse_args(["--task", "mosei", "--methods", "rlce", "--output_dir", str(tmp_path / "o")])
     with pytest.raises(InputError, match="--train_file"):
-        command.make_plan(args)
+        planning.make_plan(args)
     for name in ("train", "validation", "test"):
         (tmp_path / f"{name}.jsonl").write_text("{}\n")
     args = parser.parse_args(["--task", "intentqa", "--methods", "rlce", "--output_dir", str(tmp_path / "o"),
@@ -111,13 +112,13 @@ def test_hba_task_needs_its_splits_and_free_text_needs_the_judge(tmp_path):
                               str(tmp_path / "validation.jsonl"), "--test_file", str(tmp_path / "test.jsonl"),
                               "--media_root", str(tmp_path)])
     with pytest.raises(InputError, match="judge_base_url"):
-        command.make_plan(args)
+        planning.make_plan(args)
 
 
 def test_cells_follow_the_papers_protocol(tmp_path):
     args = _args(tmp_path, "--methods", "rlce,usc,rar", "--", "--max_steps", "2")
-    plan = command.make_plan(args)
-    argv = {m: command.train_arguments(args, plan, m, 1) for m in plan["methods"]}
+    plan = planning.make_plan(args)
+    argv = {m: cells.train_arguments(args, plan, m, 1) for m in plan["methods"]}
     value = {m: dict(zip(a[3::1], a[4::1], strict=False)) for m, a in argv.items()}
     assert value["rlce"]["--validation_steps"] == "6" and "--validation_patience" not in argv["rlce"]
     assert value["usc"]["--validation_steps"] == "12"
@@ -129,14 +130,14 @@ def test_cells_follow_the_papers_protocol(tmp_path):
 def test_devices_from_the_launcher(tmp_path):
     accel = tmp_path / "accel.yaml"
     accel.write_text("num_processes: 3\n")
-    assert command._devices_of(["torchrun", "--nproc_per_node", "4"]) == 4
-    assert command._devices_of(["accelerate", "launch", "--num_processes=2"]) == 2
-    assert command._devices_of(["accelerate", "launch", "--config_file", str(accel)]) == 3
-    assert command._devices_of(["python"]) == 1
+    assert planning._devices_of(["torchrun", "--nproc_per_node", "4"]) == 4
+    assert planning._devices_of(["accelerate", "launch", "--num_processes=2"]) == 2
+    assert planning._devices_of(["accelerate", "launch", "--config_file", str(accel)]) == 3
+    assert planning._devices_of(["python"]) == 1
 
 
 class FakeRunner:
-    """A FAKE of `command._run`: training writes a best checkpoint and best.json, evaluation a summary.json whose
+    """A FAKE of `cells._run`: training writes a best checkpoint and best.json, evaluation a summary.json whose
     score depends on the cell; every call is recorded."""
 
     def __init__(self):
@@ -159,7 +160,7 @@ class FakeRunner:
 
 def test_resume_skips_finished_cells_and_refuses_changed_arguments(tmp_path, monkeypatch, capsys):
     fake = FakeRunner()
-    monkeypatch.setattr(command, "_run", fake)
+    monkeypatch.setattr(cells, "_run", fake)
     args = _args(tmp_path, "--devices", "2")
     assert command.main(args) == 0
     assert fake.calls.count("base model: test evaluation") == 1 and len(fake.calls) == 1 + 4 * 2
@@ -183,9 +184,9 @@ def test_resume_skips_finished_cells_and_refuses_changed_arguments(tmp_path, mon
 
 def test_a_failed_cell_stops_the_grid_and_names_its_log(tmp_path, monkeypatch, capsys):
     def failing(cmd, log, what):
-        raise command.CellFailedError(f"{what} failed (exit 1): boom (log: {log})")
+        raise cells.CellFailedError(f"{what} failed (exit 1): boom (log: {log})")
 
-    monkeypatch.setattr(command, "_run", failing)
+    monkeypatch.setattr(cells, "_run", failing)
     assert command.main(_args(tmp_path)) == 1
     err = capsys.readouterr().err
     assert "base model: test evaluation failed (exit 1): boom" in err
@@ -226,7 +227,7 @@ class CheckpointRunner(FakeRunner):
 ])
 def test_checkpoint_selection_validates_after_training(tmp_path, monkeypatch, method, validated):
     fake = CheckpointRunner()
-    monkeypatch.setattr(command, "_run", fake)
+    monkeypatch.setattr(cells, "_run", fake)
     args = _args(tmp_path, "--methods", method, "--seeds", "1", "--selection", "checkpoints", "--skip_base")
     assert command.main(args) == 0  # every cell finished (the base model skipped)
     train = json.loads((tmp_path / "out" / method / "seed1" / "train.json").read_text())
@@ -242,8 +243,8 @@ def test_zero3_launcher_picks_checkpoint_selection(tmp_path):
 
     zero3 = recipes_dir() / "accelerate" / "zero3.yaml"
     multi = recipes_dir() / "accelerate" / "multi_gpu.yaml"
-    assert command._zero3(["accelerate", "launch", "--config_file", str(zero3)])
-    assert not command._zero3(["accelerate", "launch", "--config_file", str(multi)]) and not command._zero3(["x"])
+    assert planning._zero3(["accelerate", "launch", "--config_file", str(zero3)])
+    assert not planning._zero3(["accelerate", "launch", "--config_file", str(multi)]) and not planning._zero3(["x"])
 
 
 def test_coevolution_cell_reads_the_drivers_state(tmp_path, monkeypatch):
@@ -255,8 +256,8 @@ def test_coevolution_cell_reads_the_drivers_state(tmp_path, monkeypatch):
                               str(tmp_path / "out"), "--train_file", str(tmp_path / "train.jsonl"),
                               "--validation_file", str(tmp_path / "validation.jsonl"), "--test_file",
                               str(tmp_path / "test.jsonl"), "--media_root", str(tmp_path), "--skip_base"])
-    plan = command.make_plan(args)
-    argv = command.train_arguments(args, plan, "visplay", 7)
+    plan = planning.make_plan(args)
+    argv = cells.train_arguments(args, plan, "visplay", 7)
     assert argv[:5] == ["-m", "rlce_trl.cli", "coevolve", "--method", "visplay"] and "--coevolve_launcher" not in argv
     calls = []
 
@@ -272,8 +273,8 @@ def test_coevolution_cell_reads_the_drivers_state(tmp_path, monkeypatch):
         (out / "summary.json").write_text(json.dumps({"score": 0.66}))
         return 36.0
 
-    monkeypatch.setattr(command, "_run", fake)
-    record = command.run_cell(args, plan, "visplay", 7, log=lambda _: None)
+    monkeypatch.setattr(cells, "_run", fake)
+    record = cells.run_cell(args, plan, "visplay", 7, log=lambda _: None)
     assert record["checkpoint"].endswith("round-1/reasoner") and record["best_round"] == 1
     assert record["device_hours"] == pytest.approx(4.0 + 0.01) and record["score"] == 0.66
 
@@ -285,14 +286,14 @@ def test_prefeval_folder_refuses_row_limits_it_cannot_apply(tmp_path):
             (data / form).mkdir(parents=True, exist_ok=True)
             (data / form / f"{split}.jsonl").write_text("{}\n")
     with pytest.raises(InputError, match="--test_limit applies to a single test file"):
-        command.make_plan(_args(tmp_path, "--data", str(data), "--test_limit", "3"))
+        planning.make_plan(_args(tmp_path, "--data", str(data), "--test_limit", "3"))
     with pytest.raises(InputError, match="drop --validation_limit"):
-        command.make_plan(_args(tmp_path, "--data", str(data), "--validation_limit", "3", "--selection",
+        planning.make_plan(_args(tmp_path, "--data", str(data), "--validation_limit", "3", "--selection",
                                 "checkpoints"))
-    assert command.make_plan(_args(tmp_path, "--data", str(data)))["selection"] == "in_training"
+    assert planning.make_plan(_args(tmp_path, "--data", str(data)))["selection"] == "in_training"
 
 
 def test_missing_matplotlib_is_named_before_anything_runs(tmp_path, monkeypatch):
-    monkeypatch.setattr(command, "_has_matplotlib", lambda: False)
+    monkeypatch.setattr(planning, "_has_matplotlib", lambda: False)
     with pytest.raises(InputError, match=r"rlce-trl\[analysis\]"):
-        command.make_plan(_args(tmp_path))
+        planning.make_plan(_args(tmp_path))

@@ -1,0 +1,220 @@
+"""The plan of a comparison: its cells, recipes, launcher and devices, and the checks of its inputs (one line
+naming the fix, before anything trains)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from ..errors import InputError, MissingInputError
+from . import paper
+
+FREE_TEXT = ("prefeval", "intentqa")  # scored by the LLM judge (validation and test)
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _devices_of(launcher: list[str]) -> int:
+    text = " ".join(launcher)
+    match = re.search(r"--(?:num_processes|nproc_per_node|nproc-per-node)[= ](\d+)", text)
+    if match:
+        return int(match.group(1))
+    if "--config_file" in launcher and launcher.index("--config_file") + 1 < len(launcher):
+        import yaml
+
+        try:
+            config = yaml.safe_load(Path(launcher[launcher.index("--config_file") + 1]).read_text()) or {}
+            return int(config.get("num_processes") or 1)
+        except (OSError, ValueError, TypeError, yaml.YAMLError):
+            return 1
+    return 1
+
+
+def _has_matplotlib() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _zero3(launcher: list[str]) -> bool:
+    """Whether the launcher's accelerate config shards the model with DeepSpeed ZeRO-3."""
+    if "--config_file" not in launcher or launcher.index("--config_file") + 1 >= len(launcher):
+        return False
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path(launcher[launcher.index("--config_file") + 1]).read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return False
+    deepspeed = config.get("deepspeed_config") or {}
+    return config.get("distributed_type") == "DEEPSPEED" and int(deepspeed.get("zero_stage") or 0) == 3
+
+
+def _override(overrides: list[str], key: str) -> str | None:
+    flag = f"--{key}"
+    for i, item in enumerate(overrides):
+        if item == flag and i + 1 < len(overrides):
+            return overrides[i + 1]
+        if item.startswith(flag + "="):
+            return item.split("=", 1)[1]
+    return None
+
+
+def _recipe(args, method: str) -> Path:
+    name = f"{args.task}_{method}.yaml"
+    if args.recipe_dir:
+        path = Path(args.recipe_dir) / name
+        if not path.is_file():
+            raise MissingInputError(f"--recipe_dir {args.recipe_dir!r} has no {name}: add it or drop --recipe_dir.")
+        return path
+    from ..scripts.recipes import recipes_dir
+
+    path = recipes_dir() / name
+    if not path.is_file():
+        raise MissingInputError(f"no shipped recipe {name} for method {method!r} on {args.task}: pick methods from "
+                                "`rlce-trl recipes` or pass --recipe_dir with your own.")
+    return path
+
+
+def _load_recipe(path: Path) -> dict:
+    import yaml
+
+    try:
+        content = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        first = str(error).splitlines()[0]
+        raise InputError(f"{path} is not valid YAML ({first}): fix it or pass another --recipe_dir.") from None
+    if not isinstance(content, dict):
+        raise InputError(f"{path} is not a recipe (a YAML mapping of argument names to values).")
+    return content
+
+
+def make_plan(args: argparse.Namespace) -> dict:
+    """Check every flag, recipe and file (no model is loaded) and return the grid: an `InputError` naming the fix
+    for the first problem."""
+    overrides = list(args.overrides or [])
+    if overrides[:1] == ["--"]:
+        overrides = overrides[1:]
+    if overrides and not overrides[0].startswith("--"):
+        raise InputError(f"unexpected argument {overrides[0]!r}: recipe overrides go after `--` as `--key value`.")
+    if args.task not in paper.TASKS:
+        raise InputError(f"--task {args.task!r}: use one of {', '.join(paper.TASKS)}.")
+    if not _has_matplotlib():
+        raise MissingInputError("rlce-trl compare draws comparison.png with matplotlib, which is not installed: "
+                                "pip install 'rlce-trl[analysis]'.")
+    methods = _csv(args.methods)
+    if not methods:
+        raise InputError("--methods is empty: pass e.g. --methods rlce,usc.")
+    if len(set(methods)) != len(methods):
+        raise InputError(f"--methods {args.methods!r} names a method twice: list each once.")
+    for method in methods:
+        if not re.fullmatch(r"[A-Za-z0-9_]+", method):
+            raise InputError(f"--methods: {method!r} is not a method name (letters, digits, _), e.g. rlce,usc.")
+        if method == "base":
+            raise InputError("--methods: the base model is always evaluated (drop `base`; --skip_base skips it).")
+    try:
+        seeds = [int(s) for s in _csv(args.seeds)]
+    except ValueError:
+        raise InputError(f"--seeds {args.seeds!r}: pass comma-separated integers, e.g. --seeds 1,2,3.") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise InputError(f"--seeds {args.seeds!r}: pass distinct integers, e.g. --seeds 1,2,3.")
+    if Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
+        raise InputError(f"--output_dir {args.output_dir!r} is a file: pass a folder.")
+    launcher = shlex.split(args.launcher) if args.launcher.strip() else []
+    if not launcher:
+        raise InputError("--launcher is empty: pass `python` or a launcher command such as `accelerate launch`.")
+    if launcher == ["python"]:
+        launcher = [sys.executable]
+    elif shutil.which(launcher[0]) is None:
+        raise MissingInputError(f"--launcher: {launcher[0]!r} is not an executable on PATH: install it or pass "
+                                "--launcher python.")
+    devices = args.devices if args.devices is not None else _devices_of(launcher)
+    if devices < 1:
+        raise InputError(f"--devices {devices}: use 1 or more.")
+    for name in ("validation_steps", "validation_limit", "test_limit", "max_new_tokens", "eval_batch_size"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise InputError(f"--{name} {value}: use 1 or more.")
+
+    recipes = {m: _recipe(args, m) for m in methods}
+    contents = {m: _load_recipe(p) for m, p in recipes.items()}
+    kinds = {}
+    for method, content in contents.items():
+        kinds[method] = "coevolve" if "coevolve_method" in content else "train"
+        if "tta_split" in content:
+            raise InputError(f"{recipes[method].name} is a test-time recipe (tta_split): the comparison trains on "
+                             "the train split; use the training recipe.")
+        task = content.get("hba_task") or "prefeval"
+        if task != args.task:
+            raise InputError(f"{recipes[method].name} is written for {task}, not --task {args.task}: fix the recipe.")
+    model = _override(overrides, "model_name_or_path")
+    if model is None:
+        models = {m: c.get("model_name_or_path") for m, c in contents.items()}
+        if len(set(models.values())) > 1:
+            listing = ", ".join(f"{m}: {v}" for m, v in models.items())
+            raise InputError(f"the recipes start from different models ({listing}): Δ needs one base model; pass "
+                             "-- --model_name_or_path <model> to use one for all.")
+        model = next(iter(models.values()))
+    if not model:
+        raise InputError("no model: the recipes name none; pass -- --model_name_or_path <model>.")
+
+    _check_data(args, methods, kinds)
+    selection = args.selection if args.selection != "auto" else "checkpoints" if _zero3(launcher) else "in_training"
+    if selection == "checkpoints" and args.validation_limit and args.task == "prefeval" and args.data != "sample":
+        raise InputError("--validation_limit with checkpoint selection applies to a single validation file, not to a "
+                         "PrefEval folder: drop --validation_limit.")
+    return {"selection": selection, "task": args.task, "methods": methods, "seeds": seeds, "launcher": launcher,
+            "devices": devices, "recipes": recipes, "kinds": kinds, "model": model, "overrides": overrides,
+            "output_dir": Path(args.output_dir)}
+
+
+def _check_data(args, methods: list[str], kinds: dict) -> None:
+    def need_file(flag: str) -> None:
+        value = getattr(args, flag)
+        if not value:
+            raise InputError(f"--task {args.task} needs --{flag} (the {flag.split('_')[0]} split as JSONL).")
+        if not Path(value).is_file():
+            raise MissingInputError(f"--{flag} {value!r} does not exist or is not a file: pass an existing JSONL.")
+
+    if args.task == "prefeval":
+        if args.test_limit and args.data and args.data != "sample":
+            raise InputError("--test_limit applies to a single test file, not to a PrefEval folder: drop it.")
+        if not args.data:
+            raise InputError("--task prefeval needs --data: a folder from `rlce-trl prepare-prefeval` or `sample`.")
+        if args.data != "sample":
+            root = Path(args.data)
+            for form in ("explicit", "choice", "persona"):
+                for split in ("train", "validation", "test"):
+                    if not (root / form / f"{split}.jsonl").is_file():
+                        raise MissingInputError(f"--data {args.data!r} has no {form}/{split}.jsonl: run `rlce-trl "
+                                                "prepare-prefeval --output_dir <folder>` first, or pass sample.")
+        if args.prefeval_dir is None and not os.environ.get("PREFEVAL_DIR"):
+            raise InputError("--task prefeval needs --prefeval_dir (the checkout whose judge prompts score the "
+                             "responses) or $PREFEVAL_DIR.")
+        if args.prefeval_dir and not Path(args.prefeval_dir).is_dir():
+            raise MissingInputError(f"--prefeval_dir {args.prefeval_dir!r} is not a folder: pass the checkout.")
+        if any(kinds[m] == "coevolve" for m in methods):
+            need_file("train_file")
+            need_file("validation_file")
+    else:
+        for flag in ("train_file", "validation_file", "test_file"):
+            need_file(flag)
+        if not args.media_root or not Path(args.media_root).is_dir():
+            raise MissingInputError(f"--task {args.task} needs --media_root, the folder the clip paths are relative "
+                                    f"to (got {args.media_root!r}).")
+    if args.task in FREE_TEXT:
+        if not (args.judge_base_url and args.judge_model):
+            raise InputError(f"--task {args.task} is scored by an LLM judge: pass --judge_base_url and --judge_model "
+                             "(any OpenAI-compatible endpoint, e.g. `vllm serve`).")
+    if args.judge_base_url and not args.judge_base_url.startswith(("http://", "https://")):
+        raise InputError("--judge_base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1).")
+
+
+# -- commands of a cell ---------------------------------------------------------------------------------------------
