@@ -129,3 +129,12 @@ def test_a_verifier_server_that_is_down_fails_fast_with_the_fix(tiny_model_dir, 
     with pytest.raises(Exception, match=rf"(?s)127\.0\.0\.1:{port}.*vllm serve <initial checkpoint>"):
         RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=Dataset.from_list(preference_rows(16)))
     assert time.perf_counter() - start < 30
+
+
+def test_a_training_set_smaller_than_one_generation_batch_is_refused_before_the_model_loads(tmp_path):
+    from rlce_trl.errors import InputError
+
+    args = tiny_grpo_args(tmp_path, per_device_train_batch_size=8, num_generations=2)  # 4 prompts per batch
+    dataset = Dataset.from_list(preference_rows(3))
+    with pytest.raises(InputError, match=r"has 3 prompt\(s\), fewer than the 4 one generation batch needs"):
+        RLCEGRPOTrainer(model=str(tmp_path / "no-model-is-loaded"), args=args, train_dataset=dataset)

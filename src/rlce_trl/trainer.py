@@ -159,7 +159,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         **kwargs,
     ):
         args = _checked_args(model, args)
-        check_datasets(train_dataset, eval_dataset, args.rlce_labels_column)  # bad rows fail here, naming row and fix
+        check_datasets(train_dataset, eval_dataset, args.rlce_labels_column, args)  # bad rows, too few: fail here
         user_funcs, user_weights = _user_rewards(reward_funcs, args)
         if reward_processing_classes is not None:  # they belong to your reward_funcs, after the two RLCE ones
             reward_processing_classes = [None, None, *_as_list(reward_processing_classes)]

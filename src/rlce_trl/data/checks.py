@@ -101,11 +101,27 @@ def check_rows(
         raise InputError(f"{where} has {count} unusable row(s){more}: " + " | ".join(found) + f". Fix: {fix}.")
 
 
-def check_datasets(train_dataset, eval_dataset=None, labels_column: str | None = "answer_options") -> None:
-    """[`check_rows`] on a trainer's datasets (`eval_dataset` may be a dict of datasets, as TRL allows)."""
+def check_datasets(train_dataset, eval_dataset=None, labels_column: str | None = "answer_options",
+                   args=None) -> None:
+    """[`check_rows`] on a trainer's datasets (`eval_dataset` may be a dict of datasets, as TRL allows); with the
+    trainer's `args`, also [`check_one_batch`] on the training set."""
     if train_dataset is not None:
         check_rows(train_dataset, "train_dataset", labels_column)
+        if args is not None and hasattr(train_dataset, "__len__"):
+            check_one_batch(len(train_dataset), args)
     evals = eval_dataset if isinstance(eval_dataset, dict) else {"": eval_dataset}
     for name, dataset in evals.items():
         if dataset is not None:
             check_rows(dataset, f"eval_dataset{f'[{name!r}]' if name else ''}", labels_column)
+
+
+def check_one_batch(prompts: int, args) -> None:
+    """Stop a run that would train nothing: TRL's sampler keeps only whole generation batches of
+    `generation_batch_size / num_generations` distinct prompts, so a smaller training set gives 0 steps."""
+    needed = args.generation_batch_size // args.num_generations
+    if prompts < needed:
+        raise InputError(
+            f"The training set has {prompts} prompt(s), fewer than the {needed} one generation batch needs "
+            f"(generation_batch_size {args.generation_batch_size} / num_generations {args.num_generations}): add "
+            "rows, or lower per_device_train_batch_size or steps_per_generation."
+        )

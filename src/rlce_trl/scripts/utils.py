@@ -349,19 +349,6 @@ def card_info(trainer, dataset: str, recipe: str | None, script_args=None) -> No
         tta_card_info(trainer, script_args.tta_split, trainer.args.num_train_epochs)
 
 
-def check_one_batch(prompts: int, training_args) -> None:
-    """Stop a run that would train nothing: TRL's sampler keeps only whole generation batches of
-    `generation_batch_size / num_generations` distinct prompts, so a smaller training set gives 0 steps."""
-    needed = training_args.generation_batch_size // training_args.num_generations
-    if prompts < needed:
-        raise InputError(
-            f"The training set has {prompts} prompt(s), fewer than the {needed} one generation batch needs "
-            f"(generation_batch_size {training_args.generation_batch_size} / num_generations "
-            f"{training_args.num_generations}): add rows, or lower per_device_train_batch_size or "
-            "steps_per_generation."
-        )
-
-
 def method_rows(rows: list[dict], reward_method: str, labels_column: str = "answer_options") -> list[dict]:
     """The training rows as the reward method's policy is prompted: a method whose scorer defines `policy_rows` (the
     rubric baselines: answer tag plus justification, D.3) rewrites the prompts; every other method keeps them."""
@@ -378,7 +365,6 @@ def train_rlce(script_args, training_args, model_args, train_dataset, callbacks,
 
     from ..trainer import RLCEGRPOTrainer
 
-    check_one_batch(len(train_dataset), training_args)
     trainer = RLCEGRPOTrainer(
         model=model_args.model_name_or_path,
         args=training_args,
