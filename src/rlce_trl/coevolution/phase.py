@@ -156,7 +156,7 @@ def _gpus() -> int:
 
 def run_train(job: dict) -> dict:
     from ..data import read_jsonl, to_dataset
-    from ..scripts.utils import filter_long_prompts, prepare_run
+    from ..scripts.utils import end_run, filter_long_prompts, prepare_run
     from ..trainer import RLCEGRPOTrainer
 
     script_args, training_args, model_args = parse_job_args(job, phase_argv(job))
@@ -179,8 +179,7 @@ def run_train(job: dict) -> dict:
     trainer.save_model(str(model_dir))
     metrics = {k: v for k, v in (trainer.state.log_history[-1] if trainer.state.log_history else {}).items()
                if isinstance(v, (int, float))}
-    if hasattr(trainer, "end"):
-        trainer.end()
+    end_run(trainer)
     if not trainer.accelerator.is_main_process:
         return {}
     return {"checkpoint": str(model_dir), "global_step": trainer.state.global_step, "rows": len(rows) - repeated,

@@ -396,5 +396,13 @@ def train_and_save(trainer, training_args) -> None:
         from ..report import build_report
 
         print(f"Training report: {build_report(training_args.output_dir)[0]} (open it in a browser)")
-    if hasattr(trainer, "end"):  # transformers >= 5.18: finish trackers, destroy the process group
-        trainer.end()
+    end_run(trainer)
+
+
+def end_run(trainer) -> None:
+    """The end of a launch, on every rank: wait for the others (rank 0 may still be uploading to the Hub or writing
+    the report), then finish the trackers and destroy the process group (`Trainer.end` on transformers >= 5.18, the
+    same two calls on older ones). A rank that leaves while its peers still hold the group aborts at exit (SIGABRT in
+    gloo's worker threads), and the launcher then reports the whole run as failed."""
+    trainer.accelerator.wait_for_everyone()
+    trainer.accelerator.end_training()
