@@ -175,3 +175,17 @@ def test_a_model_that_cannot_load_is_named_before_anything_loads(tmp_path, monke
     code = main(["train", "--config", "quickstart", "--model_name_or_path", model, "--output_dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: model_name_or_path") and err.count("\n") == 1 and needle in err
+
+
+def test_a_launch_ends_with_every_rank_waiting_then_the_group_destroyed():
+    """Rank 0 may still upload to the Hub or write the report when the other ranks finish: every rank waits for the
+    others before the process group goes (a rank leaving early aborted under gloo, SIGABRT at exit)."""
+    from types import SimpleNamespace
+
+    from rlce_trl.scripts.utils import end_run
+
+    calls = []
+    accelerator = SimpleNamespace(wait_for_everyone=lambda: calls.append("wait"),
+                                  end_training=lambda: calls.append("end"))
+    end_run(SimpleNamespace(accelerator=accelerator))
+    assert calls == ["wait", "end"]

@@ -160,3 +160,21 @@ def test_tta_hba_text_only_closed_labels_score_without_a_judge(tiny_model_dir, t
     assert [p["pass"] for p in record["passes"]] == [0, 1] and record["task"] == "mosei"
     assert all(p["score"] is not None and p["metric"] for p in record["passes"])  # closed labels: no judge needed
     assert "test-time adaptation on the unlabelled `test` split (1 pass," in (out / "README.md").read_text()
+
+
+def test_validation_limit_takes_the_first_rows_of_the_split_for_adaptation_and_evaluation(tmp_path, monkeypatch):
+    seen = {}
+
+    def capture(script_args, training_args, model_args, train_dataset, callbacks, dataset):
+        seen["train"], seen["eval"] = list(train_dataset), callbacks[0].rows
+
+    monkeypatch.setattr("rlce_trl.scripts.train_prefeval.train_rlce", capture)
+    monkeypatch.setattr("rlce_trl.scripts.train_prefeval.filter_long_prompts", lambda rows, *a, **k: rows)
+    monkeypatch.setattr("rlce_trl.scripts.utils.check_model_source", lambda *a, **k: None)  # no model is loaded
+    script = load_example("train_prefeval")
+    argv = ["--config", str(CONFIGS / "quickstart.yaml"), "--model_name_or_path", "unused", "--output_dir",
+            str(tmp_path / "o"), "--tta_split", "test", "--validation_limit", "3"]
+    script.main(*script.make_parser().parse_args_and_config(argv))
+    assert len(seen["train"]) == len(seen["eval"]) == 3
+    assert [r["id"] for r in seen["train"]] == [r["id"] for r in seen["eval"]]
+    assert all("gold" not in r for r in seen["train"]) and all("gold" in r for r in seen["eval"])

@@ -1,10 +1,16 @@
-"""One rank of the production-topology rehearsal (tests/slow/test_rehearsal.py): runs an example training script's
-`main` exactly as `accelerate launch examples/<script>.py --config <recipe> ...` would, and writes what this rank saw
-to `<output_dir>/rehearsal_rank<R>.json`: its verifier server (pid, command line, the requests it answered by its
-own `/metrics`), the groups it scored per step, and the logged step and verifier times.
+"""One rank of a production-topology rehearsal (tests/slow/test_rehearsal.py). Runs what the paper's launch runs and
+writes what this rank saw to `<output_dir>/rehearsal_rank<R>.json`: its verifier server (pid, command line, the
+requests it answered by its own `/metrics`), the groups it scored per step, and the logged step and verifier times.
 
     accelerate launch --config_file configs/accelerate/zero3.yaml --num_processes 2 \\
         tests/slow/rehearsal_run.py train_prefeval --config configs/prefeval_rlce.yaml [overrides]
+
+runs `examples/train_prefeval.py`'s `main` exactly as `accelerate launch examples/train_prefeval.py ...` would, and
+
+    accelerate launch ... tests/slow/rehearsal_run.py -m rlce_trl.coevolution.phase --job <step>/job.json
+
+runs one co-evolution phase exactly as the driver's `coevolve_launcher` runs it (the driver appends
+`-m rlce_trl.coevolution.phase --job ...` to the launcher, which ends with this file).
 """
 
 from __future__ import annotations
@@ -18,27 +24,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCORED: list[list] = []  # [step, group key] of every group this rank scored
-STEP = {"now": None}
+SEEN: dict = {}  # the trainer, once it trains
 
 
 def record_scoring() -> None:
-    """Note the step of each reward computation and every group the RLCE pipeline scores on this rank."""
+    """Note every group this rank scores (whatever the reward method) with the step it is scored for, and keep the
+    trainer that trains."""
     from rlce_trl import RLCEGRPOTrainer
-    from rlce_trl.evidence.pipeline import EvidencePipeline
 
-    calculate, score = RLCEGRPOTrainer._calculate_rewards, EvidencePipeline.score
+    score, train = RLCEGRPOTrainer._score_own_groups, RLCEGRPOTrainer.train
 
-    def calculate_rewards(self, *args, **kwargs):
-        STEP["now"] = self.state.global_step
-        return calculate(self, *args, **kwargs)
+    def score_own_groups(self, groups):
+        rank, world = self.accelerator.process_index, self.accelerator.num_processes
+        for g in range(rank, len(groups), world):
+            key = hashlib.sha1(json.dumps([groups[g].context, list(groups[g].completions)]).encode()).hexdigest()
+            SCORED.append([self.state.global_step, key])
+        return score(self, groups)
 
-    def scored(self, groups, *args, **kwargs):
-        for group in groups:
-            key = hashlib.sha1(json.dumps([group.context, list(group.completions)]).encode()).hexdigest()
-            SCORED.append([STEP["now"], key])
-        return score(self, groups, *args, **kwargs)
+    def training(self, *args, **kwargs):
+        SEEN["trainer"] = self
+        return train(self, *args, **kwargs)
 
-    RLCEGRPOTrainer._calculate_rewards, EvidencePipeline.score = calculate_rewards, scored
+    RLCEGRPOTrainer._score_own_groups, RLCEGRPOTrainer.train = score_own_groups, training
 
 
 def served_requests(base_url: str) -> float:
@@ -50,18 +57,28 @@ def served_requests(base_url: str) -> float:
                if line.startswith("vllm:request_success_total"))
 
 
-def main() -> None:
-    record_scoring()
-    spec = importlib.util.spec_from_file_location(f"example_{sys.argv[1]}", ROOT / "examples" / f"{sys.argv[1]}.py")
+def run(argv: list[str]) -> None:
+    if argv[:2] == ["-m", "rlce_trl.coevolution.phase"]:
+        from rlce_trl.coevolution import phase
+
+        phase.main(argv[2:])
+        return
+    spec = importlib.util.spec_from_file_location(f"example_{argv[0]}", ROOT / "examples" / f"{argv[0]}.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    script_args, training_args, model_args = script.make_parser().parse_args_and_config(sys.argv[2:])
-    trainer = script.main(script_args, training_args, model_args)
+    script.main(*script.make_parser().parse_args_and_config(argv[1:]))
+
+
+def main() -> None:
+    record_scoring()
+    run(sys.argv[1:])
+    trainer = SEEN["trainer"]
     process = trainer.verifier.process  # verifier_mode colocate: this rank's own server
     facts = {
         "rank": trainer.accelerator.process_index,
         "num_processes": trainer.accelerator.num_processes,
         "zero_stage": trainer.accelerator.state.deepspeed_plugin.zero_stage,
+        "reward_method": trainer.args.reward_method,
         "server_pid": process.pid,
         "server_alive_after_training": process.is_alive(),
         "server_command": process.command(),
@@ -69,12 +86,12 @@ def main() -> None:
         "served_requests": served_requests(process.base_url),
         "client_requests": trainer.verifier.server_stats.http_requests,
         "scored": SCORED,
-        "generation_batch_size": training_args.generation_batch_size,
-        "num_generations": training_args.num_generations,
+        "generation_batch_size": trainer.args.generation_batch_size,
+        "num_generations": trainer.args.num_generations,
         "steps": trainer.state.global_step,
         "log_history": trainer.state.log_history,
     }
-    out = Path(training_args.output_dir) / f"rehearsal_rank{facts['rank']}.json"
+    out = Path(trainer.args.output_dir) / f"rehearsal_rank{facts['rank']}.json"
     out.write_text(json.dumps(facts, default=str))
     # The server is left to the trainer's own exit path (atexit / parent-death signal): the test checks that nothing
     # of it outlives this process.

@@ -57,12 +57,30 @@ CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLIN
            "HF_HUB_DISABLE_TELEMETRY": "1", "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def rehearsal_command(model: str, output_dir: str, python: str = str(VLLM_PYTHON)) -> list[str]:
-    overrides = {**SCALE_DOWN, "model_name_or_path": model, "output_dir": output_dir}
+def launcher(python: str = str(VLLM_PYTHON)) -> list[str]:
+    """The paper's launch (`accelerate launch --config_file configs/accelerate/zero3.yaml --num_processes 2`) of
+    `rehearsal_run.py`, with this environment's interpreter."""
     return [python, "-m", "accelerate.commands.launch", "--config_file",
             str(ROOT / "configs" / "accelerate" / "zero3.yaml"), "--num_processes", "2", "--mixed_precision", "no",
-            "--main_process_port", str(free_port()), str(ROOT / "tests" / "slow" / "rehearsal_run.py"),
-            "train_prefeval", "--config", str(RECIPE), *[f"--{k}={v}" for k, v in overrides.items()]]
+            "--main_process_port", str(free_port()), str(ROOT / "tests" / "slow" / "rehearsal_run.py")]
+
+
+def overrides(model: str, output_dir: str, **more: str) -> list[str]:
+    return [f"--{k}={v}" for k, v in {**SCALE_DOWN, "model_name_or_path": model, "output_dir": output_dir,
+                                      **more}.items()]
+
+
+def rehearsal_command(model: str, output_dir: str, recipe: Path = RECIPE, python: str = str(VLLM_PYTHON),
+                      **more: str) -> list[str]:
+    return [*launcher(python), "train_prefeval", "--config", str(recipe), *overrides(model, output_dir, **more)]
+
+
+def rehearsal_env(real_prefeval: Path) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                        "RLCE_VLLM_PYTHON", "PYTHONPATH")}
+    env.update(CPU_ENV, PREFEVAL_DIR=str(real_prefeval))
+    return env
 
 
 def processes_in_group(pgid: int) -> list[int]:
@@ -100,33 +118,21 @@ def test_without_a_length_vllm_refuses_the_long_context_model(long_context_model
     assert "max seq len (2000000)" in log and "KV cache is needed" in log, log[-3000:]
 
 
-def test_prefeval_recipe_zero3_two_ranks_with_a_colocated_vllm_verifier_per_rank(tmp_path, real_prefeval,
-                                                                                   long_context_model):
-    model = long_context_model
-    out = tmp_path / "run"
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                        "RLCE_VLLM_PYTHON", "PYTHONPATH")}
-    env.update(CPU_ENV, PREFEVAL_DIR=str(real_prefeval))
-    start = time.monotonic()
-    done = subprocess.run(rehearsal_command(str(model), str(out)), env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=1500, check=False)
-    wall = time.monotonic() - start
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
 
+def check_topology(out: Path, label: str) -> dict:
+    """What every rehearsal asserts of one launch whose ranks wrote `rehearsal_rank<R>.json` into `out`: both ranks
+    trained under ZeRO-3, each with its own vLLM server started from this environment's interpreter with a length
+    the trainer chose, that answered this rank's requests; every group of every step scored exactly once, by one
+    rank; no server process outlives the run. Prints the step time and the verifier's share of it."""
     ranks = [json.loads((out / f"rehearsal_rank{r}.json").read_text()) for r in (0, 1)]
     for facts in ranks:
         assert facts["num_processes"] == 2 and facts["zero_stage"] == 3 and facts["steps"] == 2
         cmd = facts["server_command"]
-        # the trainer started the server from its own interpreter, sized it, and nobody set its length
         assert Path(cmd[0]).resolve() == VLLM_PYTHON.resolve()
-        assert cmd[cmd.index("--max-model-len") + 1] == str(8192 + 4 * (16 + 8) + 512 + 24)
-        assert "--limit-mm-per-prompt" in cmd and cmd[cmd.index("--gpu-memory-utilization") + 1] == "0.18"
-        # its own server answered this rank's requests
+        assert 0 < int(cmd[cmd.index("--max-model-len") + 1]) < 2_000_000  # sized by the trainer, not the model
         assert facts["served_requests"] > 0 and facts["client_requests"] > 0
     assert ranks[0]["server_pid"] != ranks[1]["server_pid"]
 
-    # every group of every step scored exactly once, by one rank
     groups_per_step = ranks[0]["generation_batch_size"] // ranks[0]["num_generations"]
     scored = [tuple(entry) for facts in ranks for entry in facts["scored"]]
     assert len(scored) == len(set(scored)), "a group was scored twice"
@@ -144,7 +150,80 @@ def test_prefeval_recipe_zero3_two_ranks_with_a_colocated_vllm_verifier_per_rank
 
     logs = [e for e in ranks[0]["log_history"] if "step_time" in e]
     step_time = sum(e["step_time"] for e in logs) / len(logs)
-    verifier = sum(e["rlce/verifier_seconds"] for e in logs) / len(logs)
-    print(f"\nrehearsal: {len(logs)} steps, {step_time:.1f} s per step, verifier {verifier:.1f} s "
-          f"({100 * verifier / step_time:.0f} % of the step); whole launch {wall:.0f} s "
-          f"(imports, data, DeepSpeed, two vLLM start-ups)")
+    verifier = sum(e["rlce/verifier_seconds"] for e in logs if "rlce/verifier_seconds" in e) / len(logs)
+    print(f"\nrehearsal {label} ({ranks[0]['reward_method']}): {len(logs)} steps, {step_time:.1f} s per step, "
+          f"verifier {verifier:.1f} s ({100 * verifier / step_time:.0f} % of the step)")
+    return ranks[0]
+
+
+def run_launch(command: list[str], env: dict, timeout: int = 1500) -> float:
+    start = time.monotonic()
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    return time.monotonic() - start
+
+
+def test_prefeval_recipe_zero3_two_ranks_with_a_colocated_vllm_verifier_per_rank(tmp_path, real_prefeval,
+                                                                                   long_context_model):
+    out = tmp_path / "run"
+    wall = run_launch(rehearsal_command(str(long_context_model), str(out)), rehearsal_env(real_prefeval))
+    rank0 = check_topology(out, "PrefEval")
+    cmd = rank0["server_command"]
+    # the verifier's length: the prompt filter + the group's answers + the template + the reply (docs/verifier.md)
+    assert cmd[cmd.index("--max-model-len") + 1] == str(8192 + 4 * (16 + 8) + 512 + 24)
+    assert "--limit-mm-per-prompt" in cmd and cmd[cmd.index("--gpu-memory-utilization") + 1] == "0.18"
+    print(f"whole launch {wall:.0f} s (imports, data, DeepSpeed, two vLLM start-ups)")
+
+
+def test_test_time_adaptation_recipe_zero3_two_ranks(tmp_path, real_prefeval, long_context_model):
+    """`configs/tta_prefeval_rlce_g4.yaml`: adapt on the test split, evaluate the base model before the first step
+    and the policy at the end of the pass, in lockstep on both ranks (a forward of the sharded policy is a
+    collective), and save the pass's checkpoint whole. Scaled down besides `SCALE_DOWN`: the first 4 rows of the
+    split (`validation_limit`: 2 steps make one pass) and 8 greedy evaluation tokens."""
+    out = tmp_path / "tta"
+    recipe = ROOT / "configs" / "tta_prefeval_rlce_g4.yaml"
+    run_launch(rehearsal_command(str(long_context_model), str(out), recipe, validation_limit="4",
+                                 validation_max_new_tokens="8"), rehearsal_env(real_prefeval))
+    check_topology(out, "test-time adaptation")
+    passes = json.loads((out / "tta" / "passes.json").read_text())
+    assert passes["num_rows"] == 4 and [p["pass"] for p in passes["passes"]] == [0, 1]
+    assert [p["step"] for p in passes["passes"]] == [0, 2]
+    for index in (0, 1):
+        predictions = (out / "tta" / f"pass-{index}" / "predictions.jsonl").read_text().splitlines()
+        assert len(predictions) == 4
+    # the pass's checkpoint holds whole weights (ZeRO-3 gathers them at save), and reloads
+    from transformers import AutoModelForCausalLM
+
+    reloaded = AutoModelForCausalLM.from_pretrained(out / "checkpoint-2")
+    assert sum(p.numel() for p in reloaded.parameters()) == sum(
+        p.numel() for p in AutoModelForCausalLM.from_pretrained(long_context_model).parameters())
+
+
+def test_coevolution_round_zero3_two_ranks_per_phase(tmp_path, real_prefeval, long_context_model):
+    """`rlce-trl coevolve` on `configs/prefeval_rlac.yaml` (RLAC: the generator phase, the harvest, the critic phase),
+    one round, each train phase launched by the driver through `coevolve_launcher` as the paper's launch (ZeRO-3,
+    2 processes, a colocated vLLM verifier per rank). Scaled down besides `SCALE_DOWN`: one round of 8 prompts of
+    the PrefEval training split, G = 8 kept (so 8 completions per rank: 2 groups a step), short critic and validator
+    replies."""
+    from rlce_trl.data import build_prefeval
+
+    rows = build_prefeval(str(real_prefeval), forms=("explicit",), seed=42)["explicit"]["train"][:32]
+    corpus = tmp_path / "corpus.jsonl"  # a temporary slice of the checkout, read in place otherwise
+    corpus.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "gold"}) + "\n" for r in rows))
+    out = tmp_path / "rlac"
+    launch = " ".join(launcher())
+    kwargs = json.dumps({"critic_temperature": 1.2, "critic_max_tokens": 24, "validator_max_tokens": 4})
+    command = [str(VLLM_PYTHON), "-m", "rlce_trl.cli", "coevolve", "--method", "rlac",
+               "--config", str(ROOT / "configs" / "prefeval_rlac.yaml"), "--train_file", str(corpus),
+               "--output_dir", str(out),
+               *overrides(str(long_context_model), str(out), per_device_train_batch_size="8",
+                          generation_batch_size="16", coevolve_rounds="1", coevolve_corpus_size="8",
+                          reward_method_kwargs=kwargs, coevolve_launcher=launch)]
+    command.remove(f"--output_dir={out}")  # the driver gives each phase its own folder
+    run_launch(command, rehearsal_env(real_prefeval), timeout=2700)
+    state = json.loads((out / "state.json").read_text())
+    assert state["done"] and not state.get("failed")
+    trained = [s for s in state["steps"] if s["id"].endswith("-train")]
+    assert [s["phase"] for s in trained] == ["generator", "critic"]
+    for phase in ("generator", "critic"):
+        check_topology(out / "round-0" / f"{phase}-train", f"co-evolution, {phase} phase")

@@ -88,6 +88,8 @@ def main(script_args, training_args, model_args):
     prepare_run(script_args, training_args, model_args)
     # test-time adaptation: --train_file is the split to adapt on (read with its gold for the per-pass evaluation)
     train_rows = load_hba_split(script_args.train_file, script_args.hba_task, script_args.tta_split or "train")
+    if script_args.tta_split:  # adapt and evaluate on one split (its first validation_limit rows when set)
+        train_rows = train_rows[: script_args.validation_limit or None]
     eval_rows = train_rows if script_args.tta_split else []
     train_rows = adaptation_rows(train_rows) if script_args.tta_split else train_rows
     validation_rows = (load_hba_split(script_args.validation_file, script_args.hba_task, "validation")

@@ -98,6 +98,7 @@ def main(script_args, training_args, model_args):
     prepare_run(script_args, training_args, model_args)
     train_rows, validation_rows, dataset = load_rows(script_args)
     if script_args.tta_split:  # adapt on the split without its gold, evaluate on it with gold after every pass
+        validation_rows = validation_rows[: script_args.validation_limit or None]
         train_rows = adaptation_rows(validation_rows)
     train_rows = add_prompt_suffix(train_rows, script_args.prompt_suffix)
     train_rows = method_rows(train_rows, training_args.reward_method, training_args.rlce_labels_column)

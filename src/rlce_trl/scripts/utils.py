@@ -163,7 +163,8 @@ class RLCEScriptArguments(ScriptArguments):
             Stop training after this many validations without improvement (Table 10: 6 for the rubric baselines).
             `None` never stops early.
         validation_limit (`int`, *optional*):
-            Validate on the first N validation rows only.
+            Validate on the first N validation rows only. With `tta_split`, adapt and evaluate on the first N rows of
+            that split (test-time adaptation uses one split for both).
         validation_max_new_tokens (`int`, *optional*, defaults to `512`):
             Greedy tokens per validation response (the paper's evaluation decoding).
         judge_base_url (`str`, *optional*):
@@ -200,7 +201,8 @@ class RLCEScriptArguments(ScriptArguments):
     validation_patience: int | None = field(
         default=None, metadata={"help": "Stop after N validations without improvement; None never stops early."}
     )
-    validation_limit: int | None = field(default=None, metadata={"help": "Validate on the first N rows only."})
+    validation_limit: int | None = field(
+        default=None, metadata={"help": "Validate on the first N rows only (tta_split: adapt and evaluate on them)."})
     validation_max_new_tokens: int = field(default=512, metadata={"help": "Greedy tokens per validation response."})
     judge_base_url: str | None = field(
         default=None, metadata={"help": "OpenAI-compatible judge endpoint (.../v1) for free-text validation."}
