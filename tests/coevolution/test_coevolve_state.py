@@ -113,3 +113,21 @@ def test_cli_refuses_a_recipe_of_another_method(corpus, capsys, tmp_path, monkey
 def test_train_refuses_a_coevolution_recipe(capsys):
     assert main(["train", "--config", "quickstart_rlac"]) == 2
     assert "rlce-trl coevolve --method rlac" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("backend", [["--ddp_backend", "gloo"], ["--ddp_backend=gloo"]])
+def test_the_driver_parses_a_recipe_meant_for_a_gloo_launch(backend, tmp_path):
+    """`--ddp_backend gloo` (CPU launches) is for the train phases: the driver's own parse of the recipe and the
+    single-process build / validate steps drop it (in one process accelerate would look for a process group nobody
+    started); the train phases still receive it."""
+    from rlce_trl.cli.coevolve import _parse_recipe
+    from rlce_trl.coevolution.phase import parse_job_args, without_backend
+    from rlce_trl.scripts.recipes import resolve_recipe
+
+    overrides = [*backend, "--bf16", "false", "--use_cpu", "false"]
+    _, training_args, _ = _parse_recipe(resolve_recipe("quickstart_rlac"), overrides, str(tmp_path))
+    assert training_args.ddp_backend is None
+    assert without_backend(overrides) == ["--bf16", "false", "--use_cpu", "false"]
+    job = {"recipe": str(resolve_recipe("quickstart_rlac")), "output_dir": str(tmp_path / "step"),
+           "extra_args": overrides}
+    assert parse_job_args(job)[1].ddp_backend is None  # a build or validate step

@@ -119,18 +119,20 @@ def test_without_a_length_vllm_refuses_the_long_context_model(long_context_model
 
 
 
-def check_topology(out: Path, label: str) -> dict:
+def check_topology(out: Path, label: str, asked: bool = True) -> dict:
     """What every rehearsal asserts of one launch whose ranks wrote `rehearsal_rank<R>.json` into `out`: both ranks
     trained under ZeRO-3, each with its own vLLM server started from this environment's interpreter with a length
     the trainer chose, that answered this rank's requests; every group of every step scored exactly once, by one
-    rank; no server process outlives the run. Prints the step time and the verifier's share of it."""
+    rank; no server process outlives the run. Prints the step time and the verifier's share of it. `asked=False`:
+    a phase whose scorer may not need the verifier at all with a random model (below)."""
     ranks = [json.loads((out / f"rehearsal_rank{r}.json").read_text()) for r in (0, 1)]
     for facts in ranks:
         assert facts["num_processes"] == 2 and facts["zero_stage"] == 3 and facts["steps"] == 2
         cmd = facts["server_command"]
         assert Path(cmd[0]).resolve() == VLLM_PYTHON.resolve()
         assert 0 < int(cmd[cmd.index("--max-model-len") + 1]) < 2_000_000  # sized by the trainer, not the model
-        assert facts["served_requests"] > 0 and facts["client_requests"] > 0
+        assert facts["served_requests"] == facts["client_requests"]  # this rank's requests went to its own server
+        assert facts["served_requests"] > 0 or not asked
     assert ranks[0]["server_pid"] != ranks[1]["server_pid"]
 
     groups_per_step = ranks[0]["generation_batch_size"] // ranks[0]["num_generations"]
@@ -150,7 +152,8 @@ def check_topology(out: Path, label: str) -> dict:
 
     logs = [e for e in ranks[0]["log_history"] if "step_time" in e]
     step_time = sum(e["step_time"] for e in logs) / len(logs)
-    verifier = sum(e["rlce/verifier_seconds"] for e in logs if "rlce/verifier_seconds" in e) / len(logs)
+    # the step metrics go under the scorer's name (rlce/, rlac_generator/, ...)
+    verifier = sum(v for e in logs for k, v in e.items() if k.endswith("/verifier_seconds")) / len(logs)
     print(f"\nrehearsal {label} ({ranks[0]['reward_method']}): {len(logs)} steps, {step_time:.1f} s per step, "
           f"verifier {verifier:.1f} s ({100 * verifier / step_time:.0f} % of the step)")
     return ranks[0]
@@ -212,18 +215,25 @@ def test_coevolution_round_zero3_two_ranks_per_phase(tmp_path, real_prefeval, lo
     corpus.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "gold"}) + "\n" for r in rows))
     out = tmp_path / "rlac"
     launch = " ".join(launcher())
-    kwargs = json.dumps({"critic_temperature": 1.2, "critic_max_tokens": 24, "validator_max_tokens": 4})
+    import yaml
+
+    recipe = ROOT / "configs" / "prefeval_rlac.yaml"
+    phases = yaml.safe_load(recipe.read_text())["coevolve_phase_overrides"]  # the recipe's, with shorter replies
+    phases["generator"]["reward_method_kwargs"].update(critic_max_tokens=24, validator_max_tokens=4)
+    phases["critic"]["reward_method_kwargs"].update(validator_max_tokens=4)
     command = [str(VLLM_PYTHON), "-m", "rlce_trl.cli", "coevolve", "--method", "rlac",
-               "--config", str(ROOT / "configs" / "prefeval_rlac.yaml"), "--train_file", str(corpus),
+               "--config", str(recipe), "--train_file", str(corpus),
                "--output_dir", str(out),
                *overrides(str(long_context_model), str(out), per_device_train_batch_size="8",
                           generation_batch_size="16", coevolve_rounds="1", coevolve_corpus_size="8",
-                          reward_method_kwargs=kwargs, coevolve_launcher=launch)]
+                          coevolve_phase_overrides=json.dumps(phases), coevolve_launcher=launch)]
     command.remove(f"--output_dir={out}")  # the driver gives each phase its own folder
     run_launch(command, rehearsal_env(real_prefeval), timeout=2700)
     state = json.loads((out / "state.json").read_text())
     assert state["done"] and not state.get("failed")
     trained = [s for s in state["steps"] if s["id"].endswith("-train")]
     assert [s["phase"] for s in trained] == ["generator", "critic"]
-    for phase in ("generator", "critic"):
-        check_topology(out / "round-0" / f"{phase}-train", f"co-evolution, {phase} phase")
+    check_topology(out / "round-0" / "generator-train", "co-evolution, generator phase")
+    # The critic phase's validator checks the claim a critique makes; a random critic rarely writes one in the
+    # format, so its servers may answer no request (they started, sized, and were stopped all the same).
+    check_topology(out / "round-0" / "critic-train", "co-evolution, critic phase", asked=False)

@@ -142,7 +142,7 @@ def _parse_recipe(recipe, overrides: list[str], output_dir: str):
     import contextlib
     import io
 
-    from ..coevolution.phase import make_parser
+    from ..coevolution.phase import make_parser, without_backend
     from ..scripts.utils import did_you_mean, read_recipe
 
     parser = make_parser()
@@ -160,7 +160,7 @@ def _parse_recipe(recipe, overrides: list[str], output_dir: str):
     try:
         with contextlib.redirect_stderr(stderr):
             return parser.parse_args_and_config(["--config", str(recipe), "--output_dir", output_dir,
-                                                        *overrides])
+                                                 *without_backend(overrides)])
     except SystemExit:
         lines = [line for line in stderr.getvalue().splitlines() if line.strip()]
         raise InputError(f"{recipe.name} with {' '.join(overrides) or 'no overrides'}: "

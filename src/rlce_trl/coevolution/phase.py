@@ -138,11 +138,27 @@ def phase_argv(job: dict) -> list[str]:
     return argv + list(job.get("extra_args", []))
 
 
+def without_backend(overrides: list[str]) -> list[str]:
+    """The overrides without `--ddp_backend`, for the processes that train nothing (the driver, build and validate
+    steps): a distributed backend is for the launched train phases; parsed in a single process it makes accelerate
+    look for a process group nobody started."""
+    kept, skip = [], False
+    for word in overrides:
+        if skip:
+            skip = False
+        elif word == "--ddp_backend":
+            skip = True
+        elif not word.startswith("--ddp_backend="):
+            kept.append(word)
+    return kept
+
+
 def parse_job_args(job: dict, argv: list[str] | None = None):
     """`(script_args, training_args, model_args)` of a job (a train job's full argument list, or the recipe with
-    the run's overrides for build and validate jobs)."""
+    the run's overrides for build and validate jobs, which run in one process: [`without_backend`])."""
     if argv is None:
-        argv = ["--config", job["recipe"], "--output_dir", job["output_dir"], *job.get("extra_args", [])]
+        argv = ["--config", job["recipe"], "--output_dir", job["output_dir"],
+                *without_backend(job.get("extra_args", []))]
     return make_parser().parse_args_and_config(argv)
 
 
