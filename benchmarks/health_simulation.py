@@ -28,8 +28,8 @@ run's detection delay is the first step at or after the onset on which the scena
 
 Thresholds are tuned on the tuning seeds (per rule, the least sensitive candidate whose false-alarm rate on healthy
 steps stays below `--tune-fa` (`--tune-fa-entrenchment` for the slow rule) and whose 95th-percentile delay reaches
-`--tune-target`, else the one with the smallest 95th-percentile delay), then the thresholds the package ships
-(`HealthThresholds()` defaults) are reported on the held-out seeds.
+`--tune-target`, else the one with the smallest 95th-percentile delay and then the fewest false alarms), then the
+thresholds the package ships (`HealthThresholds()` defaults) are reported on the held-out seeds.
 
     python -m benchmarks.health_simulation                      # 8 prompts x 4 rollouts per step
     python -m benchmarks.health_simulation --groups 32 --tune-seeds 50 --test-seeds 100
@@ -239,7 +239,8 @@ def tune(runs, max_fa: float, target: int, max_fa_slow: float | None = None) -> 
     the `SLOW_RULES`) and whose
     95th-percentile delay on the rule's scenarios is at most `target` steps, the least sensitive one (the last in
     `CANDIDATES` order: most margin against healthy runs unlike the simulated ones); when none reaches the target, the
-    one with the smallest 95th-percentile delay (misses count as never). Returns rule -> (thresholds, p95, fa)."""
+    one with the smallest 95th-percentile delay (misses count as never; on a tie, the one with fewer false alarms).
+    Returns rule -> (thresholds, p95, fa)."""
     chosen = {}
     for rule, (names, values) in CANDIDATES.items():
         budget = max_fa_slow if rule in SLOW_RULES and max_fa_slow is not None else max_fa
@@ -256,7 +257,7 @@ def tune(runs, max_fa: float, target: int, max_fa_slow: float | None = None) -> 
             entry = (dict(zip(names, value, strict=True)), p95, fa)
             if p95 <= target:
                 best = entry
-            elif fallback is None or p95 < fallback[1]:
+            elif fallback is None or (p95, fa) < fallback[1:]:
                 fallback = entry
         chosen[rule] = best or fallback
     return chosen

@@ -35,7 +35,7 @@ class HealthThresholds:
     #: entrenchment_alt x the reference's (entrenched); it fires when the statistic reaches entrenchment_cusum
     entrenchment_null: float = 0.7
     entrenchment_alt: float = 0.2
-    entrenchment_cusum: float = 2.5
+    entrenchment_cusum: float = 3.0
     #: the logged `health/verified_majority_share` pools older steps until it holds this many eligible groups
     min_groups: int = 40
 
