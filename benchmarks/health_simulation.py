@@ -291,11 +291,14 @@ def report_slow(result: dict, onset: dict) -> None:
     if not delays:
         return
     k = onset["offset"]
-    within = sum(1 for d in delays if d is not None and d - k <= 5) / len(delays)
     print(f"slow entrenchment: healthy verified-majority share {onset['r0']:.3f} over {onset['n']:.1f} eligible "
           f"groups per step (one step's standard error {onset['se']:.3f}); expected share at the onset "
-          f"{onset['at_onset']:.3f}; the expected drift exceeds one standard error at onset {k:+d}; flagged within "
-          f"5 steps of that point: {100 * within:.1f}% of runs")
+          f"{onset['at_onset']:.3f}; the expected drift exceeds one standard error at onset {k:+d}", end="")
+    if k > 0:  # the drift becomes distinguishable only after the onset: the delay from there too
+        within = sum(1 for d in delays if d is not None and d - k <= 5) / len(delays)
+        print(f"; flagged within 5 steps of that point: {100 * within:.1f}% of runs")
+    else:
+        print(" (before the onset: the delays above are the ones to read)")
 
 
 def report(result: dict, label: str) -> None:
