@@ -16,16 +16,20 @@ scripted policy and a scripted verifier:
 - `yes_drift` (RLCE): from the onset, over 3 steps, every verdict's probability of "yes" rises by 0.35.
 - `entrenchment` (RLCE): from the ramp start, over 20 steps, the probability that the verified answer is simply the
   group majority rises from 0 to 1; the *onset* is the step where it reaches 0.5 (half the verified answers copy
-  the vote).
+  the vote). The drift is slow against the noise of a step: at 8 prompts per step about 5 groups a step are
+  eligible, so one step's verified-majority share has a standard error of about 0.2, and the expected share only
+  exceeds the healthy one by that much a step or two after the onset (the bench prints where; at 32 prompts per
+  step it is several steps before the onset).
 
 Before the onset a collapse run is healthy: its steps count as healthy steps. A rule's false-alarm rate is the share
 of healthy steps (those where the rules are checked, after the warmup and the first window) on which it fires; a
 run's detection delay is the first step at or after the onset on which the scenario's rule fires, minus the onset
 (a rule that never fires within the run counts as missed).
 
-Thresholds are tuned on the tuning seeds (per rule, the most sensitive candidate whose false-alarm rate on healthy
-steps stays below `--tune-fa`), then the thresholds the package ships (`HealthThresholds()` defaults) are reported
-on the held-out seeds.
+Thresholds are tuned on the tuning seeds (per rule, the least sensitive candidate whose false-alarm rate on healthy
+steps stays below `--tune-fa` (`--tune-fa-entrenchment` for the slow rule) and whose 95th-percentile delay reaches
+`--tune-target`, else the one with the smallest 95th-percentile delay and then the fewest false alarms), then the
+thresholds the package ships (`HealthThresholds()` defaults) are reported on the held-out seeds.
 
     python -m benchmarks.health_simulation                      # 8 prompts x 4 rollouts per step
     python -m benchmarks.health_simulation --groups 32 --tune-seeds 50 --test-seeds 100
@@ -61,6 +65,7 @@ SCENARIOS = {  # scenario -> {method: the rules that must flag it}
 }
 RAMP = 3
 ENTRENCH_RAMP = 20
+TIE = 0.1  # RLCE: share of comparable groups whose tests end in a tie (no verified answer, no reward)
 VOCAB = [f"w{i}" for i in range(300)]
 COLLAPSE_TEXT = "i am not sure what the user wants here"
 
@@ -149,7 +154,7 @@ class Sim:
                     verdicts[self.verdict(favoured == correct, step)] += 1
             if majority is not None and rng.random() < self.entrenched(step):
                 winner = majority
-            elif rng.random() < 0.1:
+            elif rng.random() < TIE:
                 winner = None  # a tie that the extra tests did not break
             elif correct in counts and rng.random() < 0.7:
                 winner = correct
@@ -223,20 +228,22 @@ CANDIDATES = {  # rule -> (threshold names, candidate values: most sensitive fir
                               [(r, d) for r in (0.85, 0.8, 0.75, 0.7, 0.6, 0.5) for d in (0.3, 0.4, 0.5)]),
     "verifier_drift": (("drift_tv",), [(v,) for v in (0.1, 0.12, 0.15, 0.18, 0.2, 0.25, 0.3)]),
     "reward_signal_divergence": (("divergence",), [(v,) for v in (0.1, 0.15, 0.2, 0.25, 0.3)]),
-    # (`min_groups` is not tuned here: it sets how many steps the monitor pools while it runs, so it is fixed for a
-    # simulation; the shipped 40 keeps false alarms well below target at 8 prompts per step)
-    "entrenchment": (("entrenchment_share", "entrenchment_margin"),
-                     [(s, m) for s in (0.8, 0.85, 0.9, 0.95) for m in (0.05, 0.1, 0.15, 0.2)]),
+    "entrenchment": (("entrenchment_null", "entrenchment_alt", "entrenchment_cusum"),
+                     [(n, a, h) for h in (2.0, 2.5, 3.0, 4.0) for n in (0.8, 0.7, 0.6) for a in (0.4, 0.3, 0.2)]),
 }
+SLOW_RULES = ("entrenchment",)
 
 
-def tune(runs, max_fa: float, target: int) -> dict:
-    """Per rule, among the candidates whose false-alarm rate on healthy steps is below `max_fa` and whose
+def tune(runs, max_fa: float, target: int, max_fa_slow: float | None = None) -> dict:
+    """Per rule, among the candidates whose false-alarm rate on healthy steps is below `max_fa` (`max_fa_slow` for
+    the `SLOW_RULES`) and whose
     95th-percentile delay on the rule's scenarios is at most `target` steps, the least sensitive one (the last in
     `CANDIDATES` order: most margin against healthy runs unlike the simulated ones); when none reaches the target, the
-    one with the smallest 95th-percentile delay (misses count as never). Returns rule -> (thresholds, p95, fa)."""
+    one with the smallest 95th-percentile delay (misses count as never; on a tie, the one with fewer false alarms).
+    Returns rule -> (thresholds, p95, fa)."""
     chosen = {}
     for rule, (names, values) in CANDIDATES.items():
+        budget = max_fa_slow if rule in SLOW_RULES and max_fa_slow is not None else max_fa
         best, fallback = None, None
         for value in values:
             t = dataclasses.replace(HealthThresholds(), **dict(zip(names, value, strict=True)))
@@ -244,16 +251,54 @@ def tune(runs, max_fa: float, target: int) -> dict:
             fa = result["false"][rule] / max(result["healthy_steps"], 1)
             delays = sorted(d if d is not None else 10**6 for (_, _, r), ds in result["delays"].items()
                             if r == rule for d in ds)
-            if fa >= max_fa or not delays:
+            if fa >= budget or not delays:
                 continue
             p95 = delays[int(0.95 * (len(delays) - 1))]
             entry = (dict(zip(names, value, strict=True)), p95, fa)
             if p95 <= target:
                 best = entry
-            elif fallback is None or p95 < fallback[1]:
+            elif fallback is None or (p95, fa) < fallback[1:]:
                 fallback = entry
         chosen[rule] = best or fallback
     return chosen
+
+
+def slow_onset(runs) -> dict:
+    """Where the `entrenchment` scenario's drift exceeds one standard error of one step's verified-majority share:
+    r0 (the healthy RLCE runs' share) and n (their eligible groups per step) measured on `runs`, the expected share
+    at entrenchment level e computed from the script (the vote copied with probability e; otherwise a tie with
+    probability `TIE`, else the healthy choice), and the first step after the ramp start where it exceeds
+    r0 + sqrt(r0 (1 - r0) / n)."""
+    agree = eligible = steps = 0
+    for sim, run in runs:
+        if sim.scenario == "healthy" and sim.method == "rlce" and run:
+            stream = run[-1][1][0]["_since_reference"]
+            agree += sum(a for a, _ in stream)
+            eligible += sum(e for _, e in stream)
+            steps += len(stream)
+    r0, n = agree / eligible, eligible / steps
+    se = (r0 * (1 - r0) / n) ** 0.5
+
+    def share(e: float) -> float:
+        return (e + (1 - TIE) * (1 - e) * r0) / (e + (1 - TIE) * (1 - e))
+
+    k = next(k for k in range(ENTRENCH_RAMP + 1) if share(k / ENTRENCH_RAMP) - r0 >= se)
+    return {"r0": r0, "n": n, "se": se, "at_onset": share(0.5), "offset": k - ENTRENCH_RAMP // 2}
+
+
+def report_slow(result: dict, onset: dict) -> None:
+    delays = result["delays"].get(("entrenchment", "rlce", "entrenchment"), [])
+    if not delays:
+        return
+    k = onset["offset"]
+    print(f"slow entrenchment: healthy verified-majority share {onset['r0']:.3f} over {onset['n']:.1f} eligible "
+          f"groups per step (one step's standard error {onset['se']:.3f}); expected share at the onset "
+          f"{onset['at_onset']:.3f}; the expected drift exceeds one standard error at onset {k:+d}", end="")
+    if k > 0:  # the drift becomes distinguishable only after the onset: the delay from there too
+        within = sum(1 for d in delays if d is not None and d - k <= 5) / len(delays)
+        print(f"; flagged within 5 steps of that point: {100 * within:.1f}% of runs")
+    else:
+        print(" (before the onset: the delays above are the ones to read)")
 
 
 def report(result: dict, label: str) -> None:
@@ -287,6 +332,10 @@ def main(argv=None) -> int:
     parser.add_argument("--tune-seeds", type=int, default=60, help="seeds 0..N-1 tune the thresholds")
     parser.add_argument("--test-seeds", type=int, default=120, help="the next N seeds are held out")
     parser.add_argument("--tune-fa", type=float, default=0.002, help="false-alarm rate a tuned rule must stay below")
+    parser.add_argument("--tune-fa-entrenchment", type=float, default=0.008,
+                        help="false-alarm rate the slow entrenchment rule must stay below (it is the only rule that "
+                        "needs more than a few steps of evidence; the pre-onset ramp of its scenario counts as "
+                        "healthy)")
     parser.add_argument("--tune-target", type=int, default=4,
                         help="p95 detection delay (steps) a tuned rule must reach on the tuning seeds (one step "
                         "below the 5-step target, as a margin for the held-out seeds)")
@@ -297,17 +346,23 @@ def main(argv=None) -> int:
     print(f"B={args.groups} prompts x G={args.generations} rollouts per step, K={args.labels} labels, "
           f"{args.steps} steps, warmup {args.warmup}, window {args.window}; tuning on seeds 0-{args.tune_seeds - 1}, "
           f"held out {args.tune_seeds}-{args.tune_seeds + args.test_seeds - 1}")
-    chosen = tune(tuning, args.tune_fa, args.tune_target)
+    chosen = tune(tuning, args.tune_fa, args.tune_target, args.tune_fa_entrenchment)
     shipped = HealthThresholds()
     print(f"\ntuned on the tuning seeds (least sensitive with p95 delay <= {args.tune_target} steps and false "
-          f"alarms < {100 * args.tune_fa:.2f} % of healthy steps) vs shipped defaults:")
+          f"alarms < {100 * args.tune_fa:.2f} % of healthy steps, {100 * args.tune_fa_entrenchment:.2f} % for "
+          "entrenchment) vs shipped defaults:")
     for rule, entry in chosen.items():
         ship = {k: getattr(shipped, k) for k in CANDIDATES[rule][0]}
         tuned = "none" if entry is None else f"{entry[0]} (p95 delay {entry[1]}, false alarms {100 * entry[2]:.2f} %)"
         print(f"  {rule:26s} tuned {tuned}\n  {'':26s} shipped {ship}")
-    report(evaluate(tuning, shipped), "shipped defaults, tuning seeds")
+    onset = slow_onset(tuning)
+    result = evaluate(tuning, shipped)
+    report(result, "shipped defaults, tuning seeds")
+    report_slow(result, onset)
     held_out = simulate(range(args.tune_seeds, args.tune_seeds + args.test_seeds), args)
-    report(evaluate(held_out, shipped), "shipped defaults, HELD-OUT seeds")
+    result = evaluate(held_out, shipped)
+    report(result, "shipped defaults, HELD-OUT seeds")
+    report_slow(result, onset)
     print(f"\n({time.time() - start:.0f} s)")
     return 0
 

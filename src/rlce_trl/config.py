@@ -157,7 +157,7 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
         health_warmup_steps (`int`, *optional*, defaults to `3`):
             First steps whose metrics are the reference (the base model's behaviour).
         health_window (`int`, *optional*, defaults to `3`):
-            Steps pooled for each check (the entrenchment check pools more until it has enough groups).
+            Steps pooled for each check (the entrenchment check reads every step since the reference).
         health_thresholds (`dict`, *optional*):
             Thresholds of the alarm rules to override, by name (`rlce_trl.health.HealthThresholds`, e.g.
             `{"collapse_share": 0.9}`); a JSON object on the command line.

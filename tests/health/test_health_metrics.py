@@ -1,13 +1,16 @@
 """The health metrics and alarm rules on hand-computed inputs."""
 
 import math
+import random
 from collections import Counter
 
 import pytest
 
 from rlce_trl.health import (
     GroupSummary,
+    HealthMonitor,
     HealthThresholds,
+    StepRecord,
     answer_entropy,
     check_cross_prompt_collapse,
     check_duplicate_collapse,
@@ -15,6 +18,7 @@ from rlce_trl.health import (
     check_reward_signal_divergence,
     check_verifier_drift,
     check_within_group_collapse,
+    entrenchment_cusum,
     near_duplicate_rate,
     one_answer_share,
     reward_signal_divergence,
@@ -152,12 +156,49 @@ def test_reward_signal_divergence_rule():
 
 
 def test_entrenchment_rule():
-    n = T.min_groups
-    assert check_entrenchment(n, n, 0.6, T).fired
-    assert not check_entrenchment(math.floor(0.5 * n), n, 0.6, T).fired
-    assert check_entrenchment(n - 1, n - 1, 0.6, T) is None  # too few groups
-    high = check_entrenchment(n, n, 0.95, T)  # a run whose verifier always agreed from the start: ref + margin
-    assert high.threshold == pytest.approx(max(T.entrenchment_share, 0.95 + T.entrenchment_margin))
+    # reference: 60 % of the verified answers are the majority; a step of 10 agreeing groups adds 10 x log((1 - 0.2 x
+    # 0.4) / (1 - 0.7 x 0.4)), a disagreeing group log(0.2 / 0.7)
+    t = HealthThresholds(entrenchment_null=0.7, entrenchment_alt=0.2, entrenchment_cusum=2.5)
+    step = 10 * math.log(0.92 / 0.72)
+    assert entrenchment_cusum([(10, 10)], 0.6, t) == pytest.approx(step)
+    assert not check_entrenchment([(10, 10)], 0.6, t).fired  # 2.45: one step is not enough ...
+    fired = check_entrenchment([(10, 10), (5, 5)], 0.6, t)  # ... evidence pools across steps
+    assert fired.fired and fired.value == pytest.approx(1.5 * step) and fired.metric == "health/entrenchment_cusum"
+    assert entrenchment_cusum([(10, 10), (0, 4)], 0.6, t) == 0.0  # restarts at 0 when the vote is contradicted
+    assert entrenchment_cusum([(6, 10)] * 30, 0.6, t) == 0.0  # the reference's own rate never accumulates
+    assert entrenchment_cusum([], 0.6, t) == 0.0
+    # the reference's disagreement rate is clipped: a verifier that never agreed with the vote reads as 0.5 ...
+    assert entrenchment_cusum([(10, 10)], 0.0, t) == pytest.approx(10 * math.log(0.9 / 0.65))
+    # ... one that always agreed as 0.05 (a floor to test against instead of a division by zero)
+    assert entrenchment_cusum([(10, 10)], 1.0, t) == pytest.approx(10 * math.log(0.99 / 0.965))
+
+
+def _slow_entrenchment_stream(seed: int, entrenched: bool, steps: int = 60, groups: int = 8):
+    """Scripted RLCE steps: groups with a unique majority whose verified answer is the majority with probability
+    0.6 (healthy); with `entrenched`, from step 10 on the verified answer copies the vote with a probability rising
+    by 0.05 a step (0.5 at step 20, the onset)."""
+    rng = random.Random(seed)
+    out = []
+    for step in range(1, steps + 1):
+        copy = min(1.0, max(0.0, (step - 10) / 20)) if entrenched else 0.0
+        out.append(StepRecord(step, [
+            GroupSummary(["a", "a", "b", "c"], [1.0, 1.0, 0.0, 0.0],
+                         "a" if rng.random() < copy or rng.random() < 0.6 else rng.choice("bc"))
+            for _ in range(groups)]))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_entrenchment_rule_fires_on_slow_entrenchment_and_not_on_healthy_runs(seed):
+    # 16 groups a step: at 8 the rule trades some false alarms for speed (benchmarks/health_simulation.py measures)
+    healthy, slow = HealthMonitor("rlce"), HealthMonitor("rlce")
+    for record in _slow_entrenchment_stream(seed, entrenched=False, groups=16):
+        healthy.add(record)
+    for record in _slow_entrenchment_stream(seed, entrenched=True, groups=16):
+        slow.add(record)
+    assert healthy.alarms == []
+    assert [a.rule for a in slow.alarms] == ["entrenchment"]
+    assert 14 <= slow.alarms[0].step <= 25  # not before the drift starts to show, within 5 steps of the onset
 
 
 def test_threshold_overrides_are_checked():
@@ -169,3 +210,7 @@ def test_threshold_overrides_are_checked():
     with pytest.raises(ValueError, match="health_thresholds: unknown threshold"):
         HealthThresholds.from_dict({"nope": 1})
     assert HealthThresholds.from_dict({"drift_tv": 0.5}).drift_tv == 0.5
+    assert threshold_problems({"entrenchment_alt": 1.2})[0].startswith("entrenchment_alt=1.2 must be in (0, 1)")
+    problems = threshold_problems({"entrenchment_alt": 0.8})
+    assert problems == ["entrenchment_alt=0.8 must be below entrenchment_null=0.7 (the entrenched disagreement rate "
+                        "is the lower one)."]

@@ -17,9 +17,12 @@ groups each step scored and logs under `health/*`:
   only when both move;
 - `health/verified_majority_share` (RLCE): share of groups with several answers whose verified answer is the group
   majority (entrenchment);
+- `health/entrenchment_cusum` (RLCE): a CUSUM of the groups since the reference whose verified answer is (not) the
+  majority: it grows while the verified answer differs from the vote markedly less often than in the first steps;
 - `health/alarms`: number of rules that fire at this step.
 
-Every value is computed over the last `window` steps pooled; the *reference* is the first `warmup` steps pooled
+Every value is computed over the last `window` steps pooled (the entrenchment CUSUM over every step since the
+reference); the *reference* is the first `warmup` steps pooled
 (the base model's behaviour). Rules are checked once `warmup + window` steps are in, so the two never overlap. Each
 rule is a small pure function (`check_*`) with its rule in its docstring; the first step a rule fires raises an
 [`Alarm`]: a warning naming the metric, its value and the step, written to the log, the evidence trail
@@ -71,6 +74,7 @@ from .rules import (
     check_reward_signal_divergence,
     check_verifier_drift,
     check_within_group_collapse,
+    entrenchment_cusum,
     reward_signal_divergence,
     threshold_problems,
 )
@@ -93,6 +97,7 @@ __all__ = [
     "check_reward_signal_divergence",
     "check_verifier_drift",
     "check_within_group_collapse",
+    "entrenchment_cusum",
     "entropy_bits",
     "evaluate_rules",
     "jaccard",

@@ -34,6 +34,7 @@ from .rules import (
     check_reward_signal_divergence,
     check_verifier_drift,
     check_within_group_collapse,
+    entrenchment_cusum,
     reward_signal_divergence,
 )
 
@@ -43,7 +44,8 @@ HEALTH_FILE = "rlce_health.jsonl"
 #: Methods whose verified answer is chosen by evidence rather than by the vote: entrenchment is checked for them.
 #: (For TTRL and the pseudo-label scorers the verified answer IS the majority by construction.)
 ENTRENCHMENT_METHODS = ("rlce",)
-#: The entrenchment rule pools up to this many windows of steps to reach `min_groups` eligible groups.
+#: The logged `health/verified_majority_share` pools up to this many windows of steps to reach `min_groups` eligible
+#: groups (the entrenchment rule itself reads every step since the reference).
 MAX_POOL = 4
 
 
@@ -74,7 +76,7 @@ def evaluate_rules(now: dict, ref: dict, logged: dict, method: str, t: HealthThr
     if "health/reward_signal_divergence" in logged:
         out.append(check_reward_signal_divergence(logged["health/reward_signal_divergence"], t))
     if method in ENTRENCHMENT_METHODS and ref["_eligible"]:
-        out.append(check_entrenchment(now["_agree"], now["_eligible"], ref["_agree"] / ref["_eligible"], t))
+        out.append(check_entrenchment(now["_since_reference"], ref["_agree"] / ref["_eligible"], t))
     return [c for c in out if c is not None]
 
 
@@ -107,6 +109,7 @@ class HealthMonitor(TrainerCallback):
         self.warmup, self.window, self.stop = warmup, window, stop
         self.output_dir, self.metrics, self.evidence_log, self.is_main = output_dir, metrics, evidence_log, is_main
         self.records: list[StepRecord] = []
+        self._agreement: list[tuple[int, int]] = []  # per record: its verified-majority counts
         self.pending: list[StepRecord] = []
         self.alarms: list[Alarm] = []
         self.history: list[dict] = []  # per step: the metrics
@@ -149,6 +152,7 @@ class HealthMonitor(TrainerCallback):
     def add(self, record: StepRecord) -> tuple[dict[str, float], list[Check]]:
         """Take one step's record: its `health/*` metrics and the checks made (fired or not)."""
         self.records.append(record)
+        self._agreement.append(verified_majority_counts(record.groups))
         window = self.records[-self.window :]
         now = self._window_metrics(window)
         if len(self.records) == self.warmup:
@@ -156,6 +160,7 @@ class HealthMonitor(TrainerCallback):
         if self.method in ENTRENCHMENT_METHODS:  # pooled over as many recent steps as `min_groups` groups need
             now["_agree"], now["_eligible"] = self._recent_agreement()
             now["verified_majority_share"] = now["_agree"] / now["_eligible"] if now["_eligible"] else None
+            now["_since_reference"] = tuple(self._agreement[self.warmup:])
         ref = self._reference
         checks: list[Check] = []
         logged = {f"health/{k}": v for k, v in now.items() if not k.startswith("_") and v is not None}
@@ -168,6 +173,9 @@ class HealthMonitor(TrainerCallback):
             parts = (now["task_reward"], ref["task_reward"], now["signal_share"], ref["signal_share"])
             if None not in parts:
                 logged["health/reward_signal_divergence"] = reward_signal_divergence(*parts)
+            if self.method in ENTRENCHMENT_METHODS and ref["_eligible"]:
+                logged["health/entrenchment_cusum"] = entrenchment_cusum(
+                    now["_since_reference"], ref["_agree"] / ref["_eligible"], self.thresholds)
         if ref is not None and len(self.records) >= self.warmup + self.window:
             self.last_inputs = (now, ref, logged)
             checks = evaluate_rules(now, ref, logged, self.method, self.thresholds)
@@ -184,9 +192,7 @@ class HealthMonitor(TrainerCallback):
         adding older steps until they hold `min_groups` eligible groups or reach `MAX_POOL` x `window` steps."""
         agree = eligible = 0
         first = self.warmup if len(self.records) >= self.warmup + self.window else 0
-        recent = self.records[first:][::-1][: MAX_POOL * self.window]
-        for n, record in enumerate(recent, 1):
-            a, e = verified_majority_counts(record.groups)
+        for n, (a, e) in enumerate(self._agreement[first:][::-1][: MAX_POOL * self.window], 1):
             agree, eligible = agree + a, eligible + e
             if n >= self.window and eligible >= self.thresholds.min_groups:
                 break

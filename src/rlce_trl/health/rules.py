@@ -30,10 +30,13 @@ class HealthThresholds:
     min_verdicts: int = 30
     #: reward-vs-signal divergence: min(reward gain, signal-share loss) at or above this
     divergence: float = 0.3
-    #: entrenchment (RLCE): verified-majority share at or above max(entrenchment_share, reference + margin) ...
-    entrenchment_share: float = 0.9
-    entrenchment_margin: float = 0.05
-    #: ... over at least this many eligible groups: older steps are pooled until there are (at most 4 windows)
+    #: entrenchment (RLCE): a CUSUM of the per-group "verified answer is not the majority" stream since the
+    #: reference, testing a disagreement rate of entrenchment_null x the reference's (tolerated) against
+    #: entrenchment_alt x the reference's (entrenched); it fires when the statistic reaches entrenchment_cusum
+    entrenchment_null: float = 0.7
+    entrenchment_alt: float = 0.2
+    entrenchment_cusum: float = 3.0
+    #: the logged `health/verified_majority_share` pools older steps until it holds this many eligible groups
     min_groups: int = 40
 
     @classmethod
@@ -50,7 +53,8 @@ class HealthThresholds:
 
 
 _COUNTS = ("min_verdicts", "min_groups")
-_MARGINS = ("collapse_margin", "duplicate_margin", "entrenchment_margin")
+_MARGINS = ("collapse_margin", "duplicate_margin")
+_RATIOS = ("entrenchment_null", "entrenchment_alt")
 
 
 def threshold_problems(values) -> list[str]:
@@ -70,8 +74,16 @@ def threshold_problems(values) -> list[str]:
             problems.append(f"{name}={value!r} must be a whole number >= 0.")
         elif name in _MARGINS and not -1 <= value <= 1:
             problems.append(f"{name}={value!r} must be in [-1, 1].")
+        elif name in _RATIOS and not 0 < value < 1:
+            problems.append(f"{name}={value!r} must be in (0, 1) (a share of the reference's disagreement rate).")
         elif name not in _COUNTS and name not in _MARGINS and value < 0:
             problems.append(f"{name}={value!r} must be >= 0.")
+    if not problems:
+        null = values.get("entrenchment_null", HealthThresholds.entrenchment_null)
+        alt = values.get("entrenchment_alt", HealthThresholds.entrenchment_alt)
+        if alt >= null:
+            problems.append(f"entrenchment_alt={alt!r} must be below entrenchment_null={null!r} (the entrenched "
+                            "disagreement rate is the lower one).")
     return problems
 
 
@@ -134,15 +146,36 @@ def check_reward_signal_divergence(divergence: float, t: HealthThresholds) -> Ch
                  divergence >= t.divergence, 0.0)
 
 
-def check_entrenchment(agree: int, eligible: int, reference: float, t: HealthThresholds) -> Check | None:
-    """Rule (RLCE): entrenchment when, over at least `min_groups` eligible groups in the window (several answers, a
-    unique majority, a verified answer), the share whose verified answer is the majority is >=
-    max(`entrenchment_share`, its reference + `entrenchment_margin`): the evidence only repeats the vote."""
-    if eligible < max(t.min_groups, 1):
-        return None
-    share = agree / eligible
-    threshold = max(t.entrenchment_share, reference + t.entrenchment_margin)
-    return Check("entrenchment", "health/verified_majority_share", share, threshold, share >= threshold, reference)
+#: The reference disagreement rate the entrenchment CUSUM uses is clipped to this range: a warmup in which the
+#: verified answer already (almost) always is the majority leaves a floor to test against, and one in which it
+#: differs from the majority in more than half the groups (a few noisy warmup groups) is read as half.
+REFERENCE_DISAGREEMENT = (0.05, 0.5)
+
+
+def entrenchment_cusum(stream, reference: float, t: HealthThresholds) -> float:
+    """Page's CUSUM of the verified-majority stream since the reference: `stream` holds, per step, (agreeing,
+    eligible) groups ([`verified_majority_counts`]); `reference` is the reference's verified-majority share. With
+    d the reference disagreement rate (1 - reference, clipped to `REFERENCE_DISAGREEMENT`), each eligible group adds
+    the log-likelihood ratio of a disagreement rate `entrenchment_alt` x d against `entrenchment_null` x d
+    (log(alt/null) when it disagrees, log((1-alt d)/(1-null d)) when it agrees); the sum restarts at 0 whenever it
+    would go below. Evidence pools across steps, so a few groups per step still add up, and healthy steps pull it
+    back to 0."""
+    d = min(max(1.0 - reference, REFERENCE_DISAGREEMENT[0]), REFERENCE_DISAGREEMENT[1])
+    d_null, d_alt = t.entrenchment_null * d, t.entrenchment_alt * d
+    on_agree, on_disagree = math.log((1 - d_alt) / (1 - d_null)), math.log(d_alt / d_null)
+    total = 0.0
+    for agree, eligible in stream:
+        total = max(0.0, total + agree * on_agree + (eligible - agree) * on_disagree)
+    return total
+
+
+def check_entrenchment(stream, reference: float, t: HealthThresholds) -> Check:
+    """Rule (RLCE): entrenchment when [`entrenchment_cusum`] of the eligible groups since the reference (several
+    answers, a unique majority, a verified answer) reaches `entrenchment_cusum`: the verified answer now differs
+    from the majority markedly less often than in the first steps (the evidence only repeats the vote)."""
+    value = entrenchment_cusum(stream, reference, t)
+    return Check("entrenchment", "health/entrenchment_cusum", value, t.entrenchment_cusum,
+                 value >= t.entrenchment_cusum, reference)
 
 
 # -- alarms -------------------------------------------------------------------------------------------------------
