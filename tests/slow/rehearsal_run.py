@@ -35,11 +35,11 @@ def record_scoring() -> None:
     score, train = RLCEGRPOTrainer._score_own_groups, RLCEGRPOTrainer.train
 
     def score_own_groups(self, groups):
-        rank, world = self.accelerator.process_index, self.accelerator.num_processes
-        for g in range(rank, len(groups), world):
+        report = score(self, groups)
+        for g, _ in report.results:  # the groups this rank's scorer returned results for
             key = hashlib.sha1(json.dumps([groups[g].context, list(groups[g].completions)]).encode()).hexdigest()
             SCORED.append([self.state.global_step, key])
-        return score(self, groups)
+        return report
 
     def training(self, *args, **kwargs):
         SEEN["trainer"] = self
