@@ -52,7 +52,7 @@ vllm-env:
 # models train through the trainer, the example scripts and `rlce-trl train` (about 3 minutes).
 VLLM_ENV_TESTS := tests/test_checkpointing_compat.py tests/test_config.py tests/entrypoints/test_recipes.py \
 	tests/elect/test_elect_recipe.py tests/test_trainer.py tests/entrypoints/test_scripts.py \
-	tests/entrypoints/test_cli_train.py
+	tests/entrypoints/test_cli_train.py tests/health
 test-vllm-env: vllm-env
 	.venv-vllm/bin/python -m pytest -p no:cacheprovider $(VLLM_ENV_TESTS)
 

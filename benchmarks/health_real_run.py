@@ -24,7 +24,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-SHOWN = ("health/one_answer_share", "health/signal_share", "health/answer_entropy_ratio", "health/verdict_drift",
+SHOWN = ("health/one_answer_share", "health/answered_share",
+         "health/signal_share", "health/answer_entropy_ratio", "health/verdict_drift",
          "health/reward_signal_divergence", "health/alarms")
 
 

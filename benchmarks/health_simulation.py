@@ -2,37 +2,45 @@
 
 Each simulated run hands `rlce_trl.health.HealthMonitor.add` (the code the trainer's callback runs) one step of group
 summaries at a time: B prompts per step, G rollouts per prompt, K closed labels (or free-text answers), with a
-scripted policy and a scripted verifier:
+scripted policy and a scripted verifier. A "step" is what the monitor reads as one record: one generation batch (in
+the trainer, one every `steps_per_generation` optimizer steps). B defaults to 48, the prompts per generation batch
+of the paper's PrefEval recipe (`configs/prefeval_rlce.yaml`; MOSEI's has 320, IntentQA's 96); `--groups 8` is the
+small-batch case.
 
 - `healthy`: accuracy rises slowly (0.35-0.5 at the start, up to +0.2 by the end), per-prompt difficulty, a base
-  model prior that wrong answers lean towards, a few rollouts without an answer. RLCE's verified answer is the true
-  label with probability 0.7 when a rollout gives it, else an answer drawn in proportion to its votes; a tenth of
-  comparable groups end in a tie (no reward). Verdicts: a test for a correct answer is yes/no/unknown with
-  0.6/0.25/0.15, for a wrong one 0.3/0.5/0.2. TTRL rewards the majority (first on a tie).
+  model prior that wrong answers lean towards, rollouts without an answer (a share drawn per run in 0.02-0.3, varied
+  per prompt by x0.5-1.5). RLCE's verified answer is the true label with probability 0.7 when a rollout gives it,
+  else an answer drawn in proportion to its votes; a tenth of comparable groups end in a tie (no reward). Verdicts:
+  a test for a correct answer is yes/no/unknown with 0.6/0.25/0.15, for a wrong one 0.3/0.5/0.2. TTRL rewards the
+  majority (first on a tie).
 - `within_group`: from the onset, over 3 steps, a group becomes unanimous with probability rising to 0.9.
 - `cross_prompt`: from the onset, over 3 steps, a rollout answers one fixed label with probability rising to 0.85.
 - `cross_prompt_text`: the same on free text (each prompt's answers are distinct sentences; the collapse answer is
   one sentence for every prompt).
 - `yes_drift` (RLCE): from the onset, over 3 steps, every verdict's probability of "yes" rises by 0.35.
+- `stops_answering`: from the onset, over 3 steps, a rollout gives no answer with probability rising to 0.9
+  (garbled or truncated completions).
 - `entrenchment` (RLCE): from the ramp start, over 20 steps, the probability that the verified answer is simply the
   group majority rises from 0 to 1; the *onset* is the step where it reaches 0.5 (half the verified answers copy
-  the vote). The drift is slow against the noise of a step: at 8 prompts per step about 5 groups a step are
-  eligible, so one step's verified-majority share has a standard error of about 0.2, and the expected share only
-  exceeds the healthy one by that much a step or two after the onset (the bench prints where; at 32 prompts per
-  step it is several steps before the onset).
+  the vote). The drift is slow against the noise of a step: at 8 prompts per step about 4 groups a step are
+  eligible, so one step's verified-majority share has a standard error of about 0.2 (the bench prints where the
+  expected drift exceeds it).
 
-Before the onset a collapse run is healthy: its steps count as healthy steps. A rule's false-alarm rate is the share
-of healthy steps (those where the rules are checked, after the warmup and the first window) on which it fires; a
-run's detection delay is the first step at or after the onset on which the scenario's rule fires, minus the onset
+Healthy steps are the checked steps (after the warmup and the first window) of the healthy runs, and those of a
+failure run before its failure starts (for `entrenchment`, the ramp start: the ramp steps before the onset, where the
+verifier already copies the vote up to half the time, are neither healthy nor a detection). A rule's false-alarm
+rate is the share of the healthy steps it was checked on where it fires (also printed for the healthy runs alone);
+a run's detection delay is the first step at or after the onset on which the scenario's rule fires, minus the onset
 (a rule that never fires within the run counts as missed).
 
-Thresholds are tuned on the tuning seeds (per rule, the least sensitive candidate whose false-alarm rate on healthy
-steps stays below `--tune-fa` (`--tune-fa-entrenchment` for the slow rule) and whose 95th-percentile delay reaches
-`--tune-target`, else the one with the smallest 95th-percentile delay and then the fewest false alarms), then the
-thresholds the package ships (`HealthThresholds()` defaults) are reported on the held-out seeds.
+Thresholds are tuned on the tuning seeds (per rule, the least sensitive candidate whose false-alarm rate stays below
+`--tune-fa` and whose 95th-percentile delay reaches `--tune-target`, else the one with the smallest 95th-percentile
+delay and then the fewest false alarms; for the slow entrenchment rule, under `--tune-fa-entrenchment`, the one that
+flags the most runs within `--tune-target` + 1 steps), then the thresholds the package ships (`HealthThresholds()`
+defaults) are reported on the held-out seeds.
 
-    python -m benchmarks.health_simulation                      # 8 prompts x 4 rollouts per step
-    python -m benchmarks.health_simulation --groups 32 --tune-seeds 50 --test-seeds 100
+    python -m benchmarks.health_simulation                      # 48 prompts x 4 rollouts per step
+    python -m benchmarks.health_simulation --groups 8           # the small-batch case
 """
 
 from __future__ import annotations
@@ -61,6 +69,7 @@ SCENARIOS = {  # scenario -> {method: the rules that must flag it}
     "cross_prompt": {"rlce": ("cross_prompt_collapse",), "ttrl": ("cross_prompt_collapse",)},
     "cross_prompt_text": {"rlce": ("cross_prompt_collapse",), "ttrl": ("cross_prompt_collapse",)},
     "yes_drift": {"rlce": ("verifier_drift",)},
+    "stops_answering": {"rlce": ("answer_loss",), "ttrl": ("answer_loss",)},
     "entrenchment": {"rlce": ("entrenchment",)},
 }
 RAMP = 3
@@ -87,11 +96,14 @@ class Sim:
         self.p1 = self.p0 + rng.uniform(0.0, 0.2)
         self.prior = rng.randrange(self.labels)  # the base model's favourite wrong label
         self.collapse_label = rng.randrange(self.labels)
+        self.silent = rng.uniform(0.02, 0.3)  # the share of rollouts without an answer, this run's
         if self.scenario == "entrenchment":
             self.ramp_start = rng.randint(5, 25)
             self.onset = self.ramp_start + ENTRENCH_RAMP // 2
+            self.start = self.ramp_start + 1  # the first step whose verified answers copy the vote at all
         else:
             self.onset = rng.randint(15, 35) if self.scenario != "healthy" else None
+            self.start = self.onset  # the first step the scripted failure shows
         self.closed = self.scenario != "cross_prompt_text"
 
     def level(self, step: int, ramp: int = RAMP) -> float:
@@ -114,9 +126,10 @@ class Sim:
         truth = rng.randrange(k)
         accuracy = self.p0 + (self.p1 - self.p0) * step / self.steps + 0.3 * (rng.betavariate(2, 2) - 0.5)
         accuracy = min(0.95, max(0.05, accuracy))
+        silent = self.silent * rng.uniform(0.5, 1.5)
 
         def sample() -> int | None:
-            if rng.random() < 0.05:
+            if rng.random() < silent:
                 return None
             if rng.random() < accuracy:
                 return truth
@@ -127,6 +140,8 @@ class Sim:
         if self.scenario == "within_group" and rng.random() < 0.9 * self.level(step):
             mode = truth if rng.random() < accuracy else rng.choice([x for x in range(k) if x != truth])
             labels = [mode] * g
+        if self.scenario == "stops_answering":
+            labels = [None if rng.random() < 0.9 * self.level(step) else x for x in labels]
         if self.scenario in ("cross_prompt", "cross_prompt_text"):
             labels = [self.collapse_label if rng.random() < 0.85 * self.level(step) else x for x in labels]
         if self.closed:
@@ -193,32 +208,43 @@ def simulate(seeds, args) -> list[tuple[Sim, list]]:
     return runs
 
 
-def firing(run, method: str, t: HealthThresholds) -> dict[int, set[str]]:
-    return {step: {c.rule for c in evaluate_rules(*inputs, method, t) if c.fired} for step, inputs in run}
+def firing(run, method: str, t: HealthThresholds) -> dict[int, dict[str, bool]]:
+    """Per checked step, every rule checked there and whether it fired."""
+    return {step: {c.rule: c.fired for c in evaluate_rules(*inputs, method, t)} for step, inputs in run}
 
 
 def evaluate(runs, t: HealthThresholds) -> dict:
-    """False-alarm rate per rule (and any rule) on healthy steps; delays per (scenario, method)."""
-    healthy_steps, false = 0, Counter()
+    """False alarms per rule (and any rule) on the healthy steps where the rule was checked; delays per (scenario,
+    method). Healthy steps: every checked step of a healthy run, and of a failure run before its failure starts
+    (`Sim.start`); `healthy_runs`: the same over the healthy runs alone."""
+    total = {"steps": Counter(), "false": Counter()}  # per rule: healthy steps it was checked on, and fired on
+    alone = {"steps": Counter(), "false": Counter()}
     healthy_runs, runs_with_alarm = 0, 0
     delays: dict[tuple[str, str, str], list[int | None]] = {}
     for sim, run in runs:
         fired = firing(run, sim.method, t)
-        pre = [s for s in fired if sim.onset is None or s < sim.onset]
-        healthy_steps += len(pre)
-        for s in pre:
-            false.update(fired[s])
-            false["any"] += bool(fired[s])
+        pre = [s for s in fired if sim.onset is None or s < sim.start]
+        for counts in (total, alone) if sim.onset is None else (total,):
+            for s in pre:
+                counts["steps"].update(fired[s].keys())
+                counts["false"].update(rule for rule, hit in fired[s].items() if hit)
+                counts["steps"]["any"] += 1
+                counts["false"]["any"] += any(fired[s].values())
         if sim.onset is None:
             healthy_runs += 1
-            runs_with_alarm += any(fired[s] for s in pre)
+            runs_with_alarm += any(any(fired[s].values()) for s in pre)
             continue
         for rule in (*SCENARIOS[sim.scenario][sim.method], "any"):
-            hit = next((s for s in sorted(fired) if s >= sim.onset and (fired[s] if rule == "any" else
-                                                                         rule in fired[s])), None)
+            hit = next((s for s in sorted(fired) if s >= sim.onset and (any(fired[s].values()) if rule == "any"
+                                                                         else fired[s].get(rule))), None)
             delays.setdefault((sim.scenario, sim.method, rule), []).append(None if hit is None else hit - sim.onset)
-    return {"healthy_steps": healthy_steps, "false": false, "delays": delays, "healthy_runs": healthy_runs,
+    return {"total": total, "alone": alone, "delays": delays, "healthy_runs": healthy_runs,
             "runs_with_alarm": runs_with_alarm}
+
+
+def false_rate(counts: dict, rule: str) -> float:
+    """Firings on healthy steps per healthy step the rule was checked on."""
+    return counts["false"][rule] / max(counts["steps"][rule], 1)
 
 
 CANDIDATES = {  # rule -> (threshold names, candidate values: most sensitive first)
@@ -226,40 +252,47 @@ CANDIDATES = {  # rule -> (threshold names, candidate values: most sensitive fir
                               [(s, m) for s in (0.5, 0.6, 0.7, 0.8, 0.9) for m in (0.15, 0.25, 0.35)]),
     "cross_prompt_collapse": (("entropy_ratio", "duplicate_rate"),
                               [(r, d) for r in (0.85, 0.8, 0.75, 0.7, 0.6, 0.5) for d in (0.3, 0.4, 0.5)]),
+    "answer_loss": (("answered_ratio",), [(v,) for v in (0.8, 0.75, 0.7, 0.65, 0.6, 0.5, 0.4, 0.3)]),
     "verifier_drift": (("drift_tv",), [(v,) for v in (0.1, 0.12, 0.15, 0.18, 0.2, 0.25, 0.3)]),
     "reward_signal_divergence": (("divergence",), [(v,) for v in (0.1, 0.15, 0.2, 0.25, 0.3)]),
     "entrenchment": (("entrenchment_null", "entrenchment_alt", "entrenchment_cusum"),
-                     [(n, a, h) for h in (2.0, 2.5, 3.0, 4.0) for n in (0.8, 0.7, 0.6) for a in (0.4, 0.3, 0.2)]),
+                     [(n, a, h) for h in (2.0, 2.5, 3.0) for n in (0.8, 0.7, 0.6) for a in (0.5, 0.4, 0.3)]),
 }
 SLOW_RULES = ("entrenchment",)
 
 
 def tune(runs, max_fa: float, target: int, max_fa_slow: float | None = None) -> dict:
-    """Per rule, among the candidates whose false-alarm rate on healthy steps is below `max_fa` (`max_fa_slow` for
-    the `SLOW_RULES`) and whose
-    95th-percentile delay on the rule's scenarios is at most `target` steps, the least sensitive one (the last in
-    `CANDIDATES` order: most margin against healthy runs unlike the simulated ones); when none reaches the target, the
-    one with the smallest 95th-percentile delay (misses count as never; on a tie, the one with fewer false alarms).
+    """Per rule, among the candidates whose false-alarm rate (on the healthy steps where the rule is checked, and on
+    the healthy runs' alone) is below `max_fa`: the least sensitive one (the last in `CANDIDATES` order: most margin
+    against healthy runs unlike the simulated ones) whose 95th-percentile delay on the rule's scenarios is at most
+    `target` steps; when none reaches the target, the one with the smallest 95th-percentile delay (misses count as
+    never; on a tie, the one with fewer false alarms). The `SLOW_RULES` (budget `max_fa_slow`) take the candidate that
+    flags the most runs within `target` + 1 steps (the issue's target), on a tie the one with fewer false alarms.
     Returns rule -> (thresholds, p95, fa)."""
     chosen = {}
     for rule, (names, values) in CANDIDATES.items():
-        budget = max_fa_slow if rule in SLOW_RULES and max_fa_slow is not None else max_fa
+        slow = rule in SLOW_RULES
+        budget = max_fa_slow if slow and max_fa_slow is not None else max_fa
         best, fallback = None, None
         for value in values:
             t = dataclasses.replace(HealthThresholds(), **dict(zip(names, value, strict=True)))
             result = evaluate(runs, t)
-            fa = result["false"][rule] / max(result["healthy_steps"], 1)
+            fa = max(false_rate(result["total"], rule), false_rate(result["alone"], rule))
             delays = sorted(d if d is not None else 10**6 for (_, _, r), ds in result["delays"].items()
                             if r == rule for d in ds)
             if fa >= budget or not delays:
                 continue
             p95 = delays[int(0.95 * (len(delays) - 1))]
             entry = (dict(zip(names, value, strict=True)), p95, fa)
-            if p95 <= target:
+            if slow:
+                within = sum(d <= target + 1 for d in delays)
+                if best is None or (within, -fa) > best[0]:
+                    best = ((within, -fa), entry)
+            elif p95 <= target:
                 best = entry
             elif fallback is None or (p95, fa) < fallback[1:]:
                 fallback = entry
-        chosen[rule] = best or fallback
+        chosen[rule] = (best[1] if slow and best else best) or fallback
     return chosen
 
 
@@ -273,8 +306,8 @@ def slow_onset(runs) -> dict:
     for sim, run in runs:
         if sim.scenario == "healthy" and sim.method == "rlce" and run:
             stream = run[-1][1][0]["_since_reference"]
-            agree += sum(a for a, _ in stream)
-            eligible += sum(e for _, e in stream)
+            agree += sum(a for step in stream for a, _ in step.values())
+            eligible += sum(e for step in stream for _, e in step.values())
             steps += len(stream)
     r0, n = agree / eligible, eligible / steps
     se = (r0 * (1 - r0) / n) ** 0.5
@@ -302,11 +335,13 @@ def report_slow(result: dict, onset: dict) -> None:
 
 
 def report(result: dict, label: str) -> None:
-    n = result["healthy_steps"]
     print(f"\n== {label} ==")
-    print(f"false alarms on {n} healthy steps (checked steps of healthy runs and of collapse runs before onset):")
+    print("false alarms per rule on the healthy steps where it was checked (checked steps of healthy runs and of "
+          "failure runs before their failure starts), and on those of the healthy runs alone:")
     for rule in [*CANDIDATES, "any"]:
-        print(f"  {rule:26s} {result['false'][rule]:5d}  {100 * result['false'][rule] / max(n, 1):6.2f} %")
+        cells = [f"{c['false'][rule]:5d} of {c['steps'][rule]:6d} {100 * false_rate(c, rule):6.2f} %"
+                 for c in (result["total"], result["alone"])]
+        print(f"  {rule:26s} {cells[0]}   {cells[1]}")
     print(f"healthy runs with any alarm: {result['runs_with_alarm']} of {result['healthy_runs']}")
     print("detection delay after onset (steps), by scenario and method:")
     print(f"  {'scenario':18s} {'method':6s} {'rule':26s} {'runs':>5s} {'missed':>6s} {'median':>6s} {'p95':>5s} "
@@ -323,7 +358,9 @@ def report(result: dict, label: str) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--groups", type=int, default=8, help="prompts (rollout groups) per step")
+    parser.add_argument("--groups", type=int, default=48,
+                        help="prompts (rollout groups) per generation batch: the monitor reads one batch per record; "
+                        "48 is the paper's PrefEval recipe (MOSEI 320, IntentQA 96)")
     parser.add_argument("--generations", type=int, default=4, help="rollouts per prompt (G)")
     parser.add_argument("--labels", type=int, default=4, help="closed labels (K)")
     parser.add_argument("--steps", type=int, default=60)
@@ -334,8 +371,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tune-fa", type=float, default=0.002, help="false-alarm rate a tuned rule must stay below")
     parser.add_argument("--tune-fa-entrenchment", type=float, default=0.008,
                         help="false-alarm rate the slow entrenchment rule must stay below (it is the only rule that "
-                        "needs more than a few steps of evidence; the pre-onset ramp of its scenario counts as "
-                        "healthy)")
+                        "needs more than a few steps of evidence)")
     parser.add_argument("--tune-target", type=int, default=4,
                         help="p95 detection delay (steps) a tuned rule must reach on the tuning seeds (one step "
                         "below the 5-step target, as a margin for the held-out seeds)")

@@ -12,6 +12,8 @@ from rlce_trl.health import (
     HealthThresholds,
     StepRecord,
     answer_entropy,
+    answered_share,
+    check_answer_loss,
     check_cross_prompt_collapse,
     check_duplicate_collapse,
     check_entrenchment,
@@ -28,6 +30,7 @@ from rlce_trl.health import (
     threshold_problems,
     total_variation,
     verdict_mix,
+    verified_majority_by_split,
     verified_majority_counts,
     zero_spread_share,
 )
@@ -46,6 +49,11 @@ def test_one_answer_share_counts_unanimous_groups_only():
     groups = [g("aaaa"), g("aaab"), g(["a", "a", None, "a"]), g([None] * 4)]
     assert one_answer_share(groups) == 0.25  # a missing answer breaks unanimity; no answer at all is not unanimous
     assert one_answer_share([]) is None
+
+
+def test_answered_share_counts_rollouts_with_an_answer():
+    assert answered_share([g("aaaa"), g(["a", None, None, "b"]), g([None] * 4)]) == pytest.approx(6 / 12)
+    assert answered_share([g([])]) is None and answered_share([]) is None
 
 
 def test_zero_spread_and_signal_share():
@@ -148,6 +156,15 @@ def test_verifier_drift_rule():
     assert check_verifier_drift(1.0, T.min_verdicts - 1, 100, T) is None  # too few verdicts to tell
 
 
+def test_answer_loss_rule():
+    check = check_answer_loss(0.3, 0.8, T)
+    assert check.metric == "health/answered_share" and check.threshold == pytest.approx(T.answered_ratio * 0.8)
+    assert check.fired == (0.3 <= T.answered_ratio * 0.8)
+    assert check_answer_loss(0.0, 0.8, T).fired  # nothing answers any more
+    assert not check_answer_loss(0.8, 0.8, T).fired
+    assert check_answer_loss(0.0, T.min_reference_answered - 0.01, T) is None  # the base model hardly answered
+
+
 def test_reward_signal_divergence_rule():
     assert reward_signal_divergence(0.9, 0.5, 0.2, 0.7) == pytest.approx(0.4)
     assert reward_signal_divergence(0.9, 0.5, 0.7, 0.7) == 0.0  # the signal did not fall
@@ -156,21 +173,43 @@ def test_reward_signal_divergence_rule():
 
 
 def test_entrenchment_rule():
-    # reference: 60 % of the verified answers are the majority; a step of 10 agreeing groups adds 10 x log((1 - 0.2 x
-    # 0.4) / (1 - 0.7 x 0.4)), a disagreeing group log(0.2 / 0.7)
-    t = HealthThresholds(entrenchment_null=0.7, entrenchment_alt=0.2, entrenchment_cusum=2.5)
+    # reference: 60 % of the verified answers are the majority (d = 0.4); a step of 10 agreeing groups adds 10 x
+    # log((1 - 0.2 x 0.4) / (1 - 0.7 x 0.4)), a disagreeing group log(0.2 / 0.7)
+    t = HealthThresholds(entrenchment_null=0.7, entrenchment_alt=0.2, entrenchment_cusum=2.5, min_groups=20)
+    ref = {(2, 4): (12, 20)}
     step = 10 * math.log(0.92 / 0.72)
-    assert entrenchment_cusum([(10, 10)], 0.6, t) == pytest.approx(step)
-    assert not check_entrenchment([(10, 10)], 0.6, t).fired  # 2.45: one step is not enough ...
-    fired = check_entrenchment([(10, 10), (5, 5)], 0.6, t)  # ... evidence pools across steps
+    assert entrenchment_cusum([{(2, 4): (10, 10)}], ref, t) == pytest.approx(step)
+    assert not check_entrenchment([{(2, 4): (10, 10)}], ref, t).fired  # 2.45: one step is not enough ...
+    fired = check_entrenchment([{(2, 4): (10, 10)}, {(2, 4): (5, 5)}], ref, t)  # ... evidence pools across steps
     assert fired.fired and fired.value == pytest.approx(1.5 * step) and fired.metric == "health/entrenchment_cusum"
-    assert entrenchment_cusum([(10, 10), (0, 4)], 0.6, t) == 0.0  # restarts at 0 when the vote is contradicted
-    assert entrenchment_cusum([(6, 10)] * 30, 0.6, t) == 0.0  # the reference's own rate never accumulates
-    assert entrenchment_cusum([], 0.6, t) == 0.0
+    assert fired.reference == 0.6 and fired.threshold == 2.5
+    assert entrenchment_cusum([{(2, 4): (10, 10)}, {(2, 4): (0, 4)}], ref, t) == 0.0  # restarts at 0
+    assert entrenchment_cusum([{(2, 4): (6, 10)}] * 30, ref, t) == 0.0  # the reference's own rate never accumulates
+    assert entrenchment_cusum([], ref, t) == 0.0
     # the reference's disagreement rate is clipped: a verifier that never agreed with the vote reads as 0.5 ...
-    assert entrenchment_cusum([(10, 10)], 0.0, t) == pytest.approx(10 * math.log(0.9 / 0.65))
+    assert entrenchment_cusum([{(2, 4): (10, 10)}], {(2, 4): (0, 20)}, t) == pytest.approx(10 * math.log(0.9 / 0.65))
     # ... one that always agreed as 0.05 (a floor to test against instead of a division by zero)
-    assert entrenchment_cusum([(10, 10)], 1.0, t) == pytest.approx(10 * math.log(0.99 / 0.965))
+    assert entrenchment_cusum([{(2, 4): (10, 10)}], {(2, 4): (20, 20)}, t) == pytest.approx(
+        10 * math.log(0.99 / 0.965))
+    # a reference of fewer than min_groups eligible groups raises the threshold by sqrt(min_groups / n)
+    assert check_entrenchment([], {(2, 4): (3, 5)}, t).threshold == pytest.approx(2.5 * 2)
+
+
+def test_entrenchment_compares_groups_whose_votes_split_alike():
+    # reference: 3-1 majorities agree with the verified answer 90 % of the time, 2-1-1 ones 50 %: 70 % pooled
+    t = HealthThresholds(entrenchment_null=0.7, entrenchment_alt=0.4, entrenchment_cusum=2.5)
+    ref = {(3, 4): (18, 20), (2, 4): (10, 20)}
+    learning = [{(3, 4): (9, 10)}] * 20  # the policy learns: only 3-1 votes now, agreeing at their own 90 %
+    assert check_entrenchment(learning, ref, t).value < 1.0  # not entrenched (pooled, 90 % vs 70 % would be)
+    entrenched = [{(3, 4): (5, 5), (2, 4): (5, 5)}] * 3  # every verified answer copies the vote, in both splits
+    assert check_entrenchment(entrenched, ref, t).fired
+    # a split with fewer than MIN_SPLIT_GROUPS reference groups falls back to the pooled rate (d = 0.3)
+    thin = {(3, 4): (18, 20), (2, 4): (10, 20), (4, 5): (1, 2)}
+    expected = 10 * math.log((1 - 0.4 * 0.3) / (1 - 0.7 * 0.3))
+    assert entrenchment_cusum([{(4, 5): (10, 10)}], thin, t) == pytest.approx(expected, rel=0.05)
+    assert verified_majority_by_split([g("aaab", verified="a"), g("aabc", verified="b"), g("aabc", verified="a"),
+                                       g("aabb", verified="a"), g("aaaa", verified="a")]) == {(2, 4): (1, 2),
+                                                                                           (3, 4): (1, 1)}
 
 
 def _slow_entrenchment_stream(seed: int, entrenched: bool, steps: int = 60, groups: int = 8):
@@ -210,6 +249,7 @@ def test_threshold_overrides_are_checked():
     with pytest.raises(ValueError, match="health_thresholds: unknown threshold"):
         HealthThresholds.from_dict({"nope": 1})
     assert HealthThresholds.from_dict({"drift_tv": 0.5}).drift_tv == 0.5
+    assert threshold_problems({"answered_ratio": 1.5}) == ["answered_ratio=1.5 must be in [0, 1]."]
     assert threshold_problems({"entrenchment_alt": 1.2})[0].startswith("entrenchment_alt=1.2 must be in (0, 1)")
     problems = threshold_problems({"entrenchment_alt": 0.8})
     assert problems == ["entrenchment_alt=0.8 must be below entrenchment_null=0.7 (the entrenched disagreement rate "

@@ -1,13 +1,24 @@
 """The monitor over steps: reference, windows, alarms once per rule, files, `health_stop`, report and card."""
 
 import json
+import math
 from collections import Counter, defaultdict
 
 import pytest
 from transformers import TrainerControl, TrainerState
 
 from rlce_trl.audit import EvidenceLog
-from rlce_trl.health import HEALTH_FILE, GroupSummary, HealthMonitor, StepRecord, card_section, read_alarms
+from rlce_trl.health import (
+    HEALTH_FILE,
+    GroupSummary,
+    HealthMonitor,
+    HealthThresholds,
+    StepRecord,
+    card_section,
+    read_alarms,
+)
+
+T = HealthThresholds()
 
 
 def healthy(step):
@@ -39,17 +50,38 @@ def test_rules_wait_for_warmup_and_window_then_alarm_once_per_rule():
     assert "verified_majority_share" not in str(logged)  # entrenchment is RLCE's
 
 
+def test_answer_loss_fires_when_the_rollouts_stop_answering():
+    def silent(step):
+        return StepRecord(step, [GroupSummary([None] * 4, [None] * 4, None) for _ in range(8)])
+
+    monitor = HealthMonitor("ttrl", warmup=2, window=2)
+    for step in (1, 2):
+        monitor.add(healthy(step))
+    monitor.add(silent(3))
+    logged, checks = monitor.add(silent(4))
+    assert logged["health/answered_share"] == 0.0
+    assert [c.rule for c in checks if c.fired] == ["answer_loss"]  # the rules that read answers have no input
+    assert "health/answered_share = 0.000 (threshold 0.500, reference 1.000)" in monitor.alarms[0].message
+
+
 def test_entrenchment_is_checked_for_rlce():
-    def step(n, verified):
+    def step(n, verified, groups=30):
         return StepRecord(n, [GroupSummary(["a", "a", "b", "c"], [1.0 if verified == "a" else 0.0] * 4, verified)
-                              for _ in range(10)])
+                              for _ in range(groups)])
 
     monitor = HealthMonitor("rlce", warmup=1, window=1)
-    monitor.thresholds.min_groups = 10
-    monitor.add(step(1, "b"))  # reference: the verified answer never the majority
+    monitor.add(step(1, "b"))  # reference: the verified answer never the majority (30 groups)
     logged, checks = monitor.add(step(2, "a"))
     assert logged["health/verified_majority_share"] == 1.0
-    assert [c.rule for c in checks if c.fired] == ["entrenchment"]
+    [check] = [c for c in checks if c.fired]
+    # 30 groups < min_groups = 40: the threshold is raised by sqrt(40 / 30); 30 agreeing groups still pass it
+    assert check.rule == "entrenchment"
+    assert check.threshold == pytest.approx(T.entrenchment_cusum * math.sqrt(40 / 30))
+    per_group = math.log((1 - 0.5 * T.entrenchment_alt) / (1 - 0.5 * T.entrenchment_null))  # d clipped to 0.5
+    assert check.value == pytest.approx(30 * per_group)
+    thin = HealthMonitor("rlce", warmup=1, window=1)  # the same from a 5-group reference: not yet
+    thin.add(step(1, "b", groups=5))
+    assert not [c for c in thin.add(step(2, "a"))[1] if c.fired]
 
 
 def test_callback_logs_metrics_writes_alarms_and_stops(tmp_path):

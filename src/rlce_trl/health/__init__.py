@@ -5,6 +5,7 @@ label notices during training. [`HealthMonitor`] (a `TrainerCallback`, on by def
 groups each step scored and logs under `health/*`:
 
 - `health/one_answer_share`: share of groups whose rollouts all give one answer (within-group collapse);
+- `health/answered_share`: share of rollouts that give an answer (answer loss: garbled or truncated completions);
 - `health/zero_spread_share`: share of groups whose task rewards do not vary (no GRPO advantage);
 - `health/signal_share`: share of groups with a usable comparison (two or more answers, rewards that differ);
 - `health/task_reward`: mean task reward (the group scorer's, format reward excluded);
@@ -18,7 +19,8 @@ groups each step scored and logs under `health/*`:
 - `health/verified_majority_share` (RLCE): share of groups with several answers whose verified answer is the group
   majority (entrenchment);
 - `health/entrenchment_cusum` (RLCE): a CUSUM of the groups since the reference whose verified answer is (not) the
-  majority: it grows while the verified answer differs from the vote markedly less often than in the first steps;
+  majority: it grows while the verified answer differs from the vote markedly less often than in the first steps,
+  for groups whose votes split alike;
 - `health/alarms`: number of rules that fire at this step.
 
 Every value is computed over the last `window` steps pooled (the entrenchment CUSUM over every step since the
@@ -43,6 +45,7 @@ from .metrics import (
     GroupSummary,
     StepRecord,
     answer_entropy,
+    answered_share,
     entropy_bits,
     jaccard,
     near_duplicate_rate,
@@ -52,7 +55,9 @@ from .metrics import (
     task_reward,
     total_variation,
     verdict_mix,
+    verified_majority_by_split,
     verified_majority_counts,
+    vote_split,
     zero_spread_share,
 )
 from .monitor import (
@@ -68,6 +73,7 @@ from .rules import (
     Alarm,
     Check,
     HealthThresholds,
+    check_answer_loss,
     check_cross_prompt_collapse,
     check_duplicate_collapse,
     check_entrenchment,
@@ -75,6 +81,7 @@ from .rules import (
     check_verifier_drift,
     check_within_group_collapse,
     entrenchment_cusum,
+    entrenchment_threshold,
     reward_signal_divergence,
     threshold_problems,
 )
@@ -90,7 +97,9 @@ __all__ = [
     "MAX_POOL",
     "StepRecord",
     "answer_entropy",
+    "answered_share",
     "card_section",
+    "check_answer_loss",
     "check_cross_prompt_collapse",
     "check_duplicate_collapse",
     "check_entrenchment",
@@ -98,6 +107,7 @@ __all__ = [
     "check_verifier_drift",
     "check_within_group_collapse",
     "entrenchment_cusum",
+    "entrenchment_threshold",
     "entropy_bits",
     "evaluate_rules",
     "jaccard",
@@ -111,6 +121,8 @@ __all__ = [
     "threshold_problems",
     "total_variation",
     "verdict_mix",
+    "verified_majority_by_split",
     "verified_majority_counts",
+    "vote_split",
     "zero_spread_share",
 ]

@@ -78,6 +78,13 @@ def one_answer_share(groups: Sequence[GroupSummary]) -> float | None:
     return _share(hits, len(groups))
 
 
+def answered_share(groups: Sequence[GroupSummary]) -> float | None:
+    """Share of rollouts that give an answer (one the task's extractor reads); `None` when there are no rollouts.
+    A policy whose completions stop holding an answer (garbled or truncated text) drives it towards 0."""
+    answers = [a for g in groups for a in g.answers]
+    return _share(sum(a is not None for a in answers), len(answers))
+
+
 def _spread(rewards: Sequence[float | None]) -> float:
     values = [r for r in rewards if r is not None and math.isfinite(r)]
     return max(values) - min(values) if values else 0.0
@@ -170,8 +177,30 @@ def total_variation(p: Counter, q: Counter) -> float | None:
     return 0.5 * sum(abs(p[k] / np_ - q[k] / nq) for k in set(p) | set(q))
 
 
+def _eligible(groups: Sequence[GroupSummary]) -> list[GroupSummary]:
+    return [g for g in groups if len(g.distinct) >= 2 and g.verified_answer is not None and g.majority is not None]
+
+
 def verified_majority_counts(groups: Sequence[GroupSummary]) -> tuple[int, int]:
     """(agreeing, eligible): eligible groups have two or more distinct answers, a unique majority and a verified
     answer; they agree when the verified answer is the majority."""
-    eligible = [g for g in groups if len(g.distinct) >= 2 and g.verified_answer is not None and g.majority is not None]
+    eligible = _eligible(groups)
     return sum(1 for g in eligible if g.verified_answer == g.majority), len(eligible)
+
+
+def vote_split(group: GroupSummary) -> tuple[int, int]:
+    """(rollouts giving the majority answer, rollouts giving an answer): how lopsided the group's vote is."""
+    counts = Counter(a for a in group.answers if a is not None)
+    return counts.most_common(1)[0][1], sum(counts.values())
+
+
+def verified_majority_by_split(groups: Sequence[GroupSummary]) -> dict[tuple[int, int], tuple[int, int]]:
+    """[`verified_majority_counts`] per [`vote_split`]: a 3-1 majority is right more often than a 2-1-1 one, so a
+    policy that learns (more lopsided votes) agrees with its vote more often without any entrenchment; comparing
+    groups of the same split with each other separates the two."""
+    out: dict[tuple[int, int], list[int]] = {}
+    for g in _eligible(groups):
+        counts = out.setdefault(vote_split(g), [0, 0])
+        counts[0] += g.verified_answer == g.majority
+        counts[1] += 1
+    return {split: (agree, eligible) for split, (agree, eligible) in sorted(out.items())}

@@ -15,12 +15,14 @@ from .metrics import (
     GroupSummary,
     StepRecord,
     answer_entropy,
+    answered_share,
     near_duplicate_rate,
     one_answer_share,
     signal_share,
     summarize_group,
     task_reward,
     total_variation,
+    verified_majority_by_split,
     verified_majority_counts,
     zero_spread_share,
 )
@@ -28,6 +30,7 @@ from .rules import (
     Alarm,
     Check,
     HealthThresholds,
+    check_answer_loss,
     check_cross_prompt_collapse,
     check_duplicate_collapse,
     check_entrenchment,
@@ -65,6 +68,8 @@ def evaluate_rules(now: dict, ref: dict, logged: dict, method: str, t: HealthThr
     out: list[Check | None] = []
     if now["one_answer_share"] is not None and ref["one_answer_share"] is not None:
         out.append(check_within_group_collapse(now["one_answer_share"], ref["one_answer_share"], t))
+    if now["answered_share"] is not None and ref["answered_share"] is not None:
+        out.append(check_answer_loss(now["answered_share"], ref["answered_share"], t))
     if now["_closed"]:
         if now.get("answer_entropy") is not None and ref.get("answer_entropy") is not None:
             out.append(check_cross_prompt_collapse(now["answer_entropy"], ref["answer_entropy"], t))
@@ -76,7 +81,7 @@ def evaluate_rules(now: dict, ref: dict, logged: dict, method: str, t: HealthThr
     if "health/reward_signal_divergence" in logged:
         out.append(check_reward_signal_divergence(logged["health/reward_signal_divergence"], t))
     if method in ENTRENCHMENT_METHODS and ref["_eligible"]:
-        out.append(check_entrenchment(now["_since_reference"], ref["_agree"] / ref["_eligible"], t))
+        out.append(check_entrenchment(now["_since_reference"], ref["_by_split"], t))
     return [c for c in out if c is not None]
 
 
@@ -110,6 +115,7 @@ class HealthMonitor(TrainerCallback):
         self.output_dir, self.metrics, self.evidence_log, self.is_main = output_dir, metrics, evidence_log, is_main
         self.records: list[StepRecord] = []
         self._agreement: list[tuple[int, int]] = []  # per record: its verified-majority counts
+        self._by_split: list[dict] = []  # per record: the same by vote split
         self.pending: list[StepRecord] = []
         self.alarms: list[Alarm] = []
         self.history: list[dict] = []  # per step: the metrics
@@ -133,12 +139,14 @@ class HealthMonitor(TrainerCallback):
         verdicts = sum((r.verdict_mix() for r in records), Counter())
         out = {
             "one_answer_share": one_answer_share(groups),
+            "answered_share": answered_share(groups),
             "zero_spread_share": zero_spread_share(groups),
             "signal_share": signal_share(groups),
             "task_reward": task_reward(groups),
             "_closed": closed,
             "_agree": agree,
             "_eligible": eligible,
+            "_by_split": verified_majority_by_split(groups),
             "_verdicts": verdicts,
         }
         if closed:
@@ -153,6 +161,7 @@ class HealthMonitor(TrainerCallback):
         """Take one step's record: its `health/*` metrics and the checks made (fired or not)."""
         self.records.append(record)
         self._agreement.append(verified_majority_counts(record.groups))
+        self._by_split.append(verified_majority_by_split(record.groups))
         window = self.records[-self.window :]
         now = self._window_metrics(window)
         if len(self.records) == self.warmup:
@@ -160,7 +169,7 @@ class HealthMonitor(TrainerCallback):
         if self.method in ENTRENCHMENT_METHODS:  # pooled over as many recent steps as `min_groups` groups need
             now["_agree"], now["_eligible"] = self._recent_agreement()
             now["verified_majority_share"] = now["_agree"] / now["_eligible"] if now["_eligible"] else None
-            now["_since_reference"] = tuple(self._agreement[self.warmup:])
+            now["_since_reference"] = tuple(self._by_split[self.warmup:])
         ref = self._reference
         checks: list[Check] = []
         logged = {f"health/{k}": v for k, v in now.items() if not k.startswith("_") and v is not None}
@@ -175,7 +184,7 @@ class HealthMonitor(TrainerCallback):
                 logged["health/reward_signal_divergence"] = reward_signal_divergence(*parts)
             if self.method in ENTRENCHMENT_METHODS and ref["_eligible"]:
                 logged["health/entrenchment_cusum"] = entrenchment_cusum(
-                    now["_since_reference"], ref["_agree"] / ref["_eligible"], self.thresholds)
+                    now["_since_reference"], ref["_by_split"], self.thresholds)
         if ref is not None and len(self.records) >= self.warmup + self.window:
             self.last_inputs = (now, ref, logged)
             checks = evaluate_rules(now, ref, logged, self.method, self.thresholds)
@@ -272,7 +281,8 @@ def card_section(monitor: HealthMonitor | None, steps: int) -> str:
         lines += [f"- step {a.step}: {a.rule.replace('_', ' ')}: `{a.metric}` = {a.value:.3f} (threshold "
                   f"{a.threshold:.3f})" for a in monitor.alarms]
     else:
-        lines.append(f"The training-health monitor raised no alarm over {steps} steps (collapse, verifier drift, "
-                     "reward-vs-signal divergence" + (", entrenchment" if monitor.method in ENTRENCHMENT_METHODS
-                                                      else "") + ").")
+        rules = "collapse, verifier drift, reward-vs-signal divergence, answer loss"
+        if monitor.method in ENTRENCHMENT_METHODS:
+            rules += ", entrenchment"
+        lines.append(f"The training-health monitor raised no alarm over {steps} steps ({rules}).")
     return "\n".join(lines) + "\n"

@@ -28,15 +28,22 @@ class HealthThresholds:
     drift_tv: float = 0.25
     #: ... with at least this many verdicts in the window and in the reference
     min_verdicts: int = 30
+    #: answer loss: answered share (window) at or below answered_ratio x the reference answered share ...
+    answered_ratio: float = 0.5
+    #: ... checked only when at least this share of the reference's rollouts answered (a base model that hardly
+    #: answers leaves nothing to lose)
+    min_reference_answered: float = 0.2
     #: reward-vs-signal divergence: min(reward gain, signal-share loss) at or above this
     divergence: float = 0.3
     #: entrenchment (RLCE): a CUSUM of the per-group "verified answer is not the majority" stream since the
     #: reference, testing a disagreement rate of entrenchment_null x the reference's (tolerated) against
     #: entrenchment_alt x the reference's (entrenched); it fires when the statistic reaches entrenchment_cusum
     entrenchment_null: float = 0.7
-    entrenchment_alt: float = 0.2
-    entrenchment_cusum: float = 3.0
-    #: the logged `health/verified_majority_share` pools older steps until it holds this many eligible groups
+    entrenchment_alt: float = 0.5
+    entrenchment_cusum: float = 2.0
+    #: the eligible groups a share needs to be trusted: the logged `health/verified_majority_share` pools older
+    #: steps until it holds this many, and a reference holding n fewer raises the entrenchment threshold by
+    #: sqrt(min_groups / n) (a reference from few groups is a noisy baseline)
     min_groups: int = 40
 
     @classmethod
@@ -55,6 +62,7 @@ class HealthThresholds:
 _COUNTS = ("min_verdicts", "min_groups")
 _MARGINS = ("collapse_margin", "duplicate_margin")
 _RATIOS = ("entrenchment_null", "entrenchment_alt")
+_SHARES = ("answered_ratio", "min_reference_answered")
 
 
 def threshold_problems(values) -> list[str]:
@@ -74,6 +82,8 @@ def threshold_problems(values) -> list[str]:
             problems.append(f"{name}={value!r} must be a whole number >= 0.")
         elif name in _MARGINS and not -1 <= value <= 1:
             problems.append(f"{name}={value!r} must be in [-1, 1].")
+        elif name in _SHARES and not 0 <= value <= 1:
+            problems.append(f"{name}={value!r} must be in [0, 1].")
         elif name in _RATIOS and not 0 < value < 1:
             problems.append(f"{name}={value!r} must be in (0, 1) (a share of the reference's disagreement rate).")
         elif name not in _COUNTS and name not in _MARGINS and value < 0:
@@ -132,6 +142,16 @@ def check_verifier_drift(distance: float, n_window: int, n_reference: int, t: He
     return Check("verifier_drift", "health/verdict_drift", distance, t.drift_tv, distance >= t.drift_tv, 0.0)
 
 
+def check_answer_loss(share: float, reference: float, t: HealthThresholds) -> Check | None:
+    """Rule: answer loss when the share of rollouts that give an answer (window) is <= `answered_ratio` x its
+    reference, the reference being at least `min_reference_answered` (else no check): the completions stop holding
+    an answer (garbled or truncated text), which leaves every other rule without input."""
+    if reference < t.min_reference_answered:
+        return None
+    threshold = t.answered_ratio * reference
+    return Check("answer_loss", "health/answered_share", share, threshold, share <= threshold, reference)
+
+
 def reward_signal_divergence(reward: float, reward_ref: float, signal: float, signal_ref: float) -> float:
     """min(task reward gain, signal-share loss) against the reference: positive only when the reward rose AND the
     share of groups with a usable comparison fell."""
@@ -152,30 +172,63 @@ def check_reward_signal_divergence(divergence: float, t: HealthThresholds) -> Ch
 REFERENCE_DISAGREEMENT = (0.05, 0.5)
 
 
-def entrenchment_cusum(stream, reference: float, t: HealthThresholds) -> float:
-    """Page's CUSUM of the verified-majority stream since the reference: `stream` holds, per step, (agreeing,
-    eligible) groups ([`verified_majority_counts`]); `reference` is the reference's verified-majority share. With
-    d the reference disagreement rate (1 - reference, clipped to `REFERENCE_DISAGREEMENT`), each eligible group adds
-    the log-likelihood ratio of a disagreement rate `entrenchment_alt` x d against `entrenchment_null` x d
-    (log(alt/null) when it disagrees, log((1-alt d)/(1-null d)) when it agrees); the sum restarts at 0 whenever it
-    would go below. Evidence pools across steps, so a few groups per step still add up, and healthy steps pull it
-    back to 0."""
-    d = min(max(1.0 - reference, REFERENCE_DISAGREEMENT[0]), REFERENCE_DISAGREEMENT[1])
-    d_null, d_alt = t.entrenchment_null * d, t.entrenchment_alt * d
-    on_agree, on_disagree = math.log((1 - d_alt) / (1 - d_null)), math.log(d_alt / d_null)
+#: A vote split's own reference rate is used once the reference holds this many eligible groups of that split;
+#: below, the split falls back to the reference's pooled rate.
+MIN_SPLIT_GROUPS = 10
+
+
+def _disagreement(agree: int, eligible: int) -> float:
+    rate = 1.0 - agree / eligible if eligible else REFERENCE_DISAGREEMENT[1]
+    return min(max(rate, REFERENCE_DISAGREEMENT[0]), REFERENCE_DISAGREEMENT[1])
+
+
+def entrenchment_cusum(stream, reference: dict, t: HealthThresholds) -> float:
+    """Page's CUSUM of the verified-majority stream since the reference. `stream` holds, per step, the eligible
+    groups by vote split ([`verified_majority_by_split`]: split -> (agreeing, eligible)); `reference` is the same
+    for the reference steps pooled. Each split has its reference disagreement rate d (1 - its share, from its own
+    reference groups when there are `MIN_SPLIT_GROUPS`, else from all of them; clipped to
+    `REFERENCE_DISAGREEMENT`), and each eligible group adds the log-likelihood ratio of a disagreement rate
+    `entrenchment_alt` x d against `entrenchment_null` x d (log(alt/null) when it disagrees, log((1-alt d)/(1-null
+    d)) when it agrees); a step's sum is added and the total restarts at 0 whenever it would go below. Evidence pools
+    across steps, so a few groups per step still add up, and healthy steps pull it back to 0. Comparing within a
+    vote split keeps a policy that merely learns (more lopsided votes, which are right more often) from reading as
+    entrenched."""
+    pooled = [sum(c[0] for c in reference.values()), sum(c[1] for c in reference.values())]
+    on_disagree = math.log(t.entrenchment_alt / t.entrenchment_null)
+
+    def on_agree(split) -> float:
+        counts = reference.get(split, (0, 0))
+        d = _disagreement(*(counts if counts[1] >= MIN_SPLIT_GROUPS else pooled))
+        return math.log((1 - t.entrenchment_alt * d) / (1 - t.entrenchment_null * d))
+
     total = 0.0
-    for agree, eligible in stream:
-        total = max(0.0, total + agree * on_agree + (eligible - agree) * on_disagree)
+    for step in stream:
+        total = max(0.0, total + sum(agree * on_agree(split) + (eligible - agree) * on_disagree
+                                     for split, (agree, eligible) in step.items()))
     return total
 
 
-def check_entrenchment(stream, reference: float, t: HealthThresholds) -> Check:
+def entrenchment_threshold(reference_groups: int, t: HealthThresholds) -> float:
+    """`entrenchment_cusum`, raised by sqrt(`min_groups` / n) when the reference holds n < `min_groups` eligible
+    groups: a reference share from few groups is noisy, and a reference that overstates the disagreement rate by
+    chance would make a healthy run look entrenched (small batches)."""
+    if reference_groups >= t.min_groups or reference_groups <= 0:
+        return t.entrenchment_cusum
+    return t.entrenchment_cusum * math.sqrt(t.min_groups / reference_groups)
+
+
+def check_entrenchment(stream, reference: dict, t: HealthThresholds) -> Check:
     """Rule (RLCE): entrenchment when [`entrenchment_cusum`] of the eligible groups since the reference (several
-    answers, a unique majority, a verified answer) reaches `entrenchment_cusum`: the verified answer now differs
-    from the majority markedly less often than in the first steps (the evidence only repeats the vote)."""
+    answers, a unique majority, a verified answer) reaches [`entrenchment_threshold`] (`entrenchment_cusum`, higher
+    when the reference holds fewer than `min_groups` eligible groups): the verified answer now differs from the
+    majority markedly less often than in the first steps, for groups whose votes split alike (the evidence only
+    repeats the vote). `reference`: the reference's groups by vote split; the check reports their pooled
+    verified-majority share as its reference."""
+    agree, eligible = sum(c[0] for c in reference.values()), sum(c[1] for c in reference.values())
     value = entrenchment_cusum(stream, reference, t)
-    return Check("entrenchment", "health/entrenchment_cusum", value, t.entrenchment_cusum,
-                 value >= t.entrenchment_cusum, reference)
+    threshold = entrenchment_threshold(eligible, t)
+    return Check("entrenchment", "health/entrenchment_cusum", value, threshold, value >= threshold,
+                 agree / eligible if eligible else None)
 
 
 # -- alarms -------------------------------------------------------------------------------------------------------

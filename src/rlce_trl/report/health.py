@@ -11,8 +11,8 @@ from ..health import HEALTH_FILE, read_alarms
 from .plots import svg_panel
 
 PANELS = [
-    ("Health: collapse", ["health/one_answer_share", "health/zero_spread_share", "health/signal_share",
-                          "health/answer_entropy_ratio", "health/near_duplicate_rate"]),
+    ("Health: collapse", ["health/one_answer_share", "health/answered_share", "health/zero_spread_share",
+                          "health/signal_share", "health/answer_entropy_ratio", "health/near_duplicate_rate"]),
     ("Health: drift and entrenchment", ["health/verdict_drift", "health/reward_signal_divergence",
                                         "health/verified_majority_share", "health/task_reward"]),
 ]
