@@ -37,7 +37,8 @@ class HealthThresholds:
     divergence: float = 0.3
     #: entrenchment (RLCE): a CUSUM of the per-group "verified answer is not the majority" stream since the
     #: reference, testing a disagreement rate of entrenchment_null x the reference's (tolerated) against
-    #: entrenchment_alt x the reference's (entrenched); it fires when the statistic reaches entrenchment_cusum
+    #: entrenchment_alt x the reference's (entrenched), each vote split against its own reference rate; it fires
+    #: when the statistic reaches entrenchment_cusum
     entrenchment_null: float = 0.7
     entrenchment_alt: float = 0.5
     entrenchment_cusum: float = 2.0
