@@ -114,8 +114,7 @@ class HealthMonitor(TrainerCallback):
         self.warmup, self.window, self.stop = warmup, window, stop
         self.output_dir, self.metrics, self.evidence_log, self.is_main = output_dir, metrics, evidence_log, is_main
         self.records: list[StepRecord] = []
-        self._agreement: list[tuple[int, int]] = []  # per record: its verified-majority counts
-        self._by_split: list[dict] = []  # per record: the same by vote split
+        self._by_split: list[dict] = []  # per record: its verified-majority counts by vote split
         self.pending: list[StepRecord] = []
         self.alarms: list[Alarm] = []
         self.history: list[dict] = []  # per step: the metrics
@@ -160,7 +159,6 @@ class HealthMonitor(TrainerCallback):
     def add(self, record: StepRecord) -> tuple[dict[str, float], list[Check]]:
         """Take one step's record: its `health/*` metrics and the checks made (fired or not)."""
         self.records.append(record)
-        self._agreement.append(verified_majority_counts(record.groups))
         self._by_split.append(verified_majority_by_split(record.groups))
         window = self.records[-self.window :]
         now = self._window_metrics(window)
@@ -201,8 +199,9 @@ class HealthMonitor(TrainerCallback):
         adding older steps until they hold `min_groups` eligible groups or reach `MAX_POOL` x `window` steps."""
         agree = eligible = 0
         first = self.warmup if len(self.records) >= self.warmup + self.window else 0
-        for n, (a, e) in enumerate(self._agreement[first:][::-1][: MAX_POOL * self.window], 1):
-            agree, eligible = agree + a, eligible + e
+        for n, by_split in enumerate(self._by_split[first:][::-1][: MAX_POOL * self.window], 1):
+            agree += sum(a for a, _ in by_split.values())
+            eligible += sum(e for _, e in by_split.values())
             if n >= self.window and eligible >= self.thresholds.min_groups:
                 break
         return agree, eligible
