@@ -59,6 +59,7 @@ from rlce_trl.health import (
     HealthThresholds,
     StepRecord,
     evaluate_rules,
+    pooled,
 )
 
 SCENARIOS = {  # scenario -> {method: the rules that must flag it}
@@ -306,8 +307,9 @@ def slow_onset(runs) -> dict:
     for sim, run in runs:
         if sim.scenario == "healthy" and sim.method == "rlce" and run:
             stream = run[-1][1][0]["_since_reference"]
-            agree += sum(a for step in stream for a, _ in step.values())
-            eligible += sum(e for step in stream for _, e in step.values())
+            for by_split in stream:
+                a, e = pooled(by_split)
+                agree, eligible = agree + a, eligible + e
             steps += len(stream)
     r0, n = agree / eligible, eligible / steps
     se = (r0 * (1 - r0) / n) ** 0.5

@@ -177,15 +177,15 @@ def total_variation(p: Counter, q: Counter) -> float | None:
     return 0.5 * sum(abs(p[k] / np_ - q[k] / nq) for k in set(p) | set(q))
 
 
-def _eligible(groups: Sequence[GroupSummary]) -> list[GroupSummary]:
-    return [g for g in groups if len(g.distinct) >= 2 and g.verified_answer is not None and g.majority is not None]
-
-
 def verified_majority_counts(groups: Sequence[GroupSummary]) -> tuple[int, int]:
     """(agreeing, eligible): eligible groups have two or more distinct answers, a unique majority and a verified
     answer; they agree when the verified answer is the majority."""
-    eligible = _eligible(groups)
-    return sum(1 for g in eligible if g.verified_answer == g.majority), len(eligible)
+    return pooled(verified_majority_by_split(groups))
+
+
+def pooled(by_split: dict[tuple[int, int], tuple[int, int]]) -> tuple[int, int]:
+    """(agreeing, eligible) over every vote split of [`verified_majority_by_split`]."""
+    return sum(a for a, _ in by_split.values()), sum(e for _, e in by_split.values())
 
 
 def vote_split(group: GroupSummary) -> tuple[int, int]:
@@ -199,7 +199,9 @@ def verified_majority_by_split(groups: Sequence[GroupSummary]) -> dict[tuple[int
     policy that learns (more lopsided votes) agrees with its vote more often without any entrenchment; comparing
     groups of the same split with each other separates the two."""
     out: dict[tuple[int, int], list[int]] = {}
-    for g in _eligible(groups):
+    for g in groups:
+        if len(g.distinct) < 2 or g.verified_answer is None or g.majority is None:
+            continue
         counts = out.setdefault(vote_split(g), [0, 0])
         counts[0] += g.verified_answer == g.majority
         counts[1] += 1

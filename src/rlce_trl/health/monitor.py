@@ -18,12 +18,12 @@ from .metrics import (
     answered_share,
     near_duplicate_rate,
     one_answer_share,
+    pooled,
     signal_share,
     summarize_group,
     task_reward,
     total_variation,
     verified_majority_by_split,
-    verified_majority_counts,
     zero_spread_share,
 )
 from .rules import (
@@ -134,7 +134,8 @@ class HealthMonitor(TrainerCallback):
     def _window_metrics(self, records: Sequence[StepRecord]) -> dict:
         groups = _pool(records)
         closed = sum(g.closed for g in groups) * 2 >= len(groups)
-        agree, eligible = verified_majority_counts(groups)
+        by_split = verified_majority_by_split(groups)
+        agree, eligible = pooled(by_split)
         verdicts = sum((r.verdict_mix() for r in records), Counter())
         out = {
             "one_answer_share": one_answer_share(groups),
@@ -145,7 +146,7 @@ class HealthMonitor(TrainerCallback):
             "_closed": closed,
             "_agree": agree,
             "_eligible": eligible,
-            "_by_split": verified_majority_by_split(groups),
+            "_by_split": by_split,
             "_verdicts": verdicts,
         }
         if closed:
@@ -200,8 +201,8 @@ class HealthMonitor(TrainerCallback):
         agree = eligible = 0
         first = self.warmup if len(self.records) >= self.warmup + self.window else 0
         for n, by_split in enumerate(self._by_split[first:][::-1][: MAX_POOL * self.window], 1):
-            agree += sum(a for a, _ in by_split.values())
-            eligible += sum(e for _, e in by_split.values())
+            a, e = pooled(by_split)
+            agree, eligible = agree + a, eligible + e
             if n >= self.window and eligible >= self.thresholds.min_groups:
                 break
         return agree, eligible

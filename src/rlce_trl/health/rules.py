@@ -6,6 +6,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from .metrics import pooled
+
 
 # -- the rules ----------------------------------------------------------------------------------------------------
 @dataclass
@@ -194,12 +196,12 @@ def entrenchment_cusum(stream, reference: dict, t: HealthThresholds) -> float:
     across steps, so a few groups per step still add up, and healthy steps pull it back to 0. Comparing within a
     vote split keeps a policy that merely learns (more lopsided votes, which are right more often) from reading as
     entrenched."""
-    pooled = [sum(c[0] for c in reference.values()), sum(c[1] for c in reference.values())]
+    everyone = pooled(reference)
     on_disagree = math.log(t.entrenchment_alt / t.entrenchment_null)
 
     def on_agree(split) -> float:
         counts = reference.get(split, (0, 0))
-        d = _disagreement(*(counts if counts[1] >= MIN_SPLIT_GROUPS else pooled))
+        d = _disagreement(*(counts if counts[1] >= MIN_SPLIT_GROUPS else everyone))
         return math.log((1 - t.entrenchment_alt * d) / (1 - t.entrenchment_null * d))
 
     total = 0.0
@@ -225,7 +227,7 @@ def check_entrenchment(stream, reference: dict, t: HealthThresholds) -> Check:
     majority markedly less often than in the first steps, for groups whose votes split alike (the evidence only
     repeats the vote). `reference`: the reference's groups by vote split; the check reports their pooled
     verified-majority share as its reference."""
-    agree, eligible = sum(c[0] for c in reference.values()), sum(c[1] for c in reference.values())
+    agree, eligible = pooled(reference)
     value = entrenchment_cusum(stream, reference, t)
     threshold = entrenchment_threshold(eligible, t)
     return Check("entrenchment", "health/entrenchment_cusum", value, threshold, value >= threshold,
