@@ -168,7 +168,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         # Server verifiers and partners first: one that is down fails the run before any model loads.
         own_scorer = group_scorer is not None
         verifiers = VerifierFactory(args, model, verifier, peft_config=peft_config, own_scorer=own_scorer,
-                                    multimodal=dataset_sends_media(train_dataset))
+                                    multimodal=dataset_sends_media(train_dataset),
+                                    quantization_config=kwargs.get("quantization_config"))
         #: Prefix of the per-step metrics and name of the group reward: `rlce` for RLCE and its ablations, else the
         #: baseline's name.
         self.method_name = group_scorer.name if own_scorer else scorer_name(args.reward_method)

@@ -2,7 +2,9 @@
 (`transformers_backend`, `vlm_backend`) and the generators of `rlce-trl evaluate` and `sample` (`generators.py`):
 
 - `load_frozen_model` / `load_frozen_vlm`: a checkpoint as a frozen model (eval mode, no gradients, never ZeRO-3
-  sharded) with its tokenizer or processor;
+  sharded) with its tokenizer or processor; `from_pretrained` keyword arguments (`trust_remote_code`, `revision`,
+  `attn_implementation`, `quantization_config`, ...) reach the model load, and those that decide which tokenizer or
+  processor loads (`TOKENIZER_KWARGS`) reach that load too;
 - `eos_token_ids`: the tokens that end a reply (the generation config's and the tokenizer's);
 - `generate_kwargs`: `model.generate` settings of one `Sampling` (greedy, or sampled with temperature / top-p / top-k);
 - `evaluating`: eval mode for a model that may also be training, restored afterwards.
@@ -16,6 +18,17 @@ import contextlib
 
 from ..errors import InputError
 
+#: The `from_pretrained` keyword arguments that also decide which tokenizer or processor loads (its code, revision
+#: and where it comes from); the model-only ones (`attn_implementation`, `quantization_config`, `subfolder`, ...) stay
+#: with the model, as in TRL's own processor load.
+TOKENIZER_KWARGS = ("trust_remote_code", "revision", "cache_dir", "token", "local_files_only", "force_download",
+                    "proxies")
+
+
+def tokenizer_kwargs(kwargs: dict) -> dict:
+    """The entries of model `from_pretrained` keyword arguments that a tokenizer or processor load takes too."""
+    return {key: kwargs[key] for key in TOKENIZER_KWARGS if key in kwargs}
+
 
 def load_frozen_model(name_or_path: str, device=None, dtype=None, **kwargs):
     """Load a model and tokenizer as a frozen verifier: eval mode, no gradients, left padding.
@@ -26,18 +39,19 @@ def load_frozen_model(name_or_path: str, device=None, dtype=None, **kwargs):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     with _without_zero3_init():
-        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype or "auto", **kwargs)
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, padding_side="left")
+        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype or "auto", **_placed(kwargs, device))
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path, padding_side="left", **tokenizer_kwargs(kwargs))
     return _frozen(model, device), tokenizer
 
 
-def check_vision_language(name_or_path: str) -> None:
+def check_vision_language(name_or_path: str, **kwargs) -> None:
     """Raise [`InputError`] (before any weight loads) when the checkpoint's config is not a vision-language model's:
-    clips need one."""
+    clips need one. `kwargs`: the load's `from_pretrained` arguments (`trust_remote_code`, `revision`, ...)."""
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
-    config = AutoConfig.from_pretrained(name_or_path)
+    config = AutoConfig.from_pretrained(name_or_path, **tokenizer_kwargs(kwargs),
+                                        **({"subfolder": kwargs["subfolder"]} if "subfolder" in kwargs else {}))
     if config.model_type not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
         raise InputError(
             f"{name_or_path} is a text-only checkpoint ({config.model_type}), but the rows carry clips: pass a "
@@ -45,26 +59,34 @@ def check_vision_language(name_or_path: str) -> None:
         )
 
 
-def load_frozen_vlm(name_or_path: str, device=None, dtype=None):
+def load_frozen_vlm(name_or_path: str, device=None, dtype=None, **kwargs):
     """A vision-language model and its processor as a frozen verifier (eval mode, no gradients, never ZeRO-3
-    sharded: each rank scores its own groups)."""
+    sharded: each rank scores its own groups). `kwargs` reach `from_pretrained` as in [`load_frozen_model`]."""
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    check_vision_language(name_or_path)
+    check_vision_language(name_or_path, **kwargs)
     try:
-        processor = AutoProcessor.from_pretrained(name_or_path)
+        processor = AutoProcessor.from_pretrained(name_or_path, **tokenizer_kwargs(kwargs))
     except ImportError as error:  # transformers' video processors need torchvision
         raise ImportError(
             f"Loading the video processor of {name_or_path} failed ({error}). Video rows need torchvision next to "
             "torch: `pip install torchvision` (the build that matches your torch)."
         ) from error
     with _without_zero3_init():
-        model = AutoModelForImageTextToText.from_pretrained(name_or_path, dtype=dtype or "auto")
+        model = AutoModelForImageTextToText.from_pretrained(name_or_path, dtype=dtype or "auto",
+                                                            **_placed(kwargs, device))
     return _frozen(model, device), processor
 
 
+def _placed(kwargs: dict, device) -> dict:
+    """A quantized model is placed on `device` while it loads (`device_map`): it cannot be moved afterwards."""
+    if device is not None and kwargs.get("quantization_config") is not None:
+        return {**kwargs, "device_map": {"": device}}
+    return kwargs
+
+
 def _frozen(model, device):
-    if device is not None:
+    if device is not None and not getattr(model, "is_quantized", False):
         model.to(device)
     model.eval()
     model.requires_grad_(False)

@@ -13,6 +13,10 @@
    process; a vision-language policy's verifier sees the clips), the [`CalibratedVerifier`] wrapper
    (`rlce_verdict_calibration_file`) and the frozen partner (`partner_model_name_or_path`). The verifier is never the
    policy's generation engine, which receives the trained weights.
+
+Every checkpoint loaded here takes the policy's `model_init_kwargs` that decide which weights and code load
+([`checkpoint_kwargs`]: `trust_remote_code`, `attn_implementation`, `quantization_config`, `revision`, ...), so the
+verifier is the model TRL loads as the policy; `dtype` and device placement stay the verifier's own.
 """
 
 from __future__ import annotations
@@ -28,6 +32,26 @@ from .from_config import frozen_verifier, remote_verifier
 from .partner import server_partner
 
 logger = logging.getLogger(__name__)
+
+#: `model_init_kwargs` entries about placement, not about which model loads: the verifier keeps its own.
+PLACEMENT_KWARGS = ("dtype", "torch_dtype", "device_map")
+#: Entries that name a place inside the policy's own repository: they reach loads of the policy's checkpoint only,
+#: not a separately named verifier or partner checkpoint.
+POLICY_REPO_KWARGS = ("revision", "subfolder")
+
+
+def checkpoint_kwargs(args, *, policy_checkpoint: bool, quantization_config=None) -> dict:
+    """The `from_pretrained` keyword arguments of a frozen checkpoint the trainer loads: `args.model_init_kwargs`
+    without placement (`dtype`, `device_map`), `trust_remote_code` defaulting to `args.trust_remote_code` and the
+    trainer's `quantization_config` argument, as TRL loads the policy and its reference model. `revision` and
+    `subfolder` only when the checkpoint is the policy's own (`policy_checkpoint`)."""
+    kwargs = {k: v for k, v in (args.model_init_kwargs or {}).items() if k not in PLACEMENT_KWARGS}
+    kwargs.setdefault("trust_remote_code", args.trust_remote_code)
+    if quantization_config is not None:
+        kwargs.setdefault("quantization_config", quantization_config)
+    if not policy_checkpoint:
+        kwargs = {k: v for k, v in kwargs.items() if k not in POLICY_REPO_KWARGS}
+    return kwargs
 
 
 class NoVerifier(Verifier):
@@ -50,17 +74,22 @@ class VerifierFactory:
         own_scorer: a `group_scorer` was passed: no verifier is built for it (pass `verifier=` when it uses one).
         multimodal: whether a server verifier may be sent clips (`verifiers.sizing.dataset_sends_media`); a text-only
             one is started with image and video inputs off.
+        quantization_config: the trainer's `quantization_config` argument (the policy's), for the frozen copies.
     """
 
     def __init__(self, args, model, verifier: Verifier | None = None, *, peft_config=None, own_scorer: bool = False,
-                 multimodal: bool = True):
+                 multimodal: bool = True, quantization_config=None):
         self.args, self.model = args, model
+        self.quantization_config = quantization_config
         if own_scorer and verifier is None:
             verifier = NoVerifier()
         if verifier is None and args.verifier_mode != "transformers":
             initial = model if isinstance(model, str) else model.config._name_or_path
             source = args.verifier_model_name_or_path or initial
-            verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")), multimodal=multimodal)
+            load = checkpoint_kwargs(args, policy_checkpoint=source == initial,
+                                     quantization_config=quantization_config)
+            verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")), multimodal=multimodal,
+                                       load_kwargs=load)
         self.verifier = verifier
         self.partner: Verifier | None = server_partner(args) if args.partner_mode == "server" else None
         # A model given in memory without a checkpoint on disk or the Hub: keep an untouched copy as verifier.
@@ -72,8 +101,8 @@ class VerifierFactory:
     def build(self, trainer) -> tuple[Verifier, Verifier | None]:
         """The trainer's `(verifier, partner)`, once `GRPOTrainer.__init__` has loaded the policy."""
         args = self.args
-        verifier = self.verifier if self.verifier is not None else in_process_verifier(trainer, self.model,
-                                                                                        self.initial_model)
+        verifier = self.verifier if self.verifier is not None else in_process_verifier(
+            trainer, self.model, self.initial_model, self.quantization_config)
         self.initial_model = None
         if args.rlce_verdict_calibration_file:  # opt-in, label-light: verdicts read through a fitted calibration
             from .calibrated import CalibratedVerifier, VerdictCalibration
@@ -81,27 +110,40 @@ class VerifierFactory:
             verifier = CalibratedVerifier(verifier, VerdictCalibration.load(args.rlce_verdict_calibration_file))
         partner = self.partner
         if partner is None and args.partner_model_name_or_path is not None:  # loaded once, like the verifier
+            own = args.partner_model_name_or_path == _policy_source(trainer, self.model)
             partner = frozen_verifier(args.partner_model_name_or_path, vision_language=trainer._is_vlm,
                                       device=trainer.accelerator.device,
                                       dtype=(args.model_init_kwargs or {}).get("dtype", "auto"),
-                                      batch_size=args.verifier_batch_size)
+                                      batch_size=args.verifier_batch_size,
+                                      **checkpoint_kwargs(args, policy_checkpoint=own,
+                                                          quantization_config=self.quantization_config))
         return verifier, partner
 
 
-def in_process_verifier(trainer, model_arg, initial_model=None) -> Verifier:
+def _policy_source(trainer, model_arg) -> str:
+    """The checkpoint the policy was loaded from (the trainer's `model` argument, or the model's own name)."""
+    if isinstance(model_arg, str):
+        return model_arg
+    return trainer.accelerator.unwrap_model(trainer.model).config._name_or_path
+
+
+def in_process_verifier(trainer, model_arg, initial_model=None, quantization_config=None) -> Verifier:
     """`verifier_mode="transformers"`: the named verifier model, else the initial model, reusing what the trainer
     already holds (the PEFT base model, the reference model; not under FSDP or ZeRO-3, whose shards cannot score on
     their own), else `initial_model` (an in-memory copy), else a frozen copy of the initial checkpoint. A
     vision-language policy gets a [`VisionLanguageVerifier`] with the policy's processor, a text policy a
-    [`TransformersVerifier`] with its tokenizer."""
+    [`TransformersVerifier`] with its tokenizer. A checkpoint loaded here takes [`checkpoint_kwargs`]."""
     args, device, size = trainer.args, trainer.accelerator.device, trainer.args.verifier_batch_size
     dtype = (args.model_init_kwargs or {}).get("dtype", "auto")
     vlm = trainer._is_vlm
     what = "vision-language model" if vlm else "model"
+    source = _policy_source(trainer, model_arg)
     if args.verifier_model_name_or_path is not None:
         logger.info("RLCE verifier: frozen %s %s.", what, args.verifier_model_name_or_path)
+        own = args.verifier_model_name_or_path == source
         return frozen_verifier(args.verifier_model_name_or_path, vision_language=vlm, device=device, dtype=dtype,
-                               batch_size=size)
+                               batch_size=size, **checkpoint_kwargs(args, policy_checkpoint=own,
+                                                                    quantization_config=quantization_config))
     if vlm:
         from .vlm_backend import VisionLanguageVerifier as backend
 
@@ -123,10 +165,10 @@ def in_process_verifier(trainer, model_arg, initial_model=None) -> Verifier:
     if initial_model is not None:
         logger.info("RLCE verifier: a frozen in-memory copy of the initial %s.", what)
         return backend(initial_model.to(device), reader, size)
-    source = model_arg if isinstance(model_arg, str) else policy.config._name_or_path
     logger.info("RLCE verifier: frozen copy of %s (%s) loaded on %s.", source, what, device)
+    load = checkpoint_kwargs(args, policy_checkpoint=True, quantization_config=quantization_config)
     if vlm:  # read with the policy's own processor
         from ..generation.hf import load_frozen_vlm
 
-        return backend(load_frozen_vlm(source, device, dtype)[0], reader, size)
-    return frozen_verifier(source, device=device, dtype=dtype, batch_size=size)
+        return backend(load_frozen_vlm(source, device, dtype, **load)[0], reader, size)
+    return frozen_verifier(source, device=device, dtype=dtype, batch_size=size, **load)

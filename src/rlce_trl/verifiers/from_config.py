@@ -10,20 +10,21 @@ from .base import Verifier
 
 
 def frozen_verifier(path: str, *, vision_language: bool = False, device=None, dtype=None,
-                    batch_size: int = 16) -> Verifier:
+                    batch_size: int = 16, **load_kwargs) -> Verifier:
     """A frozen checkpoint as a transformers verifier: a vision-language model that sees the requests' clips when
     `vision_language`, else a text model (the verifier's own checkpoint, a co-evolution partner, the frozen models
-    of a co-evolution data build)."""
+    of a co-evolution data build). `load_kwargs` reach `from_pretrained` (`trust_remote_code`, `revision`, ...; see
+    [`~rlce_trl.verifiers.factory.checkpoint_kwargs`])."""
     if vision_language:
         from ..generation.hf import load_frozen_vlm
         from .vlm_backend import VisionLanguageVerifier
 
-        model, processor = load_frozen_vlm(path, device, dtype)
+        model, processor = load_frozen_vlm(path, device, dtype, **load_kwargs)
         return VisionLanguageVerifier(model, processor, batch_size)
     from ..generation.hf import load_frozen_model
     from .transformers_backend import TransformersVerifier
 
-    model, tokenizer = load_frozen_model(path, device=device, dtype=dtype)
+    model, tokenizer = load_frozen_model(path, device=device, dtype=dtype, **load_kwargs)
     return TransformersVerifier(model, tokenizer, batch_size)
 
 
@@ -39,12 +40,23 @@ def client_settings(args) -> dict:
     )
 
 
-def remote_verifier(args, model_source: str, local_rank: int, *, multimodal: bool = True) -> Verifier:
+def vllm_checkpoint_args(load_kwargs: dict) -> list[str]:
+    """The vLLM server arguments for the `from_pretrained` keyword arguments that decide which model and code load
+    (`trust_remote_code`, `revision`; the tokenizer's revision follows the model's)."""
+    args = ["--trust-remote-code"] if load_kwargs.get("trust_remote_code") else []
+    if load_kwargs.get("revision"):
+        args += ["--revision", str(load_kwargs["revision"]), "--tokenizer-revision", str(load_kwargs["revision"])]
+    return args
+
+
+def remote_verifier(args, model_source: str, local_rank: int, *, multimodal: bool = True,
+                    load_kwargs: dict | None = None) -> Verifier:
     """`verifier_mode="server"`: a client of the URLs in `args`. `verifier_mode="colocate"`: a vLLM server process
     on this rank's GPU serving `model_source` (the initial checkpoint), and its client. Every process builds its
     own: with the trainer's group ownership each process sends only the groups it scores. The server is sized for
     its requests (`sizing`: context length, sequences per stage); `multimodal=False` (a text recipe) turns its image
-    and video inputs off. `verifier_vllm_args` come last and win."""
+    and video inputs off; `load_kwargs` (`trust_remote_code`, `revision`) reach its model load. `verifier_vllm_args`
+    come last and win."""
     client = client_settings(args)
     if args.verifier_mode == "server":
         from .server import ServerVerifier
@@ -64,7 +76,8 @@ def remote_verifier(args, model_source: str, local_rank: int, *, multimodal: boo
             max_model_len=verifier_max_model_length(args),
             max_num_seqs=verifier_max_num_seqs(args),
             enable_sleep_mode=args.verifier_enable_sleep_mode,
-            extra_args=[*([] if multimodal else text_only_args()), *shlex.split(args.verifier_vllm_args)],
+            extra_args=[*vllm_checkpoint_args(load_kwargs or {}), *([] if multimodal else text_only_args()),
+                        *shlex.split(args.verifier_vllm_args)],
             startup_timeout_s=args.verifier_startup_timeout,
         )
         return ColocatedVLLMVerifier(process, sleep_between_calls=args.verifier_enable_sleep_mode, **client)
