@@ -126,9 +126,10 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
        `reward_funcs` the same way.
     3. **Frozen verifier.** `verifier`, or one built from `args` by
        [`~rlce_trl.verifiers.factory.VerifierFactory`]: the model `args.verifier_model_name_or_path`, else the
-       initial checkpoint: the PEFT base model with the adapter disabled, the reference model (`beta > 0`), or a
-       separate frozen copy loaded once per process. Never the policy's generation engine, which receives the
-       trained weights.
+       initial checkpoint: the PEFT base model with the adapter disabled, the reference model (`beta > 0`, unless
+       `sync_ref_model=True`: TRL mixes the policy into it), or a separate frozen copy loaded once per process, with
+       the policy's `model_init_kwargs` that decide which weights and code load (not its `dtype` or placement).
+       Never the policy's generation engine, which receives the trained weights.
     4. **Logging.** `rlce/*` metrics per step (distinct answers per group, tests built and validated, verdict
        fractions, tie rates, fraction of groups with a verified answer, verifier calls, tokens and seconds) and
        `rlce_*` columns in the completions table.

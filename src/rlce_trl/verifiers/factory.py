@@ -9,10 +9,11 @@
    and a co-located vLLM server profiles GPU memory before TRL's own engine takes its share.
 2. `factory.build(trainer)`, once the trainer holds its policy: the in-process verifier (`verifier_mode=
    "transformers"`: the named verifier model, else the initial model: the PEFT base model with the adapter disabled,
-   the reference model when `beta > 0`, the in-memory copy, or a frozen copy of the initial checkpoint loaded once per
-   process; a vision-language policy's verifier sees the clips), the [`CalibratedVerifier`] wrapper
-   (`rlce_verdict_calibration_file`) and the frozen partner (`partner_model_name_or_path`). The verifier is never the
-   policy's generation engine, which receives the trained weights.
+   the reference model when `beta > 0` (not with `sync_ref_model`, which moves it), the in-memory copy, or a frozen
+   copy of the initial checkpoint loaded once per process; a vision-language policy's verifier sees the clips), the
+   [`CalibratedVerifier`] wrapper (`rlce_verdict_calibration_file`) and the frozen partner
+   (`partner_model_name_or_path`). The verifier is never the policy's generation engine, which receives the trained
+   weights, nor a model that TRL writes into.
 
 Every checkpoint loaded here takes the policy's `model_init_kwargs` that decide which weights and code load
 ([`checkpoint_kwargs`]: `trust_remote_code`, `attn_implementation`, `quantization_config`, `revision`, ...), so the
@@ -130,7 +131,9 @@ def _policy_source(trainer, model_arg) -> str:
 def in_process_verifier(trainer, model_arg, initial_model=None, quantization_config=None) -> Verifier:
     """`verifier_mode="transformers"`: the named verifier model, else the initial model, reusing what the trainer
     already holds (the PEFT base model, the reference model; not under FSDP or ZeRO-3, whose shards cannot score on
-    their own), else `initial_model` (an in-memory copy), else a frozen copy of the initial checkpoint. A
+    their own, and not the reference model with `sync_ref_model=True`: TRL's `SyncRefModelCallback` mixes the policy
+    into it every `ref_model_sync_steps`), else `initial_model` (an in-memory copy), else a frozen copy of the initial
+    checkpoint. A
     vision-language policy gets a [`VisionLanguageVerifier`] with the policy's processor, a text policy a
     [`TransformersVerifier`] with its tokenizer. A checkpoint loaded here takes [`checkpoint_kwargs`]."""
     args, device, size = trainer.args, trainer.accelerator.device, trainer.args.verifier_batch_size
@@ -159,7 +162,7 @@ def in_process_verifier(trainer, model_arg, initial_model=None, quantization_con
     if hasattr(policy, "disable_adapter") and hasattr(policy, "peft_config") and not sharded:
         logger.info("RLCE verifier: the PEFT base %s with the adapter disabled.", what)
         return backend(policy, reader, size, policy.disable_adapter)
-    if trainer.ref_model is not None and not sharded:
+    if trainer.ref_model is not None and not sharded and not args.sync_ref_model:
         logger.info("RLCE verifier: the trainer's frozen reference %s.", what)
         return backend(trainer.accelerator.unwrap_model(trainer.ref_model), reader, size, torch.no_grad)
     if initial_model is not None:
