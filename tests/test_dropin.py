@@ -3,8 +3,12 @@ TRL moves (`sync_ref_model`), rows whose prompt an environment supplies (`enviro
 TRL gives when every reward function returned None."""
 
 
+import logging
+
+import pytest
 import torch
 from datasets import Dataset
+from fakes import ScriptedVerifier
 from testing_utils import preference_rows, tiny_grpo_args
 from transformers import AutoModelForCausalLM
 
@@ -32,3 +36,34 @@ def test_without_sync_the_reference_model_is_reused_as_the_verifier(tiny_model_d
     args = tiny_grpo_args(tmp_path / "out", beta=0.1)
     trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=Dataset.from_list(preference_rows(16)))
     assert trainer.verifier.model is trainer.ref_model  # no second copy when nothing writes into it
+
+
+def always_none(completions, **kwargs):
+    return [None] * len(completions)
+
+
+def always_one(completions, **kwargs):
+    return [1.0] * len(completions)
+
+
+def train_with(reward_funcs, tiny_model_dir, tmp_path, caplog):
+    args = tiny_grpo_args(tmp_path / "out", max_steps=1)
+    trainer = RLCEGRPOTrainer(model=tiny_model_dir, reward_funcs=reward_funcs, args=args,
+                              train_dataset=Dataset.from_list(preference_rows(16)),
+                              verifier=ScriptedVerifier(lambda request: "yes"))
+    with caplog.at_level(logging.WARNING, logger="rlce_trl.trainer"):
+        trainer.train()
+    return trainer
+
+
+def test_a_warning_when_all_your_reward_functions_returned_none(tiny_model_dir, tmp_path, caplog):
+    """TRL's "All reward functions returned None" cannot fire (rlce_format always returns a number); the trainer says
+    the same about your own reward functions, naming the sample."""
+    train_with(always_none, tiny_model_dir, tmp_path, caplog)
+    assert "All your reward functions returned None for the following kwargs" in caplog.text
+    assert "'prompt':" in caplog.text and "'completion':" in caplog.text and "'answer_options':" in caplog.text
+
+
+def test_no_warning_when_one_of_yours_scores(tiny_model_dir, tmp_path, caplog):
+    train_with([always_none, always_one], tiny_model_dir, tmp_path, caplog)
+    assert "returned None" not in caplog.text

@@ -30,6 +30,8 @@ logger = logging.getLogger(__name__)
 SCORER_STATE_FILE = "rlce_scorer_state.json"
 #: The per-completion input column that carries the group reward from `_calculate_rewards` to [`_GroupReward`].
 GROUP_REWARD_COLUMN = "rlce_group_reward"
+#: The package's own reward functions, always the first two (a baseline's scorer renames the group reward).
+RLCE_REWARD_NAMES = ("rlce_verified", "rlce_format")
 
 
 class _GroupReward:
@@ -137,6 +139,14 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
        every log-probability forward and the verifier's requests; unsupported combinations raise.
     6. **State across steps** (the static tests of `rlce_mode="static"`) is shared across processes and saved with
        every checkpoint (`rlce_scorer_state.json`), so a resumed run reuses it.
+    7. **Differences from `GRPOTrainer` that stay** (the rest, `docs/drop-in.md`):
+       - there is always a reward source (the two RLCE rewards), so `reward_funcs` may be omitted and TRL's "No
+         reward source provided" error cannot occur;
+       - `reward_processing_classes` you pass belong to your `reward_funcs`; the trainer puts two `None`s before them
+         for its own reward functions, so `self.reward_processing_classes` is two longer than yours;
+       - TRL's warning "All reward functions returned None" cannot fire, because `rlce_format` always returns a
+         number; the trainer gives the equivalent warning ("All your reward functions returned None ...") when every
+         one of your own reward sources (`reward_funcs`, an environment's `get_reward`) returned None for a sample.
     """
 
     _tag_names = ["trl", "grpo", "rlce"]
@@ -286,7 +296,25 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             records = [self.evidence.record(group, result, gid, step, mode, self.group_scorer)
                        for group, result, gid in zip(groups, results, ids, strict=True)]
             self.evidence.write(records, self.state.global_step)
-        return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._warn_user_rewards_all_none(rewards_per_func[start : start + len(prompts)], inputs, prompts, completions)
+        return rewards_per_func
+
+    def _warn_user_rewards_all_none(self, local_rewards, inputs, prompts, completions) -> None:
+        """TRL's "All reward functions returned None" warning, for your own reward sources (`reward_funcs`, an
+        environment's `get_reward`): TRL's cannot fire, since `rlce_format` always returns a number."""
+        yours = local_rewards[:, len(RLCE_REWARD_NAMES):]
+        if yours.shape[1] == 0:
+            return
+        unscored = torch.isnan(yours).all(dim=1).nonzero()
+        if len(unscored):
+            row = int(unscored[0, 0])
+            shown = {k: v for k, v in inputs[row].items() if k not in ("prompt", "completion", "completion_ids")
+                     and not k.startswith("rlce_")}
+            shown.update(prompt=prompts[row], completion=completions[row])
+            logger.warning(
+                "All your reward functions returned None for the following kwargs:\n%s\nThe RLCE rewards still score "
+                "it; ensure that at least one of your reward functions returns a valid reward.", shown)
 
     def _score_own_groups(self, groups) -> RankReport:
         """Score the groups this process owns (`g % num_processes == rank`). A verifier outage or a scorer bug is
