@@ -5,7 +5,6 @@ TRL gives when every reward function returned None."""
 
 import logging
 
-import pytest
 import torch
 from datasets import Dataset
 from fakes import ScriptedVerifier
