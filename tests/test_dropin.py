@@ -5,10 +5,11 @@ TRL gives when every reward function returned None."""
 
 import logging
 
+import pytest
 import torch
 from datasets import Dataset
 from fakes import ScriptedVerifier
-from testing_utils import preference_rows, tiny_grpo_args
+from testing_utils import build_tool_chat_model, preference_rows, tiny_grpo_args
 from transformers import AutoModelForCausalLM
 
 from rlce_trl import RLCEGRPOTrainer
@@ -66,3 +67,114 @@ def test_a_warning_when_all_your_reward_functions_returned_none(tiny_model_dir, 
 def test_no_warning_when_one_of_yours_scores(tiny_model_dir, tmp_path, caplog):
     train_with([always_none, always_one], tiny_model_dir, tmp_path, caplog)
     assert "returned None" not in caplog.text
+
+
+# -- environments (TRL's `environment_factory`) -----------------------------------------------------------------------
+class CounterEnvironment:
+    def reset(self, **kwargs):
+        RESETS.append(("counter", kwargs))
+        return "the user likes food"
+
+    def increment(self, step: int) -> int:
+        """
+        Increment the internal counter.
+
+        Args:
+            step: Value to add to the counter.
+
+        Returns:
+            The updated counter value.
+        """
+        return step
+
+
+class EchoEnvironment:
+    def reset(self, **kwargs):
+        RESETS.append(("echo", kwargs))
+        return "the user said no"
+
+    def shout(self, text: str) -> str:
+        """
+        Shout the given text.
+
+        Args:
+            text: Text to shout.
+
+        Returns:
+            The text in upper case.
+        """
+        return text.upper()
+
+
+class DriftingEnvironment(EchoEnvironment):
+    """Every instance supplies its own prompt: the rollouts of one row answer different questions."""
+
+    count = 0
+
+    def reset(self, **kwargs):
+        DriftingEnvironment.count += 1
+        return f"question {DriftingEnvironment.count}"
+
+
+RESETS: list = []
+
+
+@pytest.fixture(scope="module")
+def tool_model(tmp_path_factory):
+    return str(build_tool_chat_model(tmp_path_factory.mktemp("tool-model")))
+
+
+def environment_trainer(tool_model, tmp_path, environment_factory, rows, verifier):
+    from testing_utils import scripted_generate
+
+    args = tiny_grpo_args(tmp_path / "out", per_device_train_batch_size=4, num_generations=2, max_steps=1,
+                          shuffle_dataset=False, max_completion_length=16)
+    trainer = RLCEGRPOTrainer(model=tool_model, args=args, train_dataset=Dataset.from_dict(rows),
+                              environment_factory=environment_factory, verifier=verifier)
+    trainer.model.generate = scripted_generate(trainer.model, trainer.processing_class,
+                                               ["\\boxed{yes}", "\\boxed{no}"])
+    return trainer
+
+
+def test_rows_whose_prompt_an_environment_supplies_are_trained_and_scored(tool_model, tmp_path):
+    """TRL's multi-environment rows hold only `environment`; each rollout's `reset()` supplies the prompt. RLCE scores
+    the groups with that prompt as the context the verifier reads."""
+    RESETS.clear()
+    verifier = ScriptedVerifier(lambda request: "yes")
+    trainer = environment_trainer(tool_model, tmp_path, {"counter": CounterEnvironment, "echo": EchoEnvironment},
+                                  {"environment": ["counter", "echo"] * 4}, verifier)
+    trainer.train()
+
+    assert {name for name, _ in RESETS} == {"counter", "echo"}
+    assert all("environment" not in kwargs for _, kwargs in RESETS)
+    contexts = " ".join(m["content"] for batch in verifier.batches for r in batch for m in r.messages)
+    assert "the user likes food" in contexts and "the user said no" in contexts  # reset() supplied the context
+    logged = [e for e in trainer.state.log_history if "rlce/distinct_answers_mean" in e]
+    assert logged and logged[0]["rlce/distinct_answers_mean"] == 2 and logged[0]["rlce/verifier_calls"] > 0
+
+
+def test_rows_without_a_prompt_fail_at_once_without_an_environment(tool_model, tmp_path):
+    from rlce_trl.errors import InputError
+
+    with pytest.raises(InputError, match="no `prompt` field"):
+        RLCEGRPOTrainer(model="never/loaded", args=tiny_grpo_args(tmp_path / "out"),
+                        train_dataset=Dataset.from_dict({"environment": ["counter", "echo"] * 4}))
+
+
+def test_an_environment_that_gives_one_rows_rollouts_different_prompts_is_named(tool_model, tmp_path):
+    from rlce_trl.errors import InputError
+
+    trainer = environment_trainer(tool_model, tmp_path, DriftingEnvironment, {"seed": [0, 1, 2, 3] * 2},
+                                  ScriptedVerifier(lambda request: "yes"))
+    with pytest.raises(InputError, match=r"reset\(\) gave the 2 rollouts of one row different prompts"):
+        trainer.train()
+
+
+def test_the_text_of_a_tool_calling_completion_is_the_assistants_turns():
+    from rlce_trl.data.prompts import completion_text
+
+    call = {"type": "function", "function": {"name": "increment", "arguments": {"step": 1}}}
+    completion = [{"role": "assistant", "content": None, "tool_calls": [call]},
+                  {"role": "tool", "name": "increment", "content": "1"},
+                  {"role": "assistant", "content": [{"type": "text", "text": "so \\boxed{1}"}]}]
+    assert completion_text(completion) == "so \\boxed{1}"

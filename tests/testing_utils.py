@@ -346,3 +346,32 @@ def make_video(path, seconds, fps=10, width=64, height=48):
         for packet in stream.encode():
             container.mux(packet)
     return path
+
+
+def build_tool_chat_model(directory: Path) -> Path:
+    """[`build_tiny_chat_model`] with TRL's Qwen3 chat template, which renders tool calls and which TRL knows how to
+    parse: what TRL's `tools` and `environment_factory` need of a tokenizer."""
+    from transformers import AutoTokenizer
+    from trl.chat_template_utils import qwen3_chat_template
+
+    build_tiny_chat_model(directory)
+    tokenizer = AutoTokenizer.from_pretrained(directory)
+    tokenizer.chat_template = qwen3_chat_template
+    tokenizer.save_pretrained(directory)
+    return Path(directory)
+
+
+def scripted_generate(model, tokenizer, texts: list[str]):
+    """A stand-in for `model.generate` (a fake: a random tiny model writes no answers): row i of each batch gets
+    `texts[i % len(texts)]` and the end token, so rollout groups hold the answers a test needs."""
+    import torch
+
+    def generate(input_ids, **kwargs):
+        rows = [tokenizer.encode(texts[i % len(texts)], add_special_tokens=False) + [tokenizer.eos_token_id]
+                for i in range(input_ids.shape[0])]
+        width = max(len(row) for row in rows)
+        pad = tokenizer.pad_token_id
+        tail = torch.tensor([row + [pad] * (width - len(row)) for row in rows], device=input_ids.device)
+        return torch.cat([input_ids, tail], dim=-1)
+
+    return generate

@@ -15,6 +15,8 @@ from .audit import EVIDENCE_FILE, EvidenceRecorder
 from .config import RLCEGRPOConfig
 from .data.checks import check_datasets
 from .data.prompts import completion_text
+from .errors import InputError
+from .evidence.prompts import render_context
 from .health import HealthMonitor, HealthThresholds
 from .methods import build_scorer, method_hook, scorer_name
 from .model_card import PAPER
@@ -71,6 +73,22 @@ class RankReport:
     failure: str | None = None
     #: The failure is a scorer returning the wrong number of results (a RuntimeError, not a verifier outage).
     scorer_bug: bool = False
+
+
+def check_environment_prompts(prompts: list, num_generations: int) -> None:
+    """With TRL's `environment_factory` each rollout's `reset()` supplies (part of) its prompt. RLCE compares the G
+    answers of a row to one prompt, so the G rollouts of a row must have got the same one; raise [`InputError`]
+    naming the first group where they did not."""
+    for start in range(0, len(prompts), num_generations):
+        group = prompts[start : start + num_generations]
+        other = next((p for p in group if p != group[0]), None)
+        if other is not None:
+            raise InputError(
+                f"environment_factory: reset() gave the {num_generations} rollouts of one row different prompts "
+                f"({render_context(group[0])[-80:]!r} vs {render_context(other)[-80:]!r}); RLCE compares a row's "
+                "answers to one prompt: make reset() return the same observation for every rollout of a row (derive "
+                "it from the row's fields, e.g. a seed column)."
+            )
 
 
 def _checked_args(model, args) -> RLCEGRPOConfig:
@@ -137,9 +155,14 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
        `rlce_*` columns in the completions table.
     5. **Video** (`args.video_input`, [`~rlce_trl.trainer_video.VideoGRPOMixin`]): a row's clip reaches generation,
        every log-probability forward and the verifier's requests; unsupported combinations raise.
-    6. **State across steps** (the static tests of `rlce_mode="static"`) is shared across processes and saved with
+    6. **Tools and environments** (`tools=`, `environment_factory=`, TRL's arguments) work as in `GRPOTrainer`. A row
+       may then have no `prompt`: the environment's `reset()` supplies it, and the groups are scored with that prompt
+       as the verifier's context. The G rollouts of a row must get the same prompt from `reset()` (RLCE compares
+       answers to one question), else the step raises naming the row's two prompts. The verifier reads the
+       assistant's turns of a tool-calling completion, not the tool results.
+    7. **State across steps** (the static tests of `rlce_mode="static"`) is shared across processes and saved with
        every checkpoint (`rlce_scorer_state.json`), so a resumed run reuses it.
-    7. **Differences from `GRPOTrainer` that stay** (the rest, `docs/drop-in.md`):
+    8. **Differences from `GRPOTrainer` that stay** (the rest, `docs/drop-in.md`):
        - there is always a reward source (the two RLCE rewards), so `reward_funcs` may be omitted and TRL's "No
          reward source provided" error cannot occur;
        - `reward_processing_classes` you pass belong to your `reward_funcs`; the trainer puts two `None`s before them
@@ -170,7 +193,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         **kwargs,
     ):
         args = _checked_args(model, args)
-        check_datasets(train_dataset, eval_dataset, args.rlce_labels_column, args)  # bad rows, too few: fail here
+        check_datasets(train_dataset, eval_dataset, args.rlce_labels_column, args,  # bad rows, too few: fail here
+                       environments=kwargs.get("environment_factory") is not None)
         user_funcs, user_weights = _user_rewards(reward_funcs, args)
         if reward_processing_classes is not None:  # they belong to your reward_funcs, after the two RLCE ones
             reward_processing_classes = [None, None, *_as_list(reward_processing_classes)]
@@ -254,6 +278,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         ]
         batch = gather_object(local)
         rows, texts, labels, questions, extra = (list(column) for column in zip(*batch, strict=True))
+        if getattr(self, "environment_factories", None) is not None:
+            check_environment_prompts(rows, num_generations)
         groups = build_groups(rows, texts, labels, num_generations, questions, extra if wanted else None)
 
         # 2. Each group scored once, by process g % world; every process reports to every other.

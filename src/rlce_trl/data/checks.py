@@ -4,7 +4,9 @@ row fails at once with its index and the fix instead of deep inside TRL or the e
 A row must have a `prompt`: a non-empty string, or a non-empty list of messages `{"role": str, "content": ...}` whose
 content is a string or a list of content parts (`{"type": "text", "text": ...}`, `{"type": "video"}`, ...), with some
 text or media in it. The labels column (`answer_options` by default), when present and not empty, must be a list of
-non-empty strings; missing, `None` or `[]` means free text.
+non-empty strings; missing, `None` or `[]` means free text. With TRL's `environment_factory` a row may have no
+`prompt` (the environment's `reset()` supplies it; a multi-environment row holds only its `environment` field); a
+`prompt` it has is checked as above.
 """
 
 from __future__ import annotations
@@ -60,13 +62,15 @@ def labels_problem(labels) -> str | None:
     return None
 
 
-def row_problems(row, labels_column: str | None = "answer_options", required: Iterable[str] = ()) -> list[str]:
-    """Every problem of one row."""
+def row_problems(row, labels_column: str | None = "answer_options", required: Iterable[str] = (),
+                 prompt_optional: bool = False) -> list[str]:
+    """Every problem of one row. `prompt_optional`: an environment supplies the prompt (`environment_factory`)."""
     if not isinstance(row, dict):
         return [f"the row is a {type(row).__name__}, not an object"]
     problems = [f"no `{name}` field" for name in required if name not in row]
     if "prompt" not in row:
-        problems.append("no `prompt` field")
+        if not prompt_optional:
+            problems.append("no `prompt` field")
     else:
         problem = prompt_problem(row["prompt"])
         if problem:
@@ -80,16 +84,17 @@ def row_problems(row, labels_column: str | None = "answer_options", required: It
 
 def check_rows(
     rows: Iterable, where: str = "dataset", labels_column: str | None = "answer_options",
-    required: Iterable[str] = (), fix: str | None = None,
+    required: Iterable[str] = (), fix: str | None = None, prompt_optional: bool = False,
 ) -> None:
     """Raise [`InputError`] naming the first bad rows (index and problem) and the fix; silent when every row is
-    usable. `rows`: dicts, or a `datasets.Dataset` (an `IterableDataset` is not read: it cannot be rewound)."""
+    usable. `rows`: dicts, or a `datasets.Dataset` (an `IterableDataset` is not read: it cannot be rewound).
+    `prompt_optional`: an environment supplies the prompt, so a row without one is usable."""
     if type(rows).__name__ == "IterableDataset":
         return
     required = tuple(required)
     found, count = [], 0
     for index, row in enumerate(rows):
-        problems = row_problems(row, labels_column, required)
+        problems = row_problems(row, labels_column, required, prompt_optional)
         if problems:
             count += 1
             if len(found) < MAX_REPORTED:
@@ -102,17 +107,19 @@ def check_rows(
 
 
 def check_datasets(train_dataset, eval_dataset=None, labels_column: str | None = "answer_options",
-                   args=None) -> None:
+                   args=None, environments: bool = False) -> None:
     """[`check_rows`] on a trainer's datasets (`eval_dataset` may be a dict of datasets, as TRL allows); with the
-    trainer's `args`, also [`check_one_batch`] on the training set."""
+    trainer's `args`, also [`check_one_batch`] on the training set. `environments`: the trainer has an
+    `environment_factory`, whose `reset()` supplies the prompt of a row without one."""
     if train_dataset is not None:
-        check_rows(train_dataset, "train_dataset", labels_column)
+        check_rows(train_dataset, "train_dataset", labels_column, prompt_optional=environments)
         if args is not None and hasattr(train_dataset, "__len__"):
             check_one_batch(len(train_dataset), args)
     evals = eval_dataset if isinstance(eval_dataset, dict) else {"": eval_dataset}
     for name, dataset in evals.items():
         if dataset is not None:
-            check_rows(dataset, f"eval_dataset{f'[{name!r}]' if name else ''}", labels_column)
+            check_rows(dataset, f"eval_dataset{f'[{name!r}]' if name else ''}", labels_column,
+                       prompt_optional=environments)
 
 
 def check_one_batch(prompts: int, args) -> None:

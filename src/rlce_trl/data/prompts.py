@@ -12,7 +12,17 @@ SOLVER_SYSTEM_PROMPT = (
 
 
 def completion_text(completion) -> str:
-    """The text of a completion, standard (`str`) or conversational (list of messages)."""
+    """The text of a completion, standard (`str`) or conversational (list of messages): the assistant's turns, without
+    tool results (a turn that only calls a tool has empty or no content; a content-parts list gives its text)."""
     if isinstance(completion, str):
         return completion
-    return "".join(m["content"] for m in completion if m.get("role", "assistant") == "assistant")
+    return "".join(_text(m.get("content")) for m in completion if m.get("role", "assistant") == "assistant")
+
+
+def _text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        parts = [part for part in content if isinstance(part, dict) and part.get("type") == "text"]
+        return "".join(part.get("text") or "" for part in parts)
+    return ""
