@@ -200,8 +200,8 @@ CASES = [
     ("test_train_with_chat_template_kwargs", {"chat_template_kwargs": {"enable_thinking": False}},
      dict(reward_funcs=reward_len), "conversational"),
     ("test_train_with_tools", {}, dict(reward_funcs=reward_len, tools=[multiply_tool]), "tools"),
-    ("test_train_with_environment_owned_reward", {}, dict(environment_factory=CounterEnvironment),
-     "tools"),
+    ("test_environment_owned_reward_coexists_with_reward_funcs", {},
+     dict(reward_funcs=reward_len, environment_factory=CounterEnvironment), "tools"),
     ("test_train_with_environment_owned_data", {},
      dict(reward_funcs=reward_len, environment_factory=GuessEnvironment), "no-dataset"),
 ]
@@ -274,7 +274,7 @@ def test_trl_grpo_arguments_train_with_rlce_substituted(settings, trainer_kwargs
                               eval_dataset=evaluation, **_resolve(trainer_kwargs, models))
     if on_tools:  # a random tiny model writes no answers; these rows make groups with two of them
         trainer.model.generate = scripted_generate(trainer.model, trainer.processing_class,
-                                                   ["\\boxed{positive}", "\\boxed{negative}"])
+                                                   ["\\boxed{positive}", "so \\boxed{negative}"])
     policy_before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
     verifier = trainer.verifier.model
     verifier_before = {n: p.detach().clone() for n, p in verifier.named_parameters()}

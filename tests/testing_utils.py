@@ -354,7 +354,7 @@ def build_tool_chat_model(directory: Path) -> Path:
     from transformers import AutoTokenizer
     from trl.chat_template_utils import qwen3_chat_template
 
-    build_tiny_chat_model(directory)
+    build_tiny_chat_model(directory, hidden_size=32)  # transformers only: no vLLM head-size floor
     tokenizer = AutoTokenizer.from_pretrained(directory)
     tokenizer.chat_template = qwen3_chat_template
     tokenizer.save_pretrained(directory)
