@@ -62,6 +62,7 @@ def test_a_warning_when_all_your_reward_functions_returned_none(tiny_model_dir, 
     train_with(always_none, tiny_model_dir, tmp_path, caplog)
     assert "All your reward functions returned None for the following kwargs" in caplog.text
     assert "'prompt':" in caplog.text and "'completion':" in caplog.text and "'answer_options':" in caplog.text
+    assert "rlce_group_reward" not in caplog.text and "rlce_answer" not in caplog.text  # the trainer's own columns
 
 
 def test_no_warning_when_one_of_yours_scores(tiny_model_dir, tmp_path, caplog):

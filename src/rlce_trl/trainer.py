@@ -323,20 +323,22 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
                        for group, result, gid in zip(groups, results, ids, strict=True)]
             self.evidence.write(records, self.state.global_step)
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self._warn_user_rewards_all_none(rewards_per_func[start : start + len(prompts)], inputs, prompts, completions)
+        self._warn_user_rewards_all_none(rewards_per_func[start : start + len(prompts)], inputs, prompts, completions,
+                                         set(columns))
         return rewards_per_func
 
-    def _warn_user_rewards_all_none(self, local_rewards, inputs, prompts, completions) -> None:
+    def _warn_user_rewards_all_none(self, local_rewards, inputs, prompts, completions, added: set[str]) -> None:
         """TRL's "All reward functions returned None" warning, for your own reward sources (`reward_funcs`, an
-        environment's `get_reward`): TRL's cannot fire, since `rlce_format` always returns a number."""
+        environment's `get_reward`): TRL's cannot fire, since `rlce_format` always returns a number. `added`: the
+        per-completion columns this trainer put into `inputs`, left out of the message."""
         yours = local_rewards[:, len(RLCE_REWARD_NAMES):]
         if yours.shape[1] == 0:
             return
         unscored = torch.isnan(yours).all(dim=1).nonzero()
         if len(unscored):
             row = int(unscored[0, 0])
-            shown = {k: v for k, v in inputs[row].items() if k not in ("prompt", "completion", "completion_ids")
-                     and not k.startswith("rlce_")}
+            shown = {k: v for k, v in inputs[row].items()
+                     if k not in ("prompt", "completion", "completion_ids") and k not in added}
             shown.update(prompt=prompts[row], completion=completions[row])
             logger.warning(
                 "All your reward functions returned None for the following kwargs:\n%s\nThe RLCE rewards still score "
