@@ -119,15 +119,6 @@ def group_record(group, result, *, group_id: str, step: int, mode: str = "train"
     })
 
 
-def scorer_details(scorer, group) -> dict | None:
-    """What a stateful baseline keeps for the group's prompt, for the record: the rubrics of RaR / RLER."""
-    buffers = getattr(scorer, "buffers", None)
-    buffer = buffers.get(group.prompt_key) if isinstance(buffers, dict) else None
-    if not buffer:
-        return None
-    return {"rubrics": {part: list(buffer.get(part, [])) for part in ("persistent", "active") if buffer.get(part)}}
-
-
 class EvidenceLog:
     """An append-only JSONL file of group records with an optional size limit (`max_bytes`, None: no limit)."""
 
@@ -209,7 +200,7 @@ class EvidenceRecorder:
         if not self.enabled:
             return None
         return group_record(group, result, group_id=gid, step=step, mode=mode, method=self.method,
-                            extra=scorer_details(scorer, group) if scorer is not None else None)
+                            extra=scorer.record_details(group) if scorer is not None else None)
 
     def write(self, records: Sequence[dict | None], completed_steps: int) -> int:
         if not (self.enabled and self.is_main):
