@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data.jsonl import write_json
 from ..errors import InputError
 from .base import BuildContext, CoevolutionMethod, PhaseSpec
 from .state import new_state, per_phase, read_state, record_step, totals, write_state
@@ -309,9 +310,7 @@ def _children_cpu() -> float:
 
 def write_report(step_dir: Path, report: dict) -> None:
     """A step's `report.json` (the driver's proof that the step finished), written atomically."""
-    tmp = step_dir / f".{REPORT_FILE}.tmp"
-    tmp.write_text(json.dumps(report, indent=2))
-    os.replace(tmp, step_dir / REPORT_FILE)
+    write_json(report, step_dir / REPORT_FILE)
 
 
 def _read_report(step_dir: Path) -> dict | None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import time
 
+from ..data.jsonl import write_jsonl
 from ..errors import InputError
 from .base import BuildContext, PhaseSpec
-from .corpus import load_corpus, write_rows
+from .corpus import load_corpus
 
 #: Table 15: 18 optimizer steps per role per round.
 RLAC_STEPS = {"generator": 18, "critic": 18}
@@ -50,7 +51,7 @@ class RLAC:
             rows = load_corpus(ctx.train_file, self.settings.get("hba_task"))
             size = self.settings.get("corpus_size")
             rows = pick_clips(rows, size, ctx.seed) if size else rows
-            write_rows(ctx.output_file, generator_rows(rows))
+            write_jsonl(generator_rows(rows), ctx.output_file)
             return {"rows": len(rows)}
         return harvest(ctx, int(self.settings.get("max_pairs") or 600))
 
@@ -88,7 +89,7 @@ def harvest(ctx: BuildContext, max_pairs: int) -> dict:
     print(f"harvest: {len(responses)} responses of at most {max_new} tokens in {time.monotonic() - start:.1f} s",
           flush=True)
     out = critic_rows(rows, responses)
-    write_rows(ctx.output_file, out)
+    write_jsonl(out, ctx.output_file)
     return {"pairs": len(out), "clips": len(generated), "max_pairs": max_pairs}
 
 

@@ -13,9 +13,10 @@ phase is one group scorer like every other. The reasoner / solver is validated a
 
 from __future__ import annotations
 
+from ..data.jsonl import write_jsonl
 from ..errors import InputError
 from .base import BuildContext, PhaseSpec
-from .corpus import load_corpus, write_rows
+from .corpus import load_corpus
 
 
 def _frozen(path: str, cache: dict, video: bool):
@@ -90,7 +91,7 @@ class _SelfPlay:
     def build_data(self, ctx: BuildContext) -> dict:
         if ctx.phase.name == "questioner":
             rows = [self.questioner_row(r) for r in self._corpus(ctx)]
-            write_rows(ctx.output_file, rows)
+            write_jsonl(rows, ctx.output_file)
             return {"rows": len(rows)}
         from ..methods.selfplay import seeded_subset
 
@@ -100,7 +101,7 @@ class _SelfPlay:
         questioner = _frozen(ctx.checkpoints["questioner"], cache, video)
         answerer = _frozen(ctx.checkpoints[self.answerer], cache, video)
         rows, stats = self.build_answer_rows(clips, questioner, answerer, ctx.seed + ctx.round)
-        write_rows(ctx.output_file, rows)
+        write_jsonl(rows, ctx.output_file)
         if not rows:  # the driver skips the phase (its checkpoint stays) and records why
             stats["skip"] = (f"no {self.answerer} rows retained: {stats['parsed']} of {stats['generated']} generated "
                              f"questions parsed, dropped {_counts(stats['dropped'])}")
