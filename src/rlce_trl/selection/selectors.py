@@ -18,7 +18,6 @@ Fallbacks of the scorer selectors [ours], recorded in `Selection.status`: one di
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,6 +33,7 @@ from ..elect.election import (
 )
 from ..evidence.prompts import render_context
 from ..evidence.state import Group
+from ..evidence.votes import majority
 from ..verifiers.base import Request, Sampling, Verifier
 from .pool import PoolCandidate, PoolRow
 
@@ -52,11 +52,8 @@ def _answers(row: PoolRow, subset: Sequence[int]) -> list[str | None]:
 
 
 def majority_answer(answers: Sequence[str | None]) -> str | None:
-    counts = Counter(a for a in answers if a is not None)
-    if not counts:
-        return None
-    top = max(counts.values())
-    return next(a for a in answers if a is not None and counts[a] == top)
+    """Majority-vote selection: tie rule "first", the tied answer sampled first wins (Elect's majority baseline)."""
+    return majority(answers, tie="first")
 
 
 class GreedySelector:
