@@ -19,8 +19,6 @@ from collections.abc import Sequence
 
 from ..evidence.votes import ranking
 
-CATEGORIES = ("uncertain", "inconsistent", "high_impact")
-
 
 def _scores(entry: dict) -> list[float]:
     """Per distinct answer, the share of "yes" among the tests favouring it (0 when it has none)."""

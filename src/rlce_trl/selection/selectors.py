@@ -25,7 +25,6 @@ from ..data.media import media_items
 from ..elect.election import (
     Candidate,
     ElectConfig,
-    elect,
     evidence_score,
     needs_referee,
     referee_step,
@@ -207,8 +206,3 @@ class ElectSelector:
         text = REFEREE_PROMPT.format(context=render_context(row.prompt), answer=e.winner, frames=frames)
         return Request([{"role": "user", "content": text}], Sampling(max_tokens=4),
                        choices=tuple(REFEREE_DELTA), stage="elect_referee", media=media_items(row.prompt))
-
-
-def elect_once(candidates: Sequence[Candidate], cfg: ElectConfig | None = None):
-    """One non-adaptive election over all candidates (the fixed-K setting of Table 4)."""
-    return elect(list(candidates), cfg or ElectConfig())
