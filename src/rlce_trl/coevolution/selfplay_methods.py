@@ -14,12 +14,15 @@ scorer like every other. The reasoner / solver is validated after every round.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from ..data.jsonl import write_jsonl
 from ..errors import InputError
 from .base import BuildContext, PhaseSpec
 from .corpus import load_corpus
+
+logger = logging.getLogger(__name__)
 
 
 def _frozen(path: str, cache: dict, video: bool):
@@ -108,7 +111,7 @@ class _SelfPlay:
         if not rows:  # the driver skips the phase (its checkpoint stays) and records why
             stats["skip"] = (f"no {self.answerer} rows retained: {stats['parsed']} of {stats['generated']} generated "
                              f"questions parsed, dropped {_counts(stats['dropped'])}")
-            print(f"warning: {stats['skip']}; the {self.answerer} phase of this round is skipped", flush=True)
+            logger.warning("%s; the %s phase of this round is skipped", stats["skip"], self.answerer)
         return stats
 
 
@@ -144,3 +147,4 @@ class VideoZero(_SelfPlay):
         from ..methods.video_zero import build_solver_rows, questioner_row
 
         return questioner_row, build_solver_rows
+
