@@ -131,6 +131,16 @@ def test_the_adapter_forwards_what_a_score_only_scorer_defines():
     assert scorer.columns == ("pseudo_label",) and scorer.format_reward is length_format
     assert scorer.policy_rows is None and scorer.record_details(Group("c", ["a"])) is None  # the defaults
 
+    class WithState:  # score and one state method only: the state method is its own, the others the defaults
+        def score(self, groups):
+            return [], StepStats()
+
+        def state_dict(self):
+            return {"seen": 3}
+
+    adapted = as_group_scorer(WithState())
+    assert adapted.state_dict() == {"seen": 3} and adapted.pop_state_updates() == [] and adapted.columns == ()
+
 
 def test_a_score_only_scorer_brings_its_columns_and_format_term_to_training(tiny_model_dir, tmp_path):
     """`group_scorer=` with a scorer that defines `score`, `columns` and `format_reward` only: its groups carry the
