@@ -189,7 +189,7 @@ class Coevolver:
             shutil.rmtree(step_dir)
         step_dir.mkdir(parents=True)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        (step_dir / "job.json").write_text(json.dumps(job, indent=2))
+        write_json(job, step_dir / "job.json")
         self.log(f"round {state['round']}: {step['kind']} {phase.name if phase else state['validated_role']} "
                  f"(log: {log_path})")
         start, cpu_before = time.monotonic(), _children_cpu()
@@ -297,7 +297,7 @@ class Coevolver:
         summary = {"method": state["method"], "rounds": state["rounds"], "result_checkpoint": result,
                    "best": state["best"], "validations": state["validations"], "totals": totals(state),
                    "per_phase": per_phase(state)}
-        (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        write_json(summary, self.output_dir / "summary.json")
         spent = totals(state)
         self.log(f"done: {state['validated_role']} checkpoint {result}; wall {spent['wall_s'] / 3600:.2f} h, "
                  f"device {spent['device_hours']:.2f} GPU-h, CPU {spent['cpu_hours']:.2f} h")
