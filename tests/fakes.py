@@ -22,9 +22,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from testing_utils import free_port
+
 from rlce_trl.calibration.cases import CalibrationCase
 from rlce_trl.verifiers.base import Reply, Request, Verifier
-from rlce_trl.verifiers.vllm_process import free_port
 
 
 # -- scripted verifiers ---------------------------------------------------------------------------------------------

@@ -155,8 +155,6 @@ def test_a_real_run_writes_the_trail_links_completions_and_resumes(tiny_model_di
 
 
 def test_a_rubric_baseline_keeps_its_rubrics():
-    from rlce_trl.audit import scorer_details
-
     def reply(request):
         if request.stage == "rubric_seed":
             return json.dumps({"rubrics": [{"criterion": "Names the user's preference", "type": "positive"},
@@ -167,7 +165,7 @@ def test_a_rubric_baseline_keeps_its_rubrics():
     scorer = build_scorer("rar", ScriptedVerifier(reply), PLAIN)
     group = Group("c", ["\\boxed{positive}", "\\boxed{negative}"], labels=LABELS)
     (result,), _ = scorer.score([group])
-    record = group_record(group, result, group_id="1-0", step=1, method="rar", extra=scorer_details(scorer, group))
+    record = group_record(group, result, group_id="1-0", step=1, method="rar", extra=scorer.record_details(group))
     rubrics = record["extra"]["rubrics"]["persistent"]
     assert rubrics[0]["text"] == "Names the user's preference" and record["status"] == "scored"
-    assert scorer_details(scorer, Group("other", ["x"])) is None
+    assert scorer.record_details(Group("other", ["x"])) is None

@@ -1,8 +1,7 @@
 """Hostile input through the real `rlce-trl` command line (issue 27), one group of cases per command: each ends in a
 non-zero exit and a few lines on stderr (the last one `error: ...`, naming the fix), with no traceback, before any
 model loads (the model paths given here do not exist, or are folders with a bare config.json that would fail to
-load). Also the parser tree itself: help on every flag, one dialect, `--version`, "did you mean", deprecated
-spellings."""
+load). Also the parser tree itself: help on every flag, one dialect, `--version`, "did you mean"."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ import pytest
 
 from rlce_trl import __version__
 from rlce_trl.cli import build_parser, main
-from rlce_trl.cli._args import DEPRECATED_FLAGS, rewrite_deprecated
 from rlce_trl.data.hba import URFUNNY_LABELS
 
 ROW = {"id": "r0", "task": "urfunny", "prompt": [{"role": "user", "content": "clip 0: funny?"}],
@@ -93,28 +91,16 @@ def test_unknown_flag_shows_the_command_usage_and_the_closest_flag(capsys, argv,
     assert "usage: rlce-trl [-h]" not in err  # not the top-level usage
 
 
-def test_deprecated_spellings_work_with_one_warning_each(tmp_path, capsys):
-    out = tmp_path / "sim"
-    code = main(["analyze", "--simulate", "--out", str(out), "--trials", "20", "--error-rates", "0.3",
-                 "--no-plots", "--tests-per-direction", "2"])
-    err = capsys.readouterr().err
-    assert code == 0 and (out / "simulation.md").exists()
-    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 4 and "use --output_dir" in warnings[0] and "use --rlce_tests_per_direction" in err
-    assert "2 tests per direction" in (out / "simulation.md").read_text()
-
-
-def test_the_deprecation_table_and_rewrite():
-    for command, table in DEPRECATED_FLAGS.items():
-        parser = leaf_parsers()[command]
-        for old, new in table.items():
-            assert new in parser._option_string_actions and old not in parser._option_string_actions
-    said = []
-    assert rewrite_deprecated(["calibrate", "export", "--out=q.jsonl", "--", "--out"], said.append) == [
-        "calibrate", "export", "--output_file=q.jsonl", "--", "--out"]
-    assert len(said) == 1
-    assert rewrite_deprecated(["analyze", "coevolve", "r", "--out", "t.md"], said.append)[3] == "--output_file"
-    assert rewrite_deprecated(["train", "--config", "x", "--out", "y"], said.append)[3] == "--out"
+@pytest.mark.parametrize("argv, suggestion", [
+    (["analyze", "--simulate", "--out", "x"], "--output_dir"),
+    (["analyze", "--simulate", "--error-rates", "0.3"], "--error_rates"),
+    (["calibrate", "score", "--out", "x.jsonl"], "--output_file"),
+])
+def test_an_old_spelling_is_refused_naming_the_flag(capsys, argv, suggestion):
+    """One dialect and no aliases (the package was never released under another): an old spelling is an unknown flag
+    whose error names the one that replaced it."""
+    code = main(argv)
+    assert code == 2 and suggestion in capsys.readouterr().err.strip().splitlines()[-1]
 
 
 # -- every flag type of every command: a bad value is one line, before anything runs --------------------------------

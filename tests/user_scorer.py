@@ -49,3 +49,29 @@ class CenteredOnBatch(ScorerBase):
         for result in results:
             result.verified = [r - mean for r in result.verified]
         return results
+
+
+def length_format(completions, **kwargs) -> list[float]:
+    """A user's format term (a TRL reward function): 1 for a completion of at most 20 characters."""
+    return [1.0 if len(c if isinstance(c, str) else c[-1]["content"]) <= 20 else 0.0 for c in completions]
+
+
+class LabelMatch:
+    """A user's scorer with `score` only (no base class) that reads a dataset column and brings its own format term:
+    1 for a completion that contains the row's `pseudo_label`. Records the columns each group arrived with."""
+
+    name = "labelmatch"
+    columns = ("pseudo_label",)
+    format_reward = staticmethod(length_format)
+
+    def __init__(self):
+        self.seen: list[dict | None] = []
+
+    def score(self, groups):
+        results = []
+        for group in groups:
+            self.seen.append(group.columns)
+            label = (group.columns or {}).get("pseudo_label")
+            rewards = [float(label is not None and label in c) for c in group.completions]
+            results.append(GroupResult(rewards, "scored", [], [], None, [None] * len(rewards)))
+        return results, StepStats(groups=len(groups))

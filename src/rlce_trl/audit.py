@@ -26,14 +26,13 @@ of the steps it is about to redo. A size limit stops the trail (with one marker 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .data.jsonl import read_jsonl_lenient
+from .data.jsonl import append_jsonl, json_line, truncate_jsonl
 
 logger = logging.getLogger(__name__)
 
@@ -119,15 +118,6 @@ def group_record(group, result, *, group_id: str, step: int, mode: str = "train"
     })
 
 
-def scorer_details(scorer, group) -> dict | None:
-    """What a stateful baseline keeps for the group's prompt, for the record: the rubrics of RaR / RLER."""
-    buffers = getattr(scorer, "buffers", None)
-    buffer = buffers.get(group.prompt_key) if isinstance(buffers, dict) else None
-    if not buffer:
-        return None
-    return {"rubrics": {part: list(buffer.get(part, [])) for part in ("persistent", "active") if buffer.get(part)}}
-
-
 class EvidenceLog:
     """An append-only JSONL file of group records with an optional size limit (`max_bytes`, None: no limit)."""
 
@@ -141,39 +131,27 @@ class EvidenceLog:
         `{"type": "limit"}` line that tells the report where the trail stops."""
         if self.limit_reached:
             return 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         size = self.path.stat().st_size if self.path.exists() else 0
-        written = 0
-        with self.path.open("a", encoding="utf-8") as f:
-            for record in records:
-                line = json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
-                if self.max_bytes is not None and size + len(line.encode()) > self.max_bytes:
+        kept, limit = [], []
+        for record in records:
+            if self.max_bytes is not None:
+                size += len(json_line(record, allow_nan=False).encode())
+                if size > self.max_bytes:
                     self.limit_reached = True
-                    f.write(json.dumps({"type": "limit", "step": record.get("step"), "max_bytes": self.max_bytes})
-                            + "\n")
                     logger.warning("Evidence trail %s reached its size limit (%d bytes) at step %s: no more groups "
-                                   "are recorded. Raise rlce_evidence_max_mb to keep more.", self.path, self.max_bytes,
-                                   record.get("step"))
+                                   "are recorded. Raise rlce_evidence_max_mb to keep more.", self.path,
+                                   self.max_bytes, record.get("step"))
+                    limit = [{"type": "limit", "step": record.get("step"), "max_bytes": self.max_bytes}]
                     break
-                f.write(line)
-                size += len(line.encode())
-                written += 1
-        return written
+            kept.append(record)
+        append_jsonl(kept + limit, self.path, allow_nan=False)
+        return len(kept)
 
     def truncate_after(self, step: int) -> int:
         """Drop the records of steps after `step` (a run resumed from checkpoint `step` redoes them) and any
         unreadable line; returns how many lines were dropped."""
-        if not self.path.exists():
-            return 0
-        rows, skipped = read_jsonl_lenient(self.path)
-        kept = [r for r in rows if isinstance(r.get("step"), int) and r["step"] <= step and r.get("type") != "limit"]
-        dropped = len(rows) - len(kept) + skipped
-        if dropped:
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            with tmp.open("w", encoding="utf-8") as f:
-                f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
-            os.replace(tmp, self.path)
-        return dropped
+        return truncate_jsonl(self.path, lambda r: isinstance(r.get("step"), int) and r["step"] <= step
+                              and r.get("type") != "limit")
 
 
 def write_group_evidence(path: str | os.PathLike, records: Iterable[dict], max_bytes: int | None = None) -> int:
@@ -209,7 +187,7 @@ class EvidenceRecorder:
         if not self.enabled:
             return None
         return group_record(group, result, group_id=gid, step=step, mode=mode, method=self.method,
-                            extra=scorer_details(scorer, group) if scorer is not None else None)
+                            extra=scorer.record_details(group) if scorer is not None else None)
 
     def write(self, records: Sequence[dict | None], completed_steps: int) -> int:
         if not (self.enabled and self.is_main):

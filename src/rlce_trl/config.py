@@ -1,4 +1,5 @@
-"""RLCEGRPOConfig: GRPOConfig plus the verifier and the RLCE reward settings."""
+"""RLCEGRPOConfig: GRPOConfig plus the verifier, reward, health, video and partner settings (every field of the
+package's training config; the rules of the video settings are in `config_video.py`)."""
 
 from __future__ import annotations
 
@@ -8,33 +9,42 @@ from typing import TYPE_CHECKING, Any
 
 from trl import GRPOConfig
 
-from .checkpointing_compat import ActivationCheckpointingArguments
-from .config_video import VideoArguments
+from .checkpointing_compat import (
+    HAS_ACTIVATION_CHECKPOINTING,
+    mirror_activation_checkpointing,
+    translate_activation_checkpointing,
+)
+from .config_video import frame_kwargs, video_problems
+from .data.hba import FRAME_FPS, FRAME_SIZE, MAX_FRAMES, MIN_FRAMES
+from .data.media import VIDEO_INPUTS
 from .evidence.state import MODES as RLCE_MODES
+from .evidence.validation import REDACTION_MODES
 from .verifiers.base import Sampling
-from .verifiers.partner import PartnerArguments
 
 if TYPE_CHECKING:  # the registry and the evidence pipeline are imported when used, never with the config
     from .evidence.pipeline import EvidenceSettings
 
 VERIFIER_MODES = ("transformers", "server", "colocate")
+PARTNER_MODES = ("transformers", "server")
 
 
 @dataclass
-class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoArguments, GRPOConfig):
+class RLCEGRPOConfig(GRPOConfig):
     r"""
     Configuration class for [`RLCEGRPOTrainer`].
 
-    Everything of [`~trl.GRPOConfig`] applies unchanged; this class only adds the frozen verifier (`verifier_*`) and
-    the comparative-evidence reward (`rlce_*`), plus the video settings of [`~rlce_trl.config_video.VideoArguments`]
-    (`video_*`: how clips enter the policy, frame sampling) and the frozen partner model of the co-evolution phases
-    (`partner_*`, [`~rlce_trl.verifiers.partner.PartnerArguments`]). Defaults are the paper's settings (appendix C)
-    for PrefEval and IntentQA; the recipes under `configs/` set the per-task values (e.g. 3 tests per direction for
-    MOSEI, 6 for UR-FUNNY).
+    Everything of [`~trl.GRPOConfig`] applies unchanged; this class only adds the frozen verifier (`verifier_*`), the
+    group reward (`reward_method`, the comparative-evidence reward `rlce_*`), the training-health monitor
+    (`health_*`), the video rows (`video_*`: how clips enter the policy, frame sampling) and the frozen partner model
+    of the co-evolution phases (`partner_*`). Defaults are the paper's settings (appendix C) for PrefEval and IntentQA;
+    the recipes under `configs/` set the per-task values (e.g. 3 tests per direction for MOSEI, 6 for UR-FUNNY).
 
-    > Parameters that control the verifier
+    Using [`~transformers.HfArgumentParser`] (TRL's `TrlParser`) this class becomes command-line arguments, and a
+    recipe's keys are these names.
 
     Parameters:
+        > Parameters that control the verifier
+
         verifier_mode (`str`, *optional*, defaults to `"transformers"`):
             Backend of the frozen verifier (mirrors TRL's `vllm_mode`). `"transformers"`: an in-process copy of the
             initial model (reusing the trainer's reference model or the PEFT base model when that is safe).
@@ -80,9 +90,8 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
         verifier_vllm_args (`str`, *optional*, defaults to `""`):
             Extra command-line arguments of the co-located vLLM server (e.g. `"--enforce-eager"`).
 
-    > Parameters that control the RLCE reward
+        > Parameters that control the reward
 
-    Parameters:
         reward_method (`str`, *optional*, defaults to `"rlce"`):
             The group reward: `"rlce"`, or a label-free baseline run on the same verifier for comparison: `"usc"`,
             `"policy_judge"`, `"ttrl"`, `"rar"`, `"rler"` (see `rlce_trl.methods`), or your own scorer as
@@ -145,9 +154,8 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
             Calibrated verdicts (`rlce-trl calibrate fit`): contextual calibration and an "unknown" band applied to the
             verifier's per-choice probabilities. Label-light and opt-in.
 
-    > Parameters that control the training-health monitor (`rlce_trl.health`)
+        > Parameters that control the training-health monitor (`rlce_trl.health`)
 
-    Parameters:
         health_monitor (`bool`, *optional*, defaults to `True`):
             Watch the run for collapse and entrenchment: log `health/*` metrics per step and raise an alarm (a warning
             in the log, a line in the evidence trail and in `<output_dir>/rlce_health.jsonl`, the report and the
@@ -161,8 +169,49 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
         health_thresholds (`dict`, *optional*):
             Thresholds of the alarm rules to override, by name (`rlce_trl.health.HealthThresholds`, e.g.
             `{"collapse_share": 0.9}`); a JSON object on the command line.
+
+        > Parameters that control video rows (Human Behavior Atlas tasks)
+
+        video_input (`str`, *optional*, defaults to `"video"`):
+            How a row's clip enters the policy. `"video"`: a video input of the processor, in generation and in every
+            log-probability forward (old, reference, current), rendered exactly as `rlce-trl evaluate` renders it.
+            `"images"`: the frames as a list of images (TRL's own multi-image path, which vLLM generation also
+            takes; no timestamps, about twice the visual tokens, evaluation still uses video blocks, and the verifier
+            does not see the frames).
+            `"text"`: the frames are dropped (text-only policy, frame-stripped control).
+        video_fps (`float`, *optional*, defaults to `1.0`):
+            Frames sampled per second of clip (paper, appendix A).
+        video_min_frames (`int`, *optional*, defaults to `2`):
+            Fewest frames per clip.
+        video_max_frames (`int`, *optional*, defaults to `8`):
+            Most frames per clip.
+        video_frame_height (`int`, *optional*, defaults to `176`):
+            Frame height after resizing (the processor rounds it up to its patch grid).
+        video_frame_width (`int`, *optional*, defaults to `320`):
+            Frame width after resizing.
+
+        > Parameters that control the frozen partner model (co-evolution phases)
+
+        partner_model_name_or_path (`str`, *optional*):
+            The frozen partner (e.g. the critic checkpoint a generator phase plays against). `None` with
+            `partner_mode="transformers"`: no partner; scorers that take one use the verifier.
+        partner_mode (`str`, *optional*, defaults to `"transformers"`):
+            `"transformers"`: loaded once in this process. `"server"`: an OpenAI-compatible server at
+            `partner_server_base_url` (e.g. `vllm serve <partner checkpoint>`), with the `verifier_*` client settings
+            (timeouts, overall deadline, retries).
+        partner_server_base_url (`str`, *optional*):
+            Base URL of the partner server; required with `partner_mode="server"`.
+
+        > Parameters that control activation checkpointing on transformers < 5.25 (the vLLM environment's)
+
+        activation_checkpointing (`bool`, *optional*):
+            The recipes' name of `gradient_checkpointing`, handed to it (`rlce_trl.checkpointing_compat`). A field
+            here only where `TrainingArguments` lacks it; `None`: `gradient_checkpointing` decides.
+        activation_checkpointing_kwargs (`dict`, *optional*):
+            The recipes' name of `gradient_checkpointing_kwargs`, handed to it likewise.
     """
 
+    # Parameters that control the verifier
     verifier_mode: str = field(
         default="transformers",
         metadata={"help": "Backend of the frozen verifier.", "choices": list(VERIFIER_MODES)},
@@ -173,17 +222,6 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
     )
     verifier_batch_size: int = field(
         default=16, metadata={"help": "Prompts per forward batch of the transformers verifier backend."}
-    )
-    reward_method: str = field(
-        default="rlce",
-        metadata={
-            "help": "Group reward: 'rlce', a baseline on the same verifier (usc, policy_judge, ttrl, rar, rler), or "
-            "your own scorer as 'package.module:Class'.",
-        },
-    )
-    reward_method_kwargs: dict[str, Any] | str | None = field(
-        default=None,
-        metadata={"help": "Keyword arguments of the scorer, as a JSON object (e.g. '{\"max_active\": 3}')."},
     )
     verifier_server_base_url: str | None = field(
         default=None,
@@ -226,6 +264,19 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
     verifier_vllm_args: str = field(
         default="", metadata={"help": "Extra command-line arguments of the co-located vLLM server."}
     )
+
+    # Parameters that control the reward
+    reward_method: str = field(
+        default="rlce",
+        metadata={
+            "help": "Group reward: 'rlce', a baseline on the same verifier (usc, policy_judge, ttrl, rar, rler), or "
+            "your own scorer as 'package.module:Class'.",
+        },
+    )
+    reward_method_kwargs: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={"help": "Keyword arguments of the scorer, as a JSON object (e.g. '{\"max_active\": 3}')."},
+    )
     rlce_mode: str = field(
         default="evolving",
         metadata={
@@ -263,10 +314,9 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
         metadata={
             "help": "What redaction removes: the candidate answers / label strings as written (answers, the paper's "
             "reading) or every label inflection too (inflections).",
-            "choices": ["answers", "inflections"],
+            "choices": list(REDACTION_MODES),
         },
     )
-
     rlce_answer_fallback: bool = field(
         default=True,
         metadata={"help": "Read a response without \\boxed{} as evaluation does (its one label, or its whole text)."},
@@ -289,6 +339,7 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
                   "verifier's choice probabilities through it. Label-light, opt-in; None reads the argmax verdict."},
     )
 
+    # Parameters that control the training-health monitor (`rlce_trl.health`)
     health_monitor: bool = field(
         default=True,
         metadata={"help": "Watch for collapse and entrenchment: health/* metrics, alarms (docs/health.md)."},
@@ -305,6 +356,43 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
         metadata={"help": "Health alarm thresholds to override, as a JSON object (e.g. '{\"collapse_share\": 0.9}'); "
                   "names in rlce_trl.health.HealthThresholds."},
     )
+
+    # Parameters that control video rows (Human Behavior Atlas tasks)
+    video_input: str = field(
+        default="video",
+        metadata={"help": "How clips enter the policy: video, images or text.", "choices": list(VIDEO_INPUTS)},
+    )
+    video_fps: float = field(default=FRAME_FPS, metadata={"help": "Frames sampled per second of clip."})
+    video_min_frames: int = field(default=MIN_FRAMES, metadata={"help": "Fewest frames per clip."})
+    video_max_frames: int = field(default=MAX_FRAMES, metadata={"help": "Most frames per clip."})
+    video_frame_height: int = field(default=FRAME_SIZE[0], metadata={"help": "Frame height after resizing."})
+    video_frame_width: int = field(default=FRAME_SIZE[1], metadata={"help": "Frame width after resizing."})
+
+    # Parameters that control the frozen partner model (co-evolution phases)
+    partner_model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "Frozen partner model (co-evolution: the opponent of the trained role); None: none."},
+    )
+    partner_mode: str = field(
+        default="transformers",
+        metadata={"help": "Backend of the partner: transformers or server.", "choices": list(PARTNER_MODES)},
+    )
+    partner_server_base_url: str | None = field(
+        default=None, metadata={"help": "Partner server base URL; required with partner_mode='server'."}
+    )
+
+    # Parameters that control activation checkpointing on transformers < 5.25 (the vLLM environment's)
+    if not HAS_ACTIVATION_CHECKPOINTING:  # TrainingArguments' own fields on transformers >= 5.25
+        activation_checkpointing: bool | None = field(
+            default=None,
+            metadata={"help": "Recompute activations in the backward pass to save memory (gradient_checkpointing on "
+                      "this transformers). None: gradient_checkpointing decides."},
+        )
+        activation_checkpointing_kwargs: dict[str, Any] | str | None = field(
+            default=None,
+            metadata={"help": "Keyword arguments of activation checkpointing (gradient_checkpointing_kwargs on this "
+                      "transformers)."},
+        )
 
     def __post_init__(self):
         problems = []
@@ -350,8 +438,8 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
             problems.append("verifier_max_reply_bytes must be >= 1024.")
         if self.rlce_mode not in RLCE_MODES:
             problems.append(f"rlce_mode={self.rlce_mode!r}: use one of {', '.join(RLCE_MODES)}.")
-        if self.rlce_redaction not in ("answers", "inflections"):
-            problems.append(f"rlce_redaction={self.rlce_redaction!r}: use one of answers, inflections.")
+        if self.rlce_redaction not in REDACTION_MODES:
+            problems.append(f"rlce_redaction={self.rlce_redaction!r}: use one of {', '.join(REDACTION_MODES)}.")
         for name in ("rlce_verified_weight", "rlce_format_weight"):
             if getattr(self, name) < 0:
                 problems.append(f"{name}={getattr(self, name)}: reward weights must be >= 0.")
@@ -373,8 +461,8 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
         if self.verifier_batch_size < 1:
             problems.append("verifier_batch_size must be >= 1.")
         problems += self._health_problems()
-        problems += self.video_problems()
-        problems += self.partner_problems()
+        problems += video_problems(self)
+        problems += self._partner_problems()
         if self.rlce_prompts_file is not None:
             from .evidence.prompt_set import load_prompts
 
@@ -391,10 +479,27 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
                 problems.append(f"rlce_verdict_calibration_file: {error}")
         if problems:
             raise ValueError("Invalid RLCEGRPOConfig:\n- " + "\n- ".join(problems))
-        self.translate_activation_checkpointing()  # recipes' key on transformers < 5.25 (checkpointing_compat.py)
+        translate_activation_checkpointing(self)  # the recipes' key on transformers < 5.25 (checkpointing_compat.py)
         super().__post_init__()
-        self.mirror_activation_checkpointing()
+        mirror_activation_checkpointing(self)
         self._warn_vllm_only_sampling()
+
+    def _partner_problems(self) -> list[str]:
+        """Invalid partner settings, each with its fix."""
+        problems = []
+        if self.partner_mode not in PARTNER_MODES:
+            problems.append(f"partner_mode={self.partner_mode!r}: use one of {', '.join(PARTNER_MODES)}.")
+        if self.partner_mode == "server" and not self.partner_server_base_url:
+            problems.append(
+                "partner_mode='server' needs partner_server_base_url: start a server with `vllm serve <partner "
+                "checkpoint>` and pass its URL, or use partner_mode='transformers'."
+            )
+        if self.partner_mode == "transformers" and self.partner_server_base_url:
+            problems.append(
+                "partner_server_base_url is set but partner_mode='transformers': set partner_mode='server' to use "
+                "the server, or drop the URL."
+            )
+        return problems
 
     def _health_problems(self) -> list[str]:
         """Check the health-monitor settings; read `health_thresholds` from JSON."""
@@ -505,3 +610,6 @@ class RLCEGRPOConfig(ActivationCheckpointingArguments, PartnerArguments, VideoAr
             answer_fallback=self.rlce_answer_fallback,
             prompts=load_prompts(self.rlce_prompts_file) if self.rlce_prompts_file else None,
         )
+
+    #: `args.frame_kwargs()`: the frame sampling of the `video_*` fields, as `rlce_trl.data.hba.with_frames` takes it.
+    frame_kwargs = frame_kwargs

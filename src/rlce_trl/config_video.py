@@ -1,69 +1,65 @@
-"""The video settings of [`RLCEGRPOConfig`] (a dataclass mixin, torch-free)."""
+"""The rules of the video settings (`video_*` fields of [`RLCEGRPOConfig`]), torch-free: which settings are valid,
+which the trainer can train on rows that carry video, and the frame-sampling arguments they describe.
+
+`args` is anything with `video_*` attributes: the config, a plain `GRPOConfig` under
+[`~rlce_trl.trainer_video.VideoGRPOMixin`], or the flags of `rlce-trl sample`; a missing attribute is its default.
+"""
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from .data.hba import FRAME_FPS, FRAME_SIZE, MAX_FRAMES, MIN_FRAMES
 from .data.media import VIDEO_INPUTS
 
 
-@dataclass
-class VideoArguments:
-    r"""
-    > Parameters that control video rows (Human Behavior Atlas tasks)
-
-    Parameters:
-        video_input (`str`, *optional*, defaults to `"video"`):
-            How a row's clip enters the policy. `"video"`: a video input of the processor, in generation and in every
-            log-probability forward (old, reference, current), rendered exactly as `rlce-trl evaluate` renders it.
-            `"images"`: the frames as a list of images (TRL's own multi-image path, which vLLM generation also
-            takes; no timestamps, about twice the visual tokens, evaluation still uses video blocks, and the verifier
-            does not see the frames).
-            `"text"`: the frames are dropped (text-only policy, frame-stripped control).
-        video_fps (`float`, *optional*, defaults to `1.0`):
-            Frames sampled per second of clip (paper, appendix A).
-        video_min_frames (`int`, *optional*, defaults to `2`):
-            Fewest frames per clip.
-        video_max_frames (`int`, *optional*, defaults to `8`):
-            Most frames per clip.
-        video_frame_height (`int`, *optional*, defaults to `176`):
-            Frame height after resizing (the processor rounds it up to its patch grid).
-        video_frame_width (`int`, *optional*, defaults to `320`):
-            Frame width after resizing.
-    """
-
-    video_input: str = field(
-        default="video",
-        metadata={"help": "How clips enter the policy: video, images or text.", "choices": list(VIDEO_INPUTS)},
-    )
-    video_fps: float = field(default=FRAME_FPS, metadata={"help": "Frames sampled per second of clip."})
-    video_min_frames: int = field(default=MIN_FRAMES, metadata={"help": "Fewest frames per clip."})
-    video_max_frames: int = field(default=MAX_FRAMES, metadata={"help": "Most frames per clip."})
-    video_frame_height: int = field(default=FRAME_SIZE[0], metadata={"help": "Frame height after resizing."})
-    video_frame_width: int = field(default=FRAME_SIZE[1], metadata={"help": "Frame width after resizing."})
-
-    def video_problems(self) -> list[str]:
-        """Invalid video settings, each with its fix (collected by `RLCEGRPOConfig.__post_init__`)."""
-        problems = []
-        if self.video_input not in VIDEO_INPUTS:
-            problems.append(f"video_input={self.video_input!r}: use one of {', '.join(VIDEO_INPUTS)}.")
-        if self.video_fps <= 0:
-            problems.append(f"video_fps={self.video_fps}: set it above 0 (the paper samples 1 frame per second).")
-        if not 1 <= self.video_min_frames <= self.video_max_frames:
-            problems.append(
-                f"video_min_frames={self.video_min_frames}, video_max_frames={self.video_max_frames}: need "
-                "1 <= video_min_frames <= video_max_frames (the paper: 2 and 8)."
-            )
-        if self.video_frame_height < 1 or self.video_frame_width < 1:
-            problems.append("video_frame_height and video_frame_width must be >= 1 (the paper: 176 x 320).")
+def video_problems(args, *, is_vlm: bool | None = None, tools=None, rollout_func=None,
+                   environments=None) -> list[str]:
+    """Why the video settings of `args` are invalid, each with its fix; empty when they are valid. With `is_vlm` (the
+    trainer, on rows that carry video) also why such rows cannot be trained as `args.video_input` asks, given the
+    processing class (`is_vlm`), `use_vllm` and the trainer's `tools` / `rollout_func` / `environments`."""
+    mode = getattr(args, "video_input", "video")
+    fps = getattr(args, "video_fps", FRAME_FPS)
+    low, high = getattr(args, "video_min_frames", MIN_FRAMES), getattr(args, "video_max_frames", MAX_FRAMES)
+    height = getattr(args, "video_frame_height", FRAME_SIZE[0])
+    width = getattr(args, "video_frame_width", FRAME_SIZE[1])
+    problems = []
+    if mode not in VIDEO_INPUTS:
+        problems.append(f"video_input={mode!r}: use one of {', '.join(VIDEO_INPUTS)}.")
+    if fps <= 0:
+        problems.append(f"video_fps={fps}: set it above 0 (the paper samples 1 frame per second).")
+    if not 1 <= low <= high:
+        problems.append(
+            f"video_min_frames={low}, video_max_frames={high}: need "
+            "1 <= video_min_frames <= video_max_frames (the paper: 2 and 8)."
+        )
+    if height < 1 or width < 1:
+        problems.append("video_frame_height and video_frame_width must be >= 1 (the paper: 176 x 320).")
+    if is_vlm is None or problems or mode == "text":
         return problems
+    if not is_vlm:
+        problems.append(
+            "the rows carry video frames but the processing class is a text tokenizer: use a vision-language model "
+            "(its processor takes video), or set video_input='text' to train on the text alone"
+        )
+    if mode == "video" and args.use_vllm:
+        problems.append(
+            "use_vllm=True does not feed video to policy generation (TRL's vLLM path passes images only): set "
+            "use_vllm=False (transformers generation), or video_input='images' (frames as an image list, which "
+            "vLLM takes)"
+        )
+    if mode == "video" and (tools or rollout_func is not None or environments):
+        problems.append(
+            "tools, environments and rollout_func are not supported with video_input='video': drop them, or use "
+            "video_input='images'"
+        )
+    return problems
 
-    def frame_kwargs(self) -> dict:
-        """The sampling settings as `rlce_trl.data.hba.with_frames` / `expand_videos` take them."""
-        return {
-            "fps": self.video_fps,
-            "min_frames": self.video_min_frames,
-            "max_frames": self.video_max_frames,
-            "size": (self.video_frame_height, self.video_frame_width),
-        }
+
+def frame_kwargs(args) -> dict:
+    """The frame sampling of `args` as `rlce_trl.data.hba.with_frames` / `expand_videos` take it (also the config's
+    method `frame_kwargs()`)."""
+    return {
+        "fps": args.video_fps,
+        "min_frames": args.video_min_frames,
+        "max_frames": args.video_max_frames,
+        "size": (args.video_frame_height, args.video_frame_width),
+    }

@@ -1,15 +1,22 @@
 """The RLCE part of the model card that `RLCEGRPOTrainer.create_model_card` writes next to TRL's.
 
 TRL's card (`trl/templates/lm_model_card.md`) names the base model, the trainer and TRL's versions. This module adds
-one section: the method (RLCE, with the paper), the frozen verifier (model and backend), the RLCE reward settings, the
-dataset and the recipe. Nothing secret gets in: settings whose name says token / key / secret / password / header are
-left out, URLs lose their user-info and query string, local paths are reduced to their last component, and the whole
-card is scrubbed the same way before it is written.
+one section, between the markers [`BEGIN`] and [`END`]: the method (RLCE, with the paper), the frozen verifier (model
+and backend), the RLCE reward settings, the dataset and the recipe, the training-health section and the run report.
+Outside the markers it changes TRL's own text in a few places (the base model, the license, the quick start, the
+training procedure, the demo line), each found by a pattern of [`TRL_ANCHORS`]; a test checks every pattern against
+the card TRL's template renders, so a wording change in TRL fails a test, and at run time a pattern that no longer
+matches is a warning, never a silent no-op.
+
+Nothing secret gets in: settings whose name says token / key / secret / password / header are left out, URLs lose
+their user-info and query string, local paths are reduced to their last component, and the whole card is scrubbed
+the same way before it is written.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import textwrap
@@ -17,6 +24,8 @@ from pathlib import Path
 
 from .credentials import SECRET_NAME, clean_url
 from .credentials import scrub as redact
+
+logger = logging.getLogger(__name__)
 
 BEGIN, END = "<!-- rlce-trl:begin -->", "<!-- rlce-trl:end -->"
 SOURCE_FILE = "rlce_source.json"  # written into folders that rlce-trl builds from a Hub model (model aliases)
@@ -41,6 +50,31 @@ PACKAGE_LICENSE = "Apache-2.0"  # rlce-trl, the training code
 KNOWN_LICENSES = {"HuggingFaceTB/SmolLM2-135M-Instruct": "apache-2.0"}
 #: Runs with fewer optimizer steps than this get a "demo run" line at the top of the card.
 DEMO_STEPS = 50
+
+#: The text of TRL's card (`trl/templates/lm_model_card.md` as `generate_model_card` renders it, TRL 1.16) that each
+#: change to it relies on: name -> (pattern, what the change does). `tests/report/test_model_card.py` checks that each
+#: one matches TRL's rendered card exactly once. `unnamed_base` and `unnamed_model` appear only when the base model is
+#: not a Hub id and there is no `hub_model_id`.
+TRL_ANCHORS: dict[str, tuple[str, str]] = {
+    "unnamed_base": (r"\[None\]\(https://huggingface\.co/None\)", "names the real base model"),
+    "unnamed_model": (r'model="None"', "loads the saved folder in the quick start"),
+    "licence": (r"^licence: license\n", "puts the base model's license in the metadata"),
+    "trained_using": (r"^It has been trained using \[TRL\].*\n", "adds the demo line after it"),
+    "quick_start": (r"^## Quick start\n(?s:.*?)```\n+(?=## )", "replaced by the RLCE quick start"),
+    "trained_with": (r"^This model was trained with .*$", "adds the run's summary after it"),
+    "framework_versions": (r"^### Framework versions$", "the RLCE section goes before it"),
+    "citations": (r"^## Citations$", "the License section goes before it"),
+}
+_CONDITIONAL = {"unnamed_base", "unnamed_model"}
+
+
+def find_anchor(card: str, name: str) -> re.Match | None:
+    """Where TRL's text `name` of [`TRL_ANCHORS`] is in `card`; a warning when TRL's card no longer has it."""
+    found = re.search(TRL_ANCHORS[name][0], card, re.MULTILINE)
+    if found is None and name not in _CONDITIONAL:
+        logger.warning("TRL's model card no longer has the text %r (%s): that part of the card keeps TRL's wording.",
+                       name, TRL_ANCHORS[name][1])
+    return found
 
 
 def describe_model(name_or_path: str | None) -> str:
@@ -91,11 +125,11 @@ def fix_base_model(card: str, name_or_path: str | None, hub_model_id: str | None
     Name the real base model instead and load the saved folder."""
     hub_id = base_model_id(name_or_path)
     described = base_description(name_or_path)
-    card = re.sub(r"\[None\]\(https://huggingface\.co/None\)", lambda _: described, card)
+    card = re.sub(TRL_ANCHORS["unnamed_base"][0], lambda _: described, card)
     if hub_id and card.startswith("---\n") and not re.search(r"^base_model:", card.split("\n---", 1)[0], re.MULTILINE):
         card = f"---\nbase_model: {hub_id}\n" + card[4:]
     target = hub_model_id or f"./{Path(os.path.normpath(output_dir)).name}"
-    return card.replace('model="None"', f'model="{target}"')
+    return re.sub(TRL_ANCHORS["unnamed_model"][0], lambda _: f'model="{target}"', card)
 
 
 def _front_matter_license(text: str) -> str | None:
@@ -148,6 +182,7 @@ def fix_license(card: str, license_id: str | None, base: str) -> str:
     when unknown) and say it in a "License" section before the citations."""
     head, sep, body = card.partition("\n---\n") if card.startswith("---\n") else ("", "", card)
     if sep:
+        find_anchor(head + "\n", "licence")
         head = "\n".join(line for line in head.split("\n") if not re.match(r"(licence|license):", line))
         if license_id:
             head += f"\nlicense: {license_id}"
@@ -159,8 +194,8 @@ def fix_license(card: str, license_id: str | None, base: str) -> str:
                 "card.")
     text += f" rlce-trl, the code that trained it, is {PACKAGE_LICENSE}."
     section = f"## License\n\n{text}\n\n"
-    anchor = "## Citations"
-    return card.replace(anchor, section + anchor, 1) if anchor in card else card.rstrip() + "\n\n" + section
+    found = find_anchor(card, "citations")
+    return card[: found.start()] + section + card[found.start():] if found else card.rstrip() + "\n\n" + section
 
 
 def quick_start(target: str, suffix: str | None, max_new_tokens: int | None) -> str:
@@ -202,7 +237,7 @@ print(answers[-1] if answers else "no boxed answer: " + reply)
 
 def fix_quick_start(card: str, target: str, suffix: str | None, max_new_tokens: int | None) -> str:
     """Replace TRL's quick start (a generic question, the raw reply) with [`quick_start`]."""
-    found = re.search(r"## Quick start\n.*?```\n+(?=## )", card, re.DOTALL)
+    found = find_anchor(card, "quick_start")
     if not found:
         return card
     return card[: found.start()] + quick_start(target, suffix, max_new_tokens) + card[found.end():]
@@ -236,7 +271,7 @@ def fill_training_procedure(card: str, summary: str) -> str:
     """TRL leaves "Training procedure" with its tracker-badge lines empty: drop those, add the run's summary after
     TRL's "This model was trained with ..." line."""
     card = re.sub(r"\n[ \t]+(?=\n)", "\n", card)
-    found = re.search(r"^This model was trained with .*$", card, re.MULTILINE)
+    found = find_anchor(card, "trained_with")
     if found:
         card = card[: found.end()] + "\n\n" + summary.rstrip("\n") + card[found.end():]
     else:
@@ -247,8 +282,8 @@ def fill_training_procedure(card: str, summary: str) -> str:
 def add_demo_line(card: str, steps: int) -> str:
     """The demo line right under the card's title paragraph."""
     line = demo_line(steps)
-    found = re.search(r"^It has been trained using \[TRL\].*\n", card, re.MULTILINE)
-    if not line or not found:
+    found = find_anchor(card, "trained_using") if line else None
+    if not found:
         return card
     return card[: found.end()] + "\n" + line.rstrip("\n") + "\n" + card[found.end():]
 
@@ -256,14 +291,12 @@ def add_demo_line(card: str, steps: int) -> str:
 def report_section(output_dir: str) -> str:
     """Build the run report (`rlce-trl report`) into `<output_dir>/report` and return the card's markdown that embeds
     its curves and links the page; "" when there is nothing to report."""
-    import logging
-
     try:
         from .report import build_report
 
         page, _ = build_report(output_dir)
     except Exception as error:  # noqa: BLE001 -- the card never fails on its report
-        logging.getLogger(__name__).warning("No training report in the model card: %s", error)
+        logger.warning("No training report in the model card: %s", error)
         return ""
     folder = os.path.relpath(os.path.dirname(page), output_dir).replace(os.sep, "/")
     png = os.path.join(os.path.dirname(page), "curves.png")
@@ -421,6 +454,6 @@ def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str 
     card = add_demo_line(card, trainer.state.global_step)
     if "## License\n" not in card:
         card = fix_license(card, model_license(name_or_path), base_description(name_or_path))
-    anchor = "### Framework versions"
-    card = card.replace(anchor, section + "\n" + anchor, 1) if anchor in card else card.rstrip() + "\n\n" + section
+    found = find_anchor(card, "framework_versions")
+    card = card[: found.start()] + section + "\n" + card[found.start():] if found else card.rstrip() + "\n\n" + section
     path.write_text(redact(card), encoding="utf-8")

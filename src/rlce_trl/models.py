@@ -21,9 +21,6 @@ HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 #: Folder names this module writes under DEFAULT_CACHE, with the Hub model each one is (the model card names it).
 KNOWN_FOLDERS = {"SmolLM2-135M-Instruct": HUB_ID}
 DEFAULT_CACHE = Path(os.environ.get("RLCE_TRL_CACHE", Path.home() / ".cache" / "rlce_trl"))
-#: Names of models that ship inside a PyPI package and load offline; value: a function returning a local folder.
-MODEL_ALIASES = {"smollm2-135m-instruct": "rlce_trl.models:smollm2_instruct",
-                 "smollm2": "rlce_trl.models:smollm2_instruct"}
 
 
 def smollm2_instruct(cache_dir: str | Path | None = None) -> str:
@@ -63,18 +60,19 @@ def smollm2_instruct(cache_dir: str | Path | None = None) -> str:
     return str(target)
 
 
+#: Names of models that ship inside a PyPI package and load offline; value: a function returning a local folder.
+MODEL_ALIASES = {"smollm2-135m-instruct": smollm2_instruct, "smollm2": smollm2_instruct}
+
+
 def resolve_model(name_or_path: str | None) -> str | None:
     """A model alias (see `MODEL_ALIASES`) as a local folder, converted on first use by the main process while the
     others wait; any other name or path unchanged."""
     if name_or_path is None or name_or_path.lower() not in MODEL_ALIASES:
         return name_or_path
-    import importlib
-
     from accelerate import PartialState
 
-    module, function = MODEL_ALIASES[name_or_path.lower()].split(":")
     with PartialState().main_process_first():
-        return getattr(importlib.import_module(module), function)()
+        return MODEL_ALIASES[name_or_path.lower()]()
 
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")

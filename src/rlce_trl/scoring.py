@@ -10,9 +10,11 @@ across steps (RLCE's static tests, rubric buffers) share it through `pop_state_u
 checkpoint it through `state_dict` / `load_state_dict`.
 
 - [`GroupScorer`]: the protocol the trainer calls.
-- [`ScorerBase`]: no-op `finalize_batch` and state methods; every built-in scorer derives from it, stateful ones
-  override the four state methods. Your own scorer may derive from it, or define `score` only: [`as_group_scorer`]
-  adds the no-op methods once, so the trainer never probes a scorer for methods.
+- [`ScorerBase`]: a default for every member but `score` (no dataset columns, RLCE's format term, the rows as they
+  are, no-op `finalize_batch` and state methods, no record details); every built-in scorer derives from it,
+  stateful ones override the four state methods. Your own scorer may derive from it, or define `score` and any of
+  the other members only: [`as_group_scorer`] forwards what it defines and adds the defaults once, so the trainer,
+  the scripts and the evidence trail never probe a scorer for members.
 - [`Group`], [`GroupResult`], [`StepStats`]: what goes in and comes out, with no method's specifics (those go in
   `GroupResult.tests` / `GroupResult.extra` and `StepStats.extra`).
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -137,9 +139,19 @@ class StepStats:
 
 @runtime_checkable
 class GroupScorer(Protocol):
-    """What the trainer calls. Every stage of `score` should be ONE batched `verifier.generate` call."""
+    """What the trainer, the training scripts and the evidence trail call. Every stage of `score` should be ONE
+    batched `verifier.generate` call. [`ScorerBase`] gives every member but `score` a default."""
 
+    #: Metric prefix and reward-function name in the trainer's logs.
     name: str
+    #: Dataset columns the trainer copies into `Group.columns` (gathered with the group).
+    columns: tuple[str, ...]
+    #: A TRL reward function that replaces RLCE's `\boxed{}` format term (the rubric baselines' answer tag plus
+    #: justification, D.3), or `None` for RLCE's.
+    format_reward: Callable[..., list[float | None]] | None
+    #: `(rows, labels_column) -> rows`: rewrites the training rows' prompts (applied by the training scripts), or
+    #: `None` to keep them.
+    policy_rows: Callable[[list[dict], str], list[dict]] | None
 
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         """Score whole groups: one `GroupResult` per group, in order, and the step's stats."""
@@ -160,15 +172,29 @@ class GroupScorer(Protocol):
     def load_state_dict(self, state: dict) -> None:
         """Restore a checkpoint's state."""
 
+    def record_details(self, group: Group) -> dict | None:
+        """What the scorer keeps for the group's prompt, for the group's evidence record (`extra`; the rubrics of
+        RaR / RLER), or `None`."""
+
+
+#: The members of [`GroupScorer`] besides `name` and `score`: [`ScorerBase`] defines each, and the adapter of
+#: [`as_group_scorer`] forwards each one a wrapped scorer defines.
+HOOKS = ("columns", "format_reward", "policy_rows", "finalize_batch", "pop_state_updates", "apply_state_updates",
+         "state_dict", "load_state_dict", "record_details")
+
 
 class ScorerBase:
-    """Base of group scorers: `score` to implement; no-op batch hook and state methods (a scorer without state
-    across steps needs nothing else). Stateful scorers override the four state methods."""
+    """Base of group scorers: `score` to implement; a default for every other member of [`GroupScorer`] (a scorer
+    without state across steps needs nothing else). Stateful scorers override the four state methods."""
 
     #: Metric prefix and reward-function name in the trainer's logs; the class name by default.
     name: str = ""
     #: Dataset columns the trainer copies into `Group.columns` (gathered with the group); none by default.
     columns: tuple[str, ...] = ()
+    #: The method's own format term (a TRL reward function); `None`: RLCE's `\boxed{}` one.
+    format_reward: Callable[..., list[float | None]] | None = None
+    #: Rewrites the training rows' prompts for the method's policy; `None`: the rows as they are.
+    policy_rows: Callable[[list[dict], str], list[dict]] | None = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -193,21 +219,29 @@ class ScorerBase:
     def load_state_dict(self, state: dict) -> None:
         return None
 
+    def record_details(self, group: Group) -> dict | None:
+        return None
+
 
 class _Adapted(ScorerBase):
-    """A scorer that defines `score` only, with the no-op methods of `ScorerBase` around it."""
+    """A scorer that lacks part of [`GroupScorer`] (`score` only, the form a user writes first): every member it
+    defines is its own, the defaults of `ScorerBase` fill the rest."""
 
     def __init__(self, inner):
         self.inner = inner
         self.name = getattr(inner, "name", "") or type(inner).__name__.lower()
+        for hook in HOOKS:
+            value = getattr(inner, hook, None)
+            if value is not None:
+                setattr(self, hook, tuple(value) if hook == "columns" else value)
 
     def score(self, groups):
         return self.inner.score(groups)
 
 
 def as_group_scorer(scorer) -> GroupScorer:
-    """`scorer` itself when it has the whole [`GroupScorer`] interface, else wrapped with the no-op methods of
-    [`ScorerBase`]. A `TypeError` naming the fix when it has no `score`."""
+    """`scorer` itself when it has the whole [`GroupScorer`] interface, else wrapped: what it defines is forwarded,
+    the defaults of [`ScorerBase`] fill the rest. A `TypeError` naming the fix when it has no `score`."""
     if isinstance(scorer, GroupScorer):
         return scorer
     if not callable(getattr(scorer, "score", None)):

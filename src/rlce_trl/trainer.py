@@ -238,7 +238,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
     def _format_reward(group_scorer, reward_method: str):
         """The method's own format term when its scorer defines one (`format_reward`: the rubric baselines' answer tag
         plus justification, D.3), else RLCE's `\\boxed{}` one."""
-        hook = getattr(group_scorer, "format_reward", None) if group_scorer is not None else None
+        hook = group_scorer.format_reward if group_scorer is not None else None
         return hook or method_hook(reward_method, "format_reward") or rlce_format
 
     def _build_scorer(self) -> GroupScorer:
@@ -271,7 +271,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         labels_column = self.args.rlce_labels_column
 
         # 1. Whole groups: every process sees the whole generation batch, in sampler order.
-        wanted = tuple(getattr(self.group_scorer, "columns", ()))  # dataset columns the scorer reads (Group.columns)
+        wanted = tuple(self.group_scorer.columns)  # dataset columns the scorer reads (Group.columns)
         local = [
             (p, completion_text(c), ex.get(labels_column), ex.get("question"), {k: ex.get(k) for k in wanted})
             for p, c, ex in zip(prompts, completions, inputs, strict=True)

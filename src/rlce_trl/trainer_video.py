@@ -27,7 +27,8 @@ import logging
 
 import torch
 
-from .data.media import VIDEO_INPUTS, first_prompt, has_video, resolve, text_only_prompt, video_blocks
+from .config_video import video_problems
+from .data.media import first_prompt, has_video, resolve, text_only_prompt, video_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -64,33 +65,6 @@ def check_trl_version(version: str | None = None) -> None:
             f"trl>={low},<{high}, but {'; '.join(problems)}. Install `trl>={low},<{high}`, or train without "
             "frames (video_input='text')."
         )
-
-
-def video_problems(args, *, is_vlm: bool, tools=None, rollout_func=None, environments=None) -> list[str]:
-    """Why video rows cannot be trained as `args.video_input` asks, each with its fix; empty when they can."""
-    mode = getattr(args, "video_input", "video")
-    if mode not in VIDEO_INPUTS:
-        return [f"video_input={mode!r}: use one of {', '.join(VIDEO_INPUTS)}."]
-    if mode == "text":
-        return []
-    problems = []
-    if not is_vlm:
-        problems.append(
-            "the rows carry video frames but the processing class is a text tokenizer: use a vision-language model "
-            "(its processor takes video), or set video_input='text' to train on the text alone"
-        )
-    if mode == "video" and args.use_vllm:
-        problems.append(
-            "use_vllm=True does not feed video to policy generation (TRL's vLLM path passes images only): set "
-            "use_vllm=False (transformers generation), or video_input='images' (frames as an image list, which "
-            "vLLM takes)"
-        )
-    if mode == "video" and (tools or rollout_func is not None or environments):
-        problems.append(
-            "tools, environments and rollout_func are not supported with video_input='video': drop them, or use "
-            "video_input='images'"
-        )
-    return problems
 
 
 def _as_images(row: dict) -> dict:

@@ -106,17 +106,13 @@ def test_target_span_median_and_fallback():
     assert vz.target_span([None], 30, (5, 1)) == (None, "none") and vz.target_span([(1, 2)], None) == (None, "none")
 
 
-def test_format_and_solver_steps():
+def test_format():
     video = vz.parse_vz_questioner(tags("Why?"))
     text = vz.parse_vz_questioner("<question>Q</question><answer>A</answer>")
     assert video.span == (10.0, 20.0) and video.evidence.startswith("The speaker")
     assert vz.format_ok(video, True, LABELS) and not vz.format_ok(text, True) and vz.format_ok(text, False)
     assert not vz.format_ok(vz.parse_vz_questioner(tags("Why?", answer="happy")), True, LABELS)
     assert not vz.format_ok(vz.parse_vz_questioner(tags("Why?", span="soon")), True)
-    assert vz.solver_steps(600) == 1 and vz.solver_steps(600, "algorithm") == 3
-    assert vz.solver_steps(0, "algorithm") == 1
-    with pytest.raises(ValueError, match="'text' or 'algorithm'"):
-        vz.solver_steps(1, "epochs")
 
 
 # ------------------------------------------------------------------ the Questioner scorer
@@ -189,16 +185,6 @@ def test_questioner_scorer_partner_failure_and_registry():
 
 
 # ------------------------------------------------------------------ Solver reward function and data
-
-
-def test_vz_solver_reward_function_reads_columns():
-    reward = vz.vz_solver_reward
-    assert reward.__name__ == "vz_solver"
-    out = reward(["p"] * 4, ["<span>12-18</span>\\boxed{positive}", "\\boxed{negative}",
-                             [{"role": "assistant", "content": "\\boxed{positive}"}], "\\boxed{positive}"],
-                 pseudo_label=["positive", "positive", "positive", None], target_span=[[10, 20], [10, 20], None, None],
-                 clip_seconds=[30.0, 30.0, None, None], answer_options=[list(LABELS)] * 4)
-    assert out == [pytest.approx(1 + 0.5 * 0.6 * (1 - 2 / 30) ** 2), 0.0, 1.0, None]
 
 
 def clip_row(k, marker):

@@ -61,11 +61,6 @@ def test_reasoner_reward():
     assert vp.reasoner_reward("\\boxed{negative}", "positive", LABELS) == pytest.approx(0.1)
     assert vp.reasoner_reward("no idea", "positive", LABELS) == 0.0
     assert vp.reasoner_reward("\\boxed{To save money.}", "to save money", None) == pytest.approx(1.0)
-    reward = vp.pseudo_label_reward
-    assert reward.__name__ == "pseudo_label"
-    out = reward(["p"] * 3, ["\\boxed{a}", [{"role": "assistant", "content": "\\boxed{b}"}], "\\boxed{a}"],
-                 pseudo_label=["a", "a", None], answer_options=[[], [], []])
-    assert out == [pytest.approx(1.0), pytest.approx(0.1), None]
 
 
 def test_retention_and_hard_drops():
@@ -254,8 +249,7 @@ def test_questioner_and_reasoner_phases_in_the_trainer(tiny_model_dir, tmp_path)
     questioner = ScriptedVerifier(lambda r: [block("the food HALF?", kind="open-ended")] * r.sampling.n)
     rows, stats = vp.build_reasoner_rows(clips, questioner, fake, n_candidates=1, m=4)
     assert stats["retained"] == 4 and {r["pseudo_label"] for r in rows} == {"yes"}
-    args = tiny_grpo_args(tmp_path / "r", max_steps=1, reward_method="ttrl")
-    trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=args, reward_funcs=[vp.pseudo_label_reward],
-                              train_dataset=Dataset.from_list(rows))
+    args = tiny_grpo_args(tmp_path / "r", max_steps=1, reward_method="visplay_reasoner")  # the Reasoner's phase
+    trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=Dataset.from_list(rows))
     trainer.train()
-    assert "rewards/pseudo_label/mean" in trainer.state.log_history[0]
+    assert "rewards/visplay_reasoner/mean" in trainer.state.log_history[0]

@@ -1,4 +1,5 @@
-"""The one JSONL reader (tolerant of a cut last line, strict elsewhere) and the dataset row checks."""
+"""The one JSONL module (a reader tolerant of a cut last line and strict elsewhere; atomic writes, appends, resume
+truncation) and the dataset row checks."""
 
 from __future__ import annotations
 
@@ -6,8 +7,17 @@ import json
 
 import pytest
 
+from rlce_trl.data import jsonl
 from rlce_trl.data.checks import check_datasets, check_rows
-from rlce_trl.data.jsonl import read_jsonl, read_jsonl_counted, repair_jsonl_tail
+from rlce_trl.data.jsonl import (
+    append_jsonl,
+    read_jsonl,
+    read_jsonl_counted,
+    repair_jsonl_tail,
+    truncate_jsonl,
+    write_json,
+    write_jsonl,
+)
 from rlce_trl.errors import InputError, MissingInputError
 
 
@@ -51,6 +61,44 @@ def test_repair_tail_cuts_a_fragment_and_keeps_a_whole_last_row(tmp_path):
     path.write_text('{"id": 1}\n{"id": 2}')  # whole row, newline missing: kept, newline added
     assert repair_jsonl_tail(path) == 0 and path.read_text() == '{"id": 1}\n{"id": 2}\n'
     assert repair_jsonl_tail(tmp_path / "absent.jsonl") == 0
+
+
+def test_writes_are_atomic_a_failed_write_leaves_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "sub" / "rows.jsonl"
+    assert write_jsonl(({"i": i, "t": "é"} for i in range(3)), path) == 3  # a generator, a new folder
+    assert read_jsonl(path) == [{"i": i, "t": "é"} for i in range(3)] and "é" in path.read_text(encoding="utf-8")
+    before = path.read_bytes()
+
+    def rows():
+        yield {"i": 9}
+        raise KeyboardInterrupt  # killed halfway through writing
+
+    with pytest.raises(KeyboardInterrupt):
+        write_jsonl(rows(), path)
+    assert path.read_bytes() == before and sorted(p.name for p in path.parent.iterdir()) == ["rows.jsonl"]
+    write_json({"score": 0.5}, tmp_path / "summary.json")
+    assert json.loads((tmp_path / "summary.json").read_text()) == {"score": 0.5}
+    monkeypatch.setattr(jsonl.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError, match="disk full"):
+        write_json({"score": 0.9}, tmp_path / "summary.json")
+    assert json.loads((tmp_path / "summary.json").read_text()) == {"score": 0.5}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub", "summary.json"]  # no temporary file left
+
+
+def test_append_and_resume_truncation(tmp_path):
+    path = tmp_path / "log" / "steps.jsonl"
+    assert append_jsonl([], path) == 0 and path.read_text() == ""  # the log exists from the first call
+    append_jsonl([{"step": 1}, {"step": 2}], path, fsync=True)
+    append_jsonl([{"step": 3}], path)
+    with path.open("a") as f:
+        f.write('{"step": 4, "cut')  # a kill mid-append
+    inode = path.stat().st_ino
+    assert truncate_jsonl(path, lambda r: r["step"] <= 2) == 2  # step 3 and the cut line
+    assert read_jsonl(path) == [{"step": 1}, {"step": 2}]
+    assert path.stat().st_ino != inode  # rewritten by a rename, never in place
+    assert truncate_jsonl(path, lambda r: True) == 0 and truncate_jsonl(tmp_path / "absent.jsonl", bool) == 0
+    with pytest.raises(ValueError):
+        append_jsonl([{"x": float("nan")}], path, allow_nan=False)
 
 
 GOOD = {"prompt": [{"role": "user", "content": "hi"}], "answer_options": ["a", "b"]}

@@ -8,8 +8,7 @@ import sys
 
 import pytest
 from launching import run_or_fail
-
-from rlce_trl.verifiers.vllm_process import free_port
+from testing_utils import free_port
 
 HERE = os.path.dirname(__file__)
 

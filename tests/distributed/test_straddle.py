@@ -6,7 +6,7 @@ import subprocess
 import sys
 from collections import Counter
 
-from rlce_trl.verifiers.vllm_process import free_port
+from testing_utils import free_port
 
 HERE = os.path.dirname(__file__)
 

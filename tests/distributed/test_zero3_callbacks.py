@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 from launching import run_or_fail
-
-from rlce_trl.verifiers.vllm_process import free_port
+from testing_utils import free_port
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rlce_trl.verifiers.vllm_process import free_port  # noqa: F401 - re-exported for the test modules
+from testing_utils import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES, CONFIGS = ROOT / "examples", ROOT / "configs"

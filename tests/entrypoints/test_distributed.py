@@ -5,8 +5,9 @@ import json
 import sys
 
 import pytest
-from helpers import CONFIGS, TINY, clean_env, free_port, launch, torchrun
+from helpers import CONFIGS, TINY, clean_env, launch, torchrun
 from hub_standin import HubStandIn
+from testing_utils import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -52,7 +52,7 @@ def test_quickstart_recipe_trains_checkpoints_and_logs(tiny_model_dir, tmp_path,
 def test_model_alias_resolves_offline(monkeypatch, tmp_path):
     from rlce_trl import models as scripts_utils
 
-    monkeypatch.setattr("rlce_trl.models.smollm2_instruct", lambda: str(tmp_path / "smol"))
+    monkeypatch.setitem(scripts_utils.MODEL_ALIASES, "smollm2-135m-instruct", lambda: str(tmp_path / "smol"))
     assert scripts_utils.resolve_model("smollm2-135m-instruct") == str(tmp_path / "smol")
     assert scripts_utils.resolve_model("Qwen/Qwen3.5-9B") == "Qwen/Qwen3.5-9B"
 

@@ -110,6 +110,35 @@ def test_callback_logs_metrics_writes_alarms_and_stops(tmp_path):
     assert "no alarm" in card_section(HealthMonitor(), 5) and "was off" in card_section(None, 5)
 
 
+def test_a_resumed_monitor_truncates_its_alarms_atomically(tmp_path, monkeypatch):
+    """Resumed at step 2, the monitor drops the alarms of later steps by writing a new file and renaming it over the
+    old one: killed before the rename, the old file is whole; after it, the file is a new one (another inode)."""
+    from rlce_trl.data import jsonl
+
+    path = tmp_path / HEALTH_FILE
+    path.write_text("".join(json.dumps({"type": "health_alarm", "step": s, "rule": f"r{s}"}) + "\n"
+                            for s in (1, 2, 3, 4)))
+    before, inode = path.read_bytes(), path.stat().st_ino
+
+    def resume():
+        monitor = HealthMonitor("ttrl", output_dir=str(tmp_path))
+        state = TrainerState()
+        state.global_step = 2
+        monitor.on_train_begin(None, state, TrainerControl())
+        monitor.on_step_end(None, state, TrainerControl())
+
+    def killed(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(jsonl.os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        resume()
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == [HEALTH_FILE]
+    monkeypatch.undo()
+    resume()
+    assert [a["step"] for a in read_alarms(str(path))] == [1, 2] and path.stat().st_ino != inode
+
+
 def test_report_shows_the_health_panel(tmp_path):
     from rlce_trl.report import build_report
 

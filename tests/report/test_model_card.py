@@ -108,25 +108,36 @@ def check_markdown(card: str) -> tuple[dict, list[tuple[int, str]]]:
     return meta, headings
 
 
-def make_card(tmp_path, base, steps=4, info=None, **overrides):
-    """TRL's card (its `generate_model_card`, as `create_model_card` calls it) completed by `add_rlce_section` for a
-    trainer of `steps` steps from the model `base`."""
-    from types import SimpleNamespace
-
+def trl_card(out) -> str:
+    """TRL's own card (its template, through `generate_model_card` as `create_model_card` calls it for a model that
+    is not a Hub id), saved as `out/README.md`."""
     from trl.trainer.utils import generate_model_card
 
-    from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
-    from rlce_trl.model_card import add_rlce_section
+    from rlce_trl import RLCEGRPOTrainer
 
-    out = tmp_path / "quickstart"
-    out.mkdir()
-    args = RLCEGRPOConfig(output_dir=str(out), report_to="none", use_cpu=True, bf16=False, num_generations=4,
-                          per_device_train_batch_size=4, max_completion_length=48, **overrides)
+    out.mkdir(exist_ok=True)
     paper = RLCEGRPOTrainer._paper
     generate_model_card(base_model=None, model_name="quickstart", hub_model_id=None, dataset_name=None,
                         tags=RLCEGRPOTrainer._tag_names, wandb_url=None, trackio_url=None,
                         trainer_name=RLCEGRPOTrainer._name, trainer_citation=paper["citation"],
                         paper_title=paper["title"], paper_id=paper["id"]).save(out / "README.md")
+    return (out / "README.md").read_text(encoding="utf-8")
+
+
+def make_card(tmp_path, base, steps=4, info=None, edit=None, **overrides):
+    """TRL's card (`edit`: changed first, as a TRL release could) completed by `add_rlce_section` for a trainer of
+    `steps` steps from the model `base`."""
+    from types import SimpleNamespace
+
+    from rlce_trl import RLCEGRPOConfig
+    from rlce_trl.model_card import add_rlce_section
+
+    out = tmp_path / "quickstart"
+    card = trl_card(out)
+    if edit is not None:
+        (out / "README.md").write_text(edit(card), encoding="utf-8")
+    args = RLCEGRPOConfig(output_dir=str(out), report_to="none", use_cpu=True, bf16=False, num_generations=4,
+                          per_device_train_batch_size=4, max_completion_length=48, **overrides)
     model = SimpleNamespace(config=SimpleNamespace(_name_or_path=str(base)))
     trainer = SimpleNamespace(args=args, model=model, accelerator=SimpleNamespace(unwrap_model=lambda m: m),
                               hub_model_id=None, state=SimpleNamespace(global_step=steps),
@@ -144,14 +155,34 @@ def alias_folder(tmp_path):
     return folder
 
 
+def test_every_change_to_trls_card_finds_its_text_in_trls_template(tmp_path):
+    """Each text of TRL's card that a change relies on (`TRL_ANCHORS`) is in the card TRL's template renders, once: a
+    TRL release that rewords one fails here instead of leaving TRL's text in the card."""
+    import re
+
+    from rlce_trl.model_card import TRL_ANCHORS
+
+    card = trl_card(tmp_path / "trl")
+    for name, (pattern, _) in TRL_ANCHORS.items():
+        assert len(re.findall(pattern, card, re.MULTILINE)) == 1, f"TRL's card lacks {name!r} ({pattern})"
+
+
+def test_a_reworded_trl_card_is_a_warning_not_a_silent_no_op(tmp_path, caplog):
+    card = make_card(tmp_path, alias_folder(tmp_path), edit=lambda c: c.replace("## Quick start", "## Try it"))
+    assert "no longer has the text 'quick_start'" in caplog.text and "time machine" in card  # TRL's text is kept
+    assert "### RLCE" in card and "## License" in card  # the other changes still apply
+
+
 def test_a_demo_card_renders_and_says_what_it_is(tmp_path):
     import re
 
-    from rlce_trl.model_card import PAPER_ID
+    from rlce_trl.model_card import BEGIN, END, PAPER_ID
 
     card = make_card(tmp_path, alias_folder(tmp_path))
     meta, headings = check_markdown(card)
     assert [h for _, h in headings] == SECTIONS
+    inside = card.split(BEGIN)[1].split(END)[0]  # what rlce-trl adds is between its markers
+    assert inside.count("### ") == 2 and "### RLCE" in inside and "### Training health" in inside
     assert meta["license"] == "apache-2.0" and "licence" not in meta and "license: license" not in card
     assert meta["base_model"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
     assert "| Verifier model | a frozen copy of the initial checkpoint ([HuggingFaceTB/SmolLM2-135M-Instruct](" in card

@@ -8,8 +8,8 @@ import pytest
 import torch
 from testing_utils import build_tiny_vlm, make_video
 
-from rlce_trl.baselines import PolicyJudgeScorer
 from rlce_trl.data.hba import MOSEI_LABELS, frame_source
+from rlce_trl.methods import PolicyJudgeScorer
 from rlce_trl.methods.rubrics import RubricScorer
 from rlce_trl.scoring import Group
 from rlce_trl.verifiers.base import Verifier

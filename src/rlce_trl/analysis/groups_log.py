@@ -52,8 +52,8 @@ JSONL reader and writer (`rlce_trl.data.jsonl`).
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from collections.abc import Callable, Sequence
 
 from ..data.jsonl import read_jsonl_counted
@@ -62,6 +62,8 @@ from ..evidence.answers import extract_boxed, match_label, normalize_answer
 from ..evidence.pipeline import EvidenceSettings
 from ..evidence.state import Group
 from ..verifiers.base import Reply, Request, Verifier
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_METHODS = ("rlce", "usc", "policy_judge", "ttrl", "rar", "rler")
 CorrectFn = Callable[[str | None, str, Sequence[str] | None], bool]
@@ -205,7 +207,7 @@ def read_log(path: str | os.PathLike, methods: Sequence[str] | None = None) -> l
     `--methods` naming a method the log lacks raise [`InputError`] naming the record and the fix."""
     records, skipped = read_jsonl_counted(path, "logged-groups file")
     if skipped:
-        print(f"warning: {path}: skipped an unreadable last line (cut short?)", file=sys.stderr)
+        logger.warning("%s: skipped an unreadable last line (cut short?)", path)
     if not records:
         raise InputError(f"logged-groups file {str(path)!r} holds no records: log some groups first (see "
                          "`rlce_trl.analysis.groups_log` for the format) or use --synthetic N.")

@@ -17,7 +17,7 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..data.jsonl import read_jsonl, write_jsonl
+from ..data.jsonl import read_jsonl
 from ..evidence.prompts import VERDICTS, render_context
 
 SPLITS = ("calibration", "held-out")
@@ -119,10 +119,6 @@ def load_cases(path: str | Path) -> list[CalibrationCase]:
             )
         )
     return cases
-
-
-def save_cases(cases: list[CalibrationCase], path: str | Path) -> int:
-    return write_jsonl((c.to_dict() for c in cases), path)
 
 
 def split_cases(cases: list[CalibrationCase], split: str) -> list[CalibrationCase]:

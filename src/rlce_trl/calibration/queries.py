@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-CATEGORIES = ("uncertain", "inconsistent", "high_impact")
+from ..evidence.votes import ranking
 
 
 def _scores(entry: dict) -> list[float]:
@@ -60,7 +60,7 @@ def categorize(record: dict, method: str = "rlce", judge: str = "policy_judge", 
     counts = Counter(answers[a] for a in assignment if isinstance(a, int) and 0 <= a < len(answers))
     answered = sum(counts.values())
     if winner is not None and counts:
-        majority = counts.most_common(1)[0][0]
+        majority = ranking(counts)[0][0]  # tie rule "first": the answer given first
         judged = ((record.get("methods") or {}).get(judge) or {}).get("verified_answer")
         if winner != majority and (judged is None or winner != judged):
             out.append("inconsistent")

@@ -9,8 +9,7 @@ command glue live here; what other modules import stays in its feature package, 
 Commands that pass further `--key value` pairs on to a recipe (`train`, `coevolve`) set `accepts_extra`: they get the
 arguments their parser does not know as `args.extra`; for every other command those are an argparse error.
 
-One dialect: snake_case flags, `--output_dir` for folders and `--output_file` for files; the old spellings of
-`_args.DEPRECATED_FLAGS` still work for one release, with a one-line warning. Every parser is a
+One dialect: snake_case flags, `--output_dir` for folders and `--output_file` for files. Every parser is a
 [`~rlce_trl.cli._args.CLIParser`]: a bad value or a missing flag is one line, an unknown flag prints that command's
 usage and the closest flag ("did you mean"); counts use the `positive_int` type.
 
@@ -26,7 +25,7 @@ import os
 import sys
 
 from . import analyze, calibrate, coevolve, compare, data, evaluate, report, sample, select, train
-from ._args import CLIParser, check_unknown_flags, leaf_parser, rewrite_deprecated
+from ._args import CLIParser, check_unknown_flags, leaf_parser
 
 #: The command groups, in the order of `rlce-trl --help`.
 COMMANDS = [data, evaluate, analyze, report, sample, select, calibrate, train, coevolve, compare]
@@ -47,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        argv = rewrite_deprecated([os.fspath(a) if isinstance(a, os.PathLike) else a for a in argv])
+        argv = [os.fspath(a) if isinstance(a, os.PathLike) else a for a in argv]
         parser = build_parser()
         check_unknown_flags(parser, argv)
         args, extra = parser.parse_known_args(argv)

@@ -1,6 +1,5 @@
 """What every `rlce-trl` parser shares: the parser class (one-line errors, the command's usage and a "did you mean"
-for an unknown flag), the argparse types for counts (`positive_int`, `nonnegative_int`, `bounded_int`) and the table
-of deprecated flag spellings with the argv rewrite that accepts them for one release."""
+for an unknown flag) and the argparse types for counts (`positive_int`, `nonnegative_int`, `bounded_int`)."""
 
 from __future__ import annotations
 
@@ -10,42 +9,6 @@ import re
 import sys
 
 from ..errors import InputError, bounded_int, nonnegative_int, positive_int
-
-#: Old flag spellings (before one dialect: snake_case, `--output_dir` for folders, `--output_file` for files), by
-#: command, accepted for one release with a one-line warning. The key is the command as typed (`analyze`,
-#: `analyze coevolve`, `calibrate score`, ...).
-DEPRECATED_FLAGS: dict[str, dict[str, str]] = {
-    "analyze": {
-        "--out": "--output_dir", "--max-tests": "--max_tests", "--no-plots": "--no_plots",
-        "--error-rates": "--error_rates", "--num-answers": "--num_answers",
-        "--tests-per-direction": "--rlce_tests_per_direction", "--tests_per_direction": "--rlce_tests_per_direction",
-        "--abstain-rate": "--abstain_rate",
-    },
-    "analyze coevolve": {"--out": "--output_file"},
-    **{f"calibrate {step}": {"--out": "--output_file"} for step in ("score", "fit", "run", "export")},
-}
-
-
-def rewrite_deprecated(argv: list[str], warn=None) -> list[str]:
-    """`argv` with the deprecated spellings of its command replaced by the new ones, one warning line per flag on
-    stderr. Nothing after a bare `--` is touched (those arguments belong to a recipe)."""
-    warn = warn or (lambda line: print(line, file=sys.stderr))
-    words = [a for a in argv[:2] if not a.startswith("-")]
-    table = DEPRECATED_FLAGS.get(" ".join(words[:2]), DEPRECATED_FLAGS.get(words[0] if words else "", {}))
-    if not table:
-        return list(argv)
-    out, warned = [], set()
-    for k, arg in enumerate(argv):
-        if arg == "--":
-            return out + list(argv[k:])
-        flag, eq, value = arg.partition("=")
-        if flag in table:
-            if flag not in warned:
-                warn(f"warning: {flag} is deprecated and goes in the next release: use {table[flag]}")
-                warned.add(flag)
-            arg = table[flag] + eq + value
-        out.append(arg)
-    return out
 
 
 class CLIParser(argparse.ArgumentParser):
@@ -76,7 +39,9 @@ class CLIParser(argparse.ArgumentParser):
         hint = ""
         if flags:
             options = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
-            close = difflib.get_close_matches(flags[0].split("=", 1)[0], options, n=1, cutoff=0.6)
+            flag = flags[0].split("=", 1)[0]
+            longer = [o for o in options if o.startswith(flag)]  # `--out`: the one flag it begins
+            close = longer if len(longer) == 1 else difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
             hint = f": did you mean {close[0]}?" if close else f"; see `{self.prog} --help`"
         return InputError(f"{self.prog}: unrecognized arguments: {' '.join(extra)}{hint}")
 
@@ -115,5 +80,4 @@ def leaf_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ar
         parser = subs[0].choices[chosen]
 
 
-__all__ = ["DEPRECATED_FLAGS", "CLIParser", "bounded_int", "check_unknown_flags", "leaf_parser", "nonnegative_int",
-           "positive_int", "rewrite_deprecated"]
+__all__ = ["CLIParser", "bounded_int", "check_unknown_flags", "leaf_parser", "nonnegative_int", "positive_int"]

@@ -13,10 +13,10 @@ checked before the verifier loads.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
+from ..data.jsonl import write_json
 from ..errors import InputError
 from ._args import positive_int
 
@@ -88,8 +88,7 @@ def _score(args) -> int:
     result = score_prompts(_verifier(args), prompts, cases, calibration, args.resamples, args.seed)
     _print_alignment(result)
     if args.output_file:
-        with open(args.output_file, "w", encoding="utf-8") as f:
-            json.dump(result.to_dict(), f, indent=2)
+        write_json(result.to_dict(), args.output_file)
     return 0
 
 

@@ -84,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _sample_problems(args) -> list[str]:
-    from ..config_video import VideoArguments
+    from ..config_video import frame_kwargs, video_problems
 
     problems = []
     for name, low in (("n", 1), ("max_new_tokens", 1), ("top_k", 0), ("seed", 0)):
@@ -108,11 +108,8 @@ def _sample_problems(args) -> list[str]:
         problems.append(f"--media_root {args.media_root}: no such folder")
     if Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
         problems.append(f"--output_dir {args.output_dir}: is a file, pass a folder")
-    video = VideoArguments(video_fps=args.video_fps, video_min_frames=args.video_min_frames,
-                           video_max_frames=args.video_max_frames, video_frame_height=args.video_frame_height,
-                           video_frame_width=args.video_frame_width)
-    problems += [f"--{p.rstrip('.')}" for p in video.video_problems()]
-    args.frame_kwargs = video.frame_kwargs()
+    problems += [f"--{p.rstrip('.')}" for p in video_problems(args)]
+    args.frame_kwargs = frame_kwargs(args)
     if args.vllm_kwargs is not None:
         try:
             args.vllm_kwargs = json.loads(args.vllm_kwargs)

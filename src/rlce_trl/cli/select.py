@@ -8,7 +8,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from ..data.jsonl import read_jsonl
+from ..data.jsonl import read_jsonl, write_json
 from ..errors import InputError, MissingInputError, positive_int
 from .sample import check_vision_language
 
@@ -179,8 +179,7 @@ def main(args: argparse.Namespace, verifier=None) -> int:
                      for n in names]
     except ValueError as error:
         raise InputError(str(error)) from None
-    settings_path.parent.mkdir(parents=True, exist_ok=True)
-    settings_path.write_text(json.dumps(args.select_settings, indent=2))
+    write_json(args.select_settings, settings_path)
     path = select_rows(rows, selectors, budgets, args.output_dir, args.subsets, args.seed, args.chunk_size)
     records = read_jsonl(path, "selections file")
     summary = summarize(records)
@@ -188,7 +187,7 @@ def main(args: argparse.Namespace, verifier=None) -> int:
     summary["pool_sizes"] = sizes
     summary["pool_stats"] = pool_stats(rows, cfg.think_range, cfg.ngram)
     out = Path(args.output_dir)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json(summary, out / "summary.json")
     table = format_table(summary)
     (out / "summary.md").write_text(table + "\n")
     print(table)

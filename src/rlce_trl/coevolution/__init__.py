@@ -8,9 +8,12 @@ the data between them, validates after every round, keeps the best checkpoint an
 - `base`: [`PhaseSpec`] and the [`CoevolutionMethod`] protocol.
 - `state`: `state.json`, written atomically.
 - `driver`: the loop; `phase`: the subprocess entry (train / build / validate one step).
-- `rlac`: RLAC's scorers and harvest; `registry`: the methods `rlce-trl coevolve --method` knows.
-- `visplay`, `video_zero` (+ `selfplay`, `bleu`, `lexicons`): VisPlay's and Video-Zero's rewards, scorers and data
-  builders; `selfplay_methods`: their driver loops and the reasoner / solver rewards as group scorers.
+- `corpus`: the rows a run reads (the corpus, the validation split).
+- `registry`: the methods `rlce-trl coevolve --method` knows; `rlac_method`: RLAC's phases and harvest;
+  `selfplay_methods`: VisPlay's and Video-Zero's phases and data builds.
+
+The methods' rewards, scorers and data builders live with every other reward method in `rlce_trl.methods`
+(`rlac`, `visplay`, `video_zero`, `selfplay`, `pseudo_label`, `bleu`, `lexicons`).
 
 Nothing here imports torch at module level.
 """

@@ -1,10 +1,6 @@
-"""The rows a co-evolution run reads and writes: the corpus, the validation split, and JSONL written atomically."""
+"""The rows a co-evolution run reads: the corpus and the validation split."""
 
 from __future__ import annotations
-
-import json
-from collections.abc import Sequence
-from pathlib import Path
 
 from ..errors import InputError
 
@@ -42,14 +38,3 @@ def load_validation(path: str, hba_task: str | None = None) -> list[dict]:
         raise InputError(f"{path}: {'no rows' if not rows else f'row {bad[0]} has no prompt or gold'}; validation "
                          "needs rows with `prompt` and `gold` (e.g. the validation split of prepare-prefeval).")
     return rows
-
-
-def write_rows(path: str, rows: Sequence[dict]) -> None:
-    """Write JSONL atomically (temporary file, rename)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(target)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data.jsonl import write_json
 from ..errors import InputError
 from .base import BuildContext, CoevolutionMethod, PhaseSpec
 from .state import new_state, per_phase, read_state, record_step, totals, write_state
@@ -188,7 +189,7 @@ class Coevolver:
             shutil.rmtree(step_dir)
         step_dir.mkdir(parents=True)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        (step_dir / "job.json").write_text(json.dumps(job, indent=2))
+        write_json(job, step_dir / "job.json")
         self.log(f"round {state['round']}: {step['kind']} {phase.name if phase else state['validated_role']} "
                  f"(log: {log_path})")
         start, cpu_before = time.monotonic(), _children_cpu()
@@ -296,7 +297,7 @@ class Coevolver:
         summary = {"method": state["method"], "rounds": state["rounds"], "result_checkpoint": result,
                    "best": state["best"], "validations": state["validations"], "totals": totals(state),
                    "per_phase": per_phase(state)}
-        (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        write_json(summary, self.output_dir / "summary.json")
         spent = totals(state)
         self.log(f"done: {state['validated_role']} checkpoint {result}; wall {spent['wall_s'] / 3600:.2f} h, "
                  f"device {spent['device_hours']:.2f} GPU-h, CPU {spent['cpu_hours']:.2f} h")
@@ -309,9 +310,7 @@ def _children_cpu() -> float:
 
 def write_report(step_dir: Path, report: dict) -> None:
     """A step's `report.json` (the driver's proof that the step finished), written atomically."""
-    tmp = step_dir / f".{REPORT_FILE}.tmp"
-    tmp.write_text(json.dumps(report, indent=2))
-    os.replace(tmp, step_dir / REPORT_FILE)
+    write_json(report, step_dir / REPORT_FILE)
 
 
 def _read_report(step_dir: Path) -> dict | None:

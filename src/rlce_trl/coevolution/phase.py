@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -29,6 +30,8 @@ from trl import ModelConfig, TrlParser, get_peft_config
 
 from ..config import RLCEGRPOConfig
 from ..scripts.utils import RLCEScriptArguments
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -211,7 +214,7 @@ def fill_one_batch(rows: list[dict], prompts: int) -> tuple[list[dict], int]:
     if len(rows) >= prompts:
         return rows, 0
     filled = [rows[i % len(rows)] for i in range(prompts)]
-    print(f"warning: {len(rows)} rows for a batch of {prompts} prompts: rows repeated to fill one batch", flush=True)
+    logger.warning("%d rows for a batch of %d prompts: rows repeated to fill one batch", len(rows), prompts)
     return filled, prompts - len(rows)
 
 
@@ -258,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run one step of a co-evolution (written by rlce-trl coevolve).")
     parser.add_argument("--job", required=True, help="The step's job.json.")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stdout)
     start = time.monotonic()
     job = json.loads(Path(args.job).read_text())
     result = RUNNERS[job["kind"]](job)

@@ -3,11 +3,15 @@ its phases, `rlac_generator` / `rlac_critic`, are in [`rlce_trl.methods.rlac`]).
 
 from __future__ import annotations
 
+import logging
 import time
 
+from ..data.jsonl import write_jsonl
 from ..errors import InputError
 from .base import BuildContext, PhaseSpec
-from .corpus import load_corpus, write_rows
+from .corpus import load_corpus
+
+logger = logging.getLogger(__name__)
 
 #: Table 15: 18 optimizer steps per role per round.
 RLAC_STEPS = {"generator": 18, "critic": 18}
@@ -50,7 +54,7 @@ class RLAC:
             rows = load_corpus(ctx.train_file, self.settings.get("hba_task"))
             size = self.settings.get("corpus_size")
             rows = pick_clips(rows, size, ctx.seed) if size else rows
-            write_rows(ctx.output_file, generator_rows(rows))
+            write_jsonl(generator_rows(rows), ctx.output_file)
             return {"rows": len(rows)}
         return harvest(ctx, int(self.settings.get("max_pairs") or 600))
 
@@ -75,8 +79,7 @@ def harvest(ctx: BuildContext, max_pairs: int) -> dict:
     backend = "vllm" if training_args.use_vllm and not video else "transformers"
     start = time.monotonic()
     generator = make_generator(ctx.checkpoints["generator"], backend, video=video, max_new_tokens=max_new)
-    print(f"harvest: {ctx.checkpoints['generator']} loaded ({backend}) in {time.monotonic() - start:.1f} s",
-          flush=True)
+    logger.info("harvest: %s loaded (%s) in %.1f s", ctx.checkpoints["generator"], backend, time.monotonic() - start)
     start = time.monotonic()
     prompts = [_prompt(r, script_args, training_args) for r in rows]
     if hasattr(generator, "sample"):
@@ -85,10 +88,10 @@ def harvest(ctx: BuildContext, max_pairs: int) -> dict:
         responses = [s[0].text for s in generator.sample(prompts, [spec])]
     else:  # the vision-language generator decodes greedily
         responses = generator(prompts)
-    print(f"harvest: {len(responses)} responses of at most {max_new} tokens in {time.monotonic() - start:.1f} s",
-          flush=True)
+    logger.info("harvest: %d responses of at most %d tokens in %.1f s", len(responses), max_new,
+                time.monotonic() - start)
     out = critic_rows(rows, responses)
-    write_rows(ctx.output_file, out)
+    write_jsonl(out, ctx.output_file)
     return {"pairs": len(out), "clips": len(generated), "max_pairs": max_pairs}
 
 

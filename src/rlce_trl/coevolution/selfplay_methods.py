@@ -7,15 +7,22 @@
 - Video-Zero: `S_t -> Q_{t+1} -> D_{t+1} -> S_{t+1}`. The questioner phase (`vz_questioner`, the frozen solver as
   partner; 2 steps), the solver's data (`build_solver_rows`), the solver phase (`vz_solver`; 1 step).
 
-The reasoner / solver rewards are the plain reward functions of those modules, read through `Group.columns` so each
-phase is one group scorer like every other. The reasoner / solver is validated after every round.
+The reasoner / solver rewards are the pseudo-label rewards of those modules as group scorers
+(`rlce_trl.methods.pseudo_label`, reading the rows' columns through `Group.columns`), so each phase is one group
+scorer like every other. The reasoner / solver is validated after every round.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
+from ..data.jsonl import write_jsonl
 from ..errors import InputError
 from .base import BuildContext, PhaseSpec
-from .corpus import load_corpus, write_rows
+from .corpus import load_corpus
+
+logger = logging.getLogger(__name__)
 
 
 def _frozen(path: str, cache: dict, video: bool):
@@ -39,20 +46,19 @@ class _SelfPlay:
     answerer = ""
     steps: dict[str, int] = {}
     rewards: tuple[str, str] = ("", "")
-    module = ""  # the method's module in `rlce_trl.methods`: its `questioner_row` and the answer-rows builder
-    builder = ""
 
-    def _module(self):
-        import importlib
-
-        return importlib.import_module(f"rlce_trl.methods.{self.module}")
+    @staticmethod
+    def _functions() -> tuple[Callable[[dict], dict], Callable[..., tuple[list[dict], dict]]]:
+        """The method's `questioner_row` and its answer-rows builder, from its module in `rlce_trl.methods` (imported
+        when first needed)."""
+        raise NotImplementedError
 
     def questioner_row(self, row: dict) -> dict:
-        return self._module().questioner_row(row)
+        return self._functions()[0](row)
 
     def build_answer_rows(self, corpus, questioner, answerer, seed):
         options = {k: v for k, v in self.build_kwargs.items() if k != "n_clips"}
-        return getattr(self._module(), self.builder)(corpus, questioner, answerer, seed=seed, n_clips=None, **options)
+        return self._functions()[1](corpus, questioner, answerer, seed=seed, n_clips=None, **options)
 
     def __init__(self, settings: dict | None = None):
         import inspect
@@ -61,12 +67,13 @@ class _SelfPlay:
         self.roles = ("questioner", self.answerer)
         self.validated_role = self.answerer
         self.build_kwargs = dict(self.settings.get("build_kwargs") or {})
-        allowed = [p.name for p in inspect.signature(getattr(self._module(), self.builder)).parameters.values()
+        builder = self._functions()[1]
+        allowed = [p.name for p in inspect.signature(builder).parameters.values()
                    if p.kind is p.KEYWORD_ONLY and p.name != "seed"]
         unknown = sorted(set(self.build_kwargs) - set(allowed))
         if unknown:
             raise InputError(f"coevolve_build_kwargs: unknown option(s) {', '.join(unknown)} for {self.name}'s "
-                             f"{self.builder}; use {', '.join(allowed)}.")
+                             f"{builder.__name__}; use {', '.join(allowed)}.")
 
     def phases(self, round: int, settings: dict | None = None) -> list[PhaseSpec]:
         settings = {**self.settings, **(settings or {})}
@@ -90,7 +97,7 @@ class _SelfPlay:
     def build_data(self, ctx: BuildContext) -> dict:
         if ctx.phase.name == "questioner":
             rows = [self.questioner_row(r) for r in self._corpus(ctx)]
-            write_rows(ctx.output_file, rows)
+            write_jsonl(rows, ctx.output_file)
             return {"rows": len(rows)}
         from ..methods.selfplay import seeded_subset
 
@@ -100,11 +107,11 @@ class _SelfPlay:
         questioner = _frozen(ctx.checkpoints["questioner"], cache, video)
         answerer = _frozen(ctx.checkpoints[self.answerer], cache, video)
         rows, stats = self.build_answer_rows(clips, questioner, answerer, ctx.seed + ctx.round)
-        write_rows(ctx.output_file, rows)
+        write_jsonl(rows, ctx.output_file)
         if not rows:  # the driver skips the phase (its checkpoint stays) and records why
             stats["skip"] = (f"no {self.answerer} rows retained: {stats['parsed']} of {stats['generated']} generated "
                              f"questions parsed, dropped {_counts(stats['dropped'])}")
-            print(f"warning: {stats['skip']}; the {self.answerer} phase of this round is skipped", flush=True)
+            logger.warning("%s; the %s phase of this round is skipped", stats["skip"], self.answerer)
         return stats
 
 
@@ -119,8 +126,12 @@ class VisPlay(_SelfPlay):
     answerer = "reasoner"
     steps = {"questioner": 20, "reasoner": 20}
     rewards = ("visplay_questioner", "visplay_reasoner")
-    module = "visplay"
-    builder = "build_reasoner_rows"
+
+    @staticmethod
+    def _functions():
+        from ..methods.visplay import build_reasoner_rows, questioner_row
+
+        return questioner_row, build_reasoner_rows
 
 
 class VideoZero(_SelfPlay):
@@ -130,5 +141,10 @@ class VideoZero(_SelfPlay):
     answerer = "solver"
     steps = {"questioner": 2, "solver": 1}
     rewards = ("vz_questioner", "vz_solver")
-    module = "video_zero"
-    builder = "build_solver_rows"
+
+    @staticmethod
+    def _functions():
+        from ..methods.video_zero import build_solver_rows, questioner_row
+
+        return questioner_row, build_solver_rows
+

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from ..data.jsonl import write_json
 from ..errors import InputError
 
 STATE_FILE = "state.json"
@@ -40,18 +40,7 @@ def new_state(method: str, base_model: str, roles: tuple[str, ...], rounds: int,
 def write_state(output_dir: str | os.PathLike, state: dict) -> Path:
     """Write `state` atomically to `output_dir/state.json`."""
     path = Path(output_dir) / STATE_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(state, f, indent=2)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_json(state, path)
     return path
 
 

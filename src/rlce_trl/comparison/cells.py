@@ -4,7 +4,6 @@ the test split, record it (`train.json`, `done.json`), so a rerun never repeats 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -12,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..data.jsonl import write_json
 from ..errors import InputError
 from . import paper
 from .plan import _load_recipe
@@ -106,12 +106,6 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-def _write_json(path: Path, record: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _score(summary_path: Path) -> float | None:
     summary = _read_json(summary_path) or {}
     return summary.get("score", summary.get("prefeval_macro"))
@@ -197,7 +191,7 @@ def run_cell(args, plan: dict, method: str, seed: int, log=print) -> dict:
         trained = {"arguments": train_args, "launcher": plan["launcher"], "devices": plan["devices"],
                    "wall_s": round(wall, 3), "device_hours": _device_hours(plan, method, train_dir, wall),
                    "checkpoint": None}
-        _write_json(here / "train.json", trained)  # trained: a rerun from here on selects and tests only
+        write_json(trained, here / "train.json")  # trained: a rerun from here on selects and tests only
     if trained.get("checkpoint") is None:
         if plan["kinds"][method] == "train" and plan["selection"] == "checkpoints":
             log(f"[{method} seed {seed}] validating the checkpoints")
@@ -206,7 +200,7 @@ def run_cell(args, plan: dict, method: str, seed: int, log=print) -> dict:
         else:
             checkpoint, selection = _best_checkpoint(plan, method, train_dir)
         trained = {**trained, "checkpoint": checkpoint, **selection}
-        _write_json(here / "train.json", trained)
+        write_json(trained, here / "train.json")
     log(f"[{method} seed {seed}] test evaluation of {trained['checkpoint']}")
     eval_wall = _run(eval_arguments(args, plan, trained["checkpoint"], here / "test"), here / "eval.log",
                      f"{method} seed {seed}: test evaluation")
@@ -218,7 +212,7 @@ def run_cell(args, plan: dict, method: str, seed: int, log=print) -> dict:
               "best_round": trained.get("best_round"), "best_validation": trained.get("best_validation")}
     if score is None:
         raise CellFailedError(f"{method} seed {seed}: the test evaluation produced no score ({here / 'test'}).")
-    _write_json(here / "done.json", record)
+    write_json(record, here / "done.json")
     return record
 
 
@@ -239,7 +233,7 @@ def run_base(args, plan: dict, log=print) -> dict:
     wall = _run(eval_arguments(args, plan, model, here / "test"), here / "eval.log", "base model: test evaluation")
     record = {"method": "base", "model": plan["model"], "score": _score(here / "test" / "summary.json"),
               "eval_wall_s": round(wall, 3)}
-    _write_json(here / "done.json", record)
+    write_json(record, here / "done.json")
     return record
 
 

@@ -60,10 +60,6 @@ ABLATIONS = {
     "rlce_static": {"mosei": 69.40, "prefeval": 46.57},
     "rlce_pointwise": {"intentqa": 56.61, "prefeval": 68.51},
 }
-ABLATION_RLCE = {"mosei": 71.73, "prefeval": 77.77, "intentqa": 59.61}
-
-#: Device-hours the paper gives (appendix D.4-D.6; three H200s): method -> (low, high) GPU-hours of one run.
-PAPER_GPU_HOURS = {"visplay": (26.0, 44.0), "video_zero": (28.0, 40.0), "rlac": (30.0, 30.0)}
 
 #: RLCE's schedule per task (appendix C.2, in prompts): (examples per cycle, PPO mini-batch, max cycles, tests per
 #: direction). One cycle is `examples // mini-batch` optimizer steps; RLCE is validated every second cycle.

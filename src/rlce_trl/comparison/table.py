@@ -4,11 +4,11 @@ a PNG (matplotlib). Pure arithmetic on the cells' records (no model), so it is t
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
 
+from ..data.jsonl import write_json
 from . import paper
 
 
@@ -165,6 +165,6 @@ def write_table(table: dict, output_dir: str | os.PathLike) -> dict[str, Path]:
     paths = {"markdown": output_dir / "comparison.md", "json": output_dir / "comparison.json",
              "png": output_dir / "comparison.png"}
     paths["markdown"].write_text(to_markdown(table), encoding="utf-8")
-    paths["json"].write_text(json.dumps(table, indent=2), encoding="utf-8")
+    write_json(table, paths["json"])
     to_png(table, paths["png"])
     return paths

@@ -333,14 +333,3 @@ def check_clips(rows: Iterable[dict], media_root: str | os.PathLike) -> None:
         raise ValueError(
             f"{len(bad)} clip(s) of the split cannot be read:\n  {shown}\nCheck --media_root, or drop these rows."
         )
-
-
-def strip_frames(prompt: Iterable[dict]) -> list[dict]:
-    """The prompt with frames replaced by placeholders again, for logging rows as JSON."""
-    out = []
-    for message in prompt:
-        content = message["content"]
-        if isinstance(content, list):
-            content = [{"type": "video"} if b.get("type") == "video" else b for b in content]
-        out.append({**message, "content": content})
-    return out

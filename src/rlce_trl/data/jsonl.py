@@ -1,33 +1,104 @@
-"""JSON-lines reading and writing: the one JSONL reader and writer of the package (data builders, evaluation outputs,
-the analysis bench's logs).
+"""JSON lines and atomic writes: the one place the package reads and writes JSON-lines files, and writes a file
+atomically (data builders, evaluation outputs, the evidence trail, the health alarms, the selection pool, the
+co-evolution state and corpora, the comparison's cell records).
 
+- [`write_jsonl`] writes a whole JSON-lines file and [`write_json`] one JSON object, both **atomically**: into a
+  temporary file beside the target, flushed to disk, then renamed over it (`os.replace`), so a reader (or a run
+  killed mid-write) sees the old file or the new one, never half of one.
+- [`append_jsonl`] appends rows to a log a run resumes (optionally `fsync`ed); [`repair_jsonl_tail`] first cuts a
+  last line a kill left half-written, so the next append starts on a fresh line instead of gluing a row onto half a
+  row.
+- [`truncate_jsonl`] is a resumed run's truncation: it keeps the rows a predicate accepts (dropping unreadable lines)
+  and rewrites the file atomically.
 - [`read_jsonl`] reads one JSON object per line. A **last** line that does not parse (a write cut short by a kill)
   is skipped and counted ([`read_jsonl_counted`]); any other bad line, a row that is not a JSON object, a file that
   is not UTF-8 or does not exist raises [`~rlce_trl.errors.InputError`] naming the file, the line and the fix.
-- [`repair_jsonl_tail`] cuts such a fragment off a file that is about to be appended to, so the next append starts
-  on a fresh line instead of gluing a row onto half a row.
+  [`read_jsonl_lenient`] skips every unreadable line (logs a killed or concurrent writer may have damaged).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+import uuid
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import InputError, MissingInputError
 
 
+def json_line(row: dict, allow_nan: bool = True) -> str:
+    """One JSON-lines line: the row as compact UTF-8 JSON and a newline (`allow_nan=False`: NaN is an error)."""
+    return json.dumps(row, ensure_ascii=False, allow_nan=allow_nan) + "\n"
+
+
+def _write_atomic(path: str | os.PathLike, write: Callable) -> None:
+    """`write(handle)` into a temporary file in `path`'s folder, `fsync`, then rename it over `path`; the temporary
+    file is removed when anything fails (the target is then untouched)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")  # the umask's permissions
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def write_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> int:
-    """Write rows as JSON lines (UTF-8, one object a line); returns the number written."""
+    """Write rows as a JSON-lines file (UTF-8, one object a line), atomically; returns the number written."""
+    count = [0]
+
+    def write(f):
+        for row in rows:
+            f.write(json_line(row))
+            count[0] += 1
+
+    _write_atomic(path, write)
+    return count[0]
+
+
+def write_json(obj, path: str | os.PathLike) -> None:
+    """Write one JSON value (indented, UTF-8), atomically: readers never see a half-written file."""
+    _write_atomic(path, lambda f: f.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n"))
+
+
+def append_jsonl(rows: Iterable[dict], path: str | os.PathLike, fsync: bool = False,
+                 allow_nan: bool = True) -> int:
+    """Append rows to a JSON-lines file (created with its folder if missing, also for no rows), flushed before it
+    returns (`fsync`: also to disk); returns the number written. Call [`repair_jsonl_tail`] once before the first
+    append of a resumed run."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with path.open("w", encoding="utf-8") as f:
+    with path.open("a", encoding="utf-8") as f:
         for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.write(json_line(row, allow_nan))
             n += 1
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
     return n
+
+
+def truncate_jsonl(path: str | os.PathLike, keep: Callable[[dict], bool]) -> int:
+    """A resumed run's truncation: keep the rows for which `keep(row)` holds, drop the others and every unreadable
+    line, and rewrite the file atomically (only when something is dropped). Returns how many lines were dropped; 0
+    when there is no file."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    rows, skipped = read_jsonl_lenient(path)
+    kept = [row for row in rows if keep(row)]
+    dropped = len(rows) - len(kept) + skipped
+    if dropped:
+        write_jsonl(kept, path)
+    return dropped
 
 
 def read_jsonl_counted(

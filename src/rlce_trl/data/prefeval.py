@@ -44,7 +44,6 @@ FORM_DIRS = {
     "persona": "implicit_preference/persona-driven",
 }
 PADDING_FILE = "filtered_inter_turns.json"
-ERROR_TYPE_DIR = "error_type"
 
 #: Our own wording of the assistant's acknowledgement after an explicit preference (the paper fixes one sentence but
 #: does not print it).

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..evidence.votes import ranking
 from .parsing import ElectParse, frame_sensitive_score, repetition_ratio, think_length, transparency_score
 
 _EPS = 1e-12
@@ -175,7 +176,7 @@ def cluster_score(members: Sequence[Candidate], cfg: ElectConfig = ElectConfig()
 
 def _majority(clusters: dict[str, list[Candidate]]) -> tuple[str, str | None, dict[str, float]]:
     counts = {a: float(len(m)) for a, m in clusters.items()}
-    ranked = sorted(clusters, key=lambda a: -counts[a])  # stable: first-seen wins ties
+    ranked = [answer for answer, _ in ranking(counts)]  # tie rule "first": the first-seen answer wins
     return ranked[0], (ranked[1] if len(ranked) > 1 else None), counts
 
 

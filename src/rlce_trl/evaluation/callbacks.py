@@ -7,13 +7,13 @@ for `patience` validations. Validation labels are used for this selection only, 
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from transformers import TrainerCallback
 
+from ..data.jsonl import write_json
 from ..generation.generators import TransformersGenerator, VisionLanguageGenerator
 from .evaluate import evaluate_rows
 from .lockstep import generation_is_collective, run_on_main
@@ -138,7 +138,7 @@ class BestCheckpointCallback(TrainerCallback):
                 "history": self.history,
                 "stopped_early": bool(control.should_training_stop and not improved),
             }
-            (best_dir.parent / "best.json").write_text(json.dumps(record, indent=2))
+            write_json(record, best_dir.parent / "best.json")
         state.log_history.append(
             {"step": state.global_step, "validation_score": score, "best_validation_score": self.best_score}
         )

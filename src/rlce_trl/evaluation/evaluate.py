@@ -19,14 +19,13 @@ torch, transformers and vLLM are imported by the backend that is used.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..credentials import scrub_value
 from ..data.checks import check_rows
-from ..data.jsonl import read_jsonl, read_jsonl_counted, repair_jsonl_tail
+from ..data.jsonl import append_jsonl, read_jsonl, read_jsonl_counted, repair_jsonl_tail, write_json
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
 from ..errors import InputError
 from ..generation.generators import Generator
@@ -58,12 +57,6 @@ class Judge:
 
 
 # ------------------------------------------------------------------------------------------------------ the loop
-
-
-def _atomic_write_json(obj: dict, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)  # readers never see a half-written summary
 
 
 class OutputLock:
@@ -237,48 +230,44 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(rows), initial=len(records), desc=description, unit="row")
-    _atomic_write_json(summarize(task, rows, records), summary_path)
+    write_json(summarize(task, rows, records), summary_path)
 
-    def append(sink, new: list[dict]) -> None:
-        for record in new:  # a judge error quoting a credentialed URL must not reach the file
-            sink.write(json.dumps(scrub_value(record, by_name=False), ensure_ascii=False) + "\n")
-        sink.flush()
-        os.fsync(sink.fileno())
+    def append(new: list[dict]) -> None:  # a judge error quoting a credentialed URL must not reach the file
+        append_jsonl((scrub_value(record, by_name=False) for record in new), predictions_path, fsync=True)
 
-    with predictions_path.open("a", encoding="utf-8") as sink:
-        for start in range(0, len(rejudge), batch_size):  # rows whose judge failed (or was absent) last time
-            batch = [{k: v for k, v in r.items() if k in _GENERATED} for r in rejudge[start : start + batch_size]]
-            for record, verdict in zip(batch, judge(task, batch), strict=True):
+    for start in range(0, len(rejudge), batch_size):  # rows whose judge failed (or was absent) last time
+        batch = [{k: v for k, v in r.items() if k in _GENERATED} for r in rejudge[start : start + batch_size]]
+        for record, verdict in zip(batch, judge(task, batch), strict=True):
+            record.update(verdict)
+        append(batch)
+        by_id = {r["id"]: r for r in batch}
+        records = [by_id.get(r["id"], r) for r in records]
+        write_json(summarize(task, rows, records), summary_path)
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
+        responses = generate([prompt_of(r) for r in batch])
+        new = []
+        for row, response in zip(batch, responses, strict=True):
+            new.append(
+                {
+                    "id": row["id"],
+                    "task": task,
+                    **{k: row[k] for k in ("form", "topic") if k in row},
+                    "question": row.get("question", ""),
+                    "gold": row["gold"],
+                    "response": response,
+                    "prediction": extract_prediction(response, row.get("answer_options") or []),
+                }
+            )
+        if free_text:  # the judge decides
+            verdicts = judge(task, new) if judge is not None else [{"correct": None} for _ in new]
+            for record, verdict in zip(new, verdicts, strict=True):
                 record.update(verdict)
-            append(sink, batch)
-            by_id = {r["id"]: r for r in batch}
-            records = [by_id.get(r["id"], r) for r in records]
-            _atomic_write_json(summarize(task, rows, records), summary_path)
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
-            responses = generate([prompt_of(r) for r in batch])
-            new = []
-            for row, response in zip(batch, responses, strict=True):
-                new.append(
-                    {
-                        "id": row["id"],
-                        "task": task,
-                        **{k: row[k] for k in ("form", "topic") if k in row},
-                        "question": row.get("question", ""),
-                        "gold": row["gold"],
-                        "response": response,
-                        "prediction": extract_prediction(response, row.get("answer_options") or []),
-                    }
-                )
-            if free_text:  # the judge decides
-                verdicts = judge(task, new) if judge is not None else [{"correct": None} for _ in new]
-                for record, verdict in zip(new, verdicts, strict=True):
-                    record.update(verdict)
-            append(sink, new)
-            records += new
-            _atomic_write_json(summarize(task, rows, records), summary_path)
-            if bar is not None:
-                bar.update(len(batch))
+        append(new)
+        records += new
+        write_json(summarize(task, rows, records), summary_path)
+        if bar is not None:
+            bar.update(len(batch))
     if bar is not None:
         bar.close()
     stale = set(done) - ids
@@ -287,7 +276,7 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
         summary["ignored_rows_from_other_data"] = len(stale)
     if repaired:
         summary["repaired_lines"] = repaired
-    _atomic_write_json(summary, summary_path)
+    write_json(summary, summary_path)
     return summary
 
 
@@ -309,5 +298,5 @@ def evaluate_prefeval_forms(
         "complete": all(s["complete"] for s in per_form.values()),
         "forms": per_form,
     }
-    _atomic_write_json(summary, output_dir / "summary.json")
+    write_json(summary, output_dir / "summary.json")
     return summary

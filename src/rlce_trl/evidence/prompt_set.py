@@ -14,6 +14,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from ..data.jsonl import write_json
 from .prompts import CONSTRUCTION_TEMPLATE, VALIDATION_TEMPLATE, VERDICTS, VERIFIER_SYSTEM_PROMPT, fill
 
 _SLOTS = {"validation": ("{test}",), "construction": ("{favoured}", "{other}")}
@@ -83,8 +84,7 @@ class VerifierPrompts:
         return out
 
     def save(self, path: str | Path) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(self.to_dict(), path)
 
 
 def load_prompts(path: str | Path) -> VerifierPrompts:

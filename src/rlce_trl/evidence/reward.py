@@ -8,6 +8,8 @@ then counts it as 0 in the weighted sum, as the paper does.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+
 from .answers import ends_with_boxed
 from .state import GroupState
 
@@ -18,7 +20,13 @@ def verified_rewards(state: GroupState) -> list[float | None]:
     Pairwise RLCE has at most one winner; the pointwise ablation may reward several answers."""
     if not state.winners:
         return [None] * len(state.group.completions)
-    return [1.0 if a is not None and a in state.winners else 0.0 for a in state.assignment]
+    return rewards_for(state.assignment, state.winners)
+
+
+def rewards_for(assignment: Sequence[int | None], winners: Collection[int]) -> list[float]:
+    """The one rule "the verified answer gets the reward": 1.0 for a rollout whose answer is one of `winners`, else
+    0.0 (a rollout with no answer never wins). RLCE and every baseline reward through it."""
+    return [1.0 if a is not None and a in winners else 0.0 for a in assignment]
 
 
 def format_reward(completion: str) -> float:

@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..evidence.votes import majority, ranking, tally
+
 
 # -- what the monitor reads ---------------------------------------------------------------------------------------
 @dataclass
@@ -34,10 +36,7 @@ class GroupSummary:
     @property
     def majority(self) -> str | None:
         """The answer most rollouts give, or `None` when there is none or several tie."""
-        counts = Counter(a for a in self.answers if a is not None).most_common(2)
-        if not counts or (len(counts) == 2 and counts[0][1] == counts[1][1]):
-            return None
-        return counts[0][0]
+        return majority(self.answers, tie="none")  # a tie has no majority for the verified answer to match
 
 
 def summarize_group(group, result) -> GroupSummary:
@@ -190,8 +189,8 @@ def pooled(by_split: dict[tuple[int, int], tuple[int, int]]) -> tuple[int, int]:
 
 def vote_split(group: GroupSummary) -> tuple[int, int]:
     """(rollouts giving the majority answer, rollouts giving an answer): how lopsided the group's vote is."""
-    counts = Counter(a for a in group.answers if a is not None)
-    return counts.most_common(1)[0][1], sum(counts.values())
+    counts = tally(group.answers)
+    return ranking(counts)[0][1], sum(counts.values())
 
 
 def verified_majority_by_split(groups: Sequence[GroupSummary]) -> dict[tuple[int, int], tuple[int, int]]:

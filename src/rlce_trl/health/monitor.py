@@ -3,7 +3,6 @@ alarms file and the model card's section."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections import Counter
@@ -11,6 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from transformers import TrainerCallback
 
+from ..data.jsonl import append_jsonl, read_jsonl_lenient, truncate_jsonl
 from .metrics import (
     GroupSummary,
     StepRecord,
@@ -239,13 +239,9 @@ class HealthMonitor(TrainerCallback):
             path = os.path.join(self.output_dir, HEALTH_FILE)
             if not self._file_started:  # a fresh run drops earlier alarms, a resumed one those after its step
                 self._file_started = True
-                keep = [r for r in read_alarms(path) if r["step"] <= getattr(self, "_resume_step", 0)]
-                os.makedirs(self.output_dir, exist_ok=True)
-                with open(path, "w", encoding="utf-8") as f:
-                    f.writelines(json.dumps(r) + "\n" for r in keep)
-            if records:
-                with open(path, "a", encoding="utf-8") as f:
-                    f.writelines(json.dumps(r) + "\n" for r in records)
+                resume_step = getattr(self, "_resume_step", 0)
+                truncate_jsonl(path, lambda r: _is_alarm(r) and r["step"] <= resume_step)  # atomic: a rename
+            append_jsonl(records, path)
         if self.evidence_log is not None and records:
             self.evidence_log.write(records)
 
@@ -254,17 +250,11 @@ def read_alarms(path: str) -> list[dict]:
     """The alarm records of a `rlce_health.jsonl` (unreadable lines skipped); [] when there is no file."""
     if not os.path.exists(path):
         return []
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("type") == "health_alarm" \
-                    and isinstance(record.get("step"), int):
-                out.append(record)
-    return out
+    return [record for record in read_jsonl_lenient(path, "health alarms file")[0] if _is_alarm(record)]
+
+
+def _is_alarm(record: dict) -> bool:
+    return record.get("type") == "health_alarm" and isinstance(record.get("step"), int)
 
 
 def card_section(monitor: HealthMonitor | None, steps: int) -> str:

@@ -1,4 +1,5 @@
-"""Pieces every baseline scorer shares: distinct answers, the question, vote counts and the result record.
+"""Pieces every baseline scorer shares: distinct answers, the question and the result record (votes are
+`rlce_trl.evidence.votes`, the winners' rewards `rlce_trl.evidence.reward.rewards_for`).
 
 Baselines reuse the RLCE canonicalization ([`~rlce_trl.evidence.canonicalization.canonicalize_deterministic`]):
 closed labels map to their label, free text merges answers with the same normal form. No baseline asks the verifier
@@ -7,7 +8,7 @@ for semantic equivalence; D.1/D.2 deduplicate exact (normalized) answers only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from ..evidence.canonicalization import canonicalize_deterministic
 from ..evidence.state import GroupState
@@ -30,28 +31,6 @@ def group_question(group: Group, question_fn: QuestionFn | None = None) -> str:
         return question_fn(group)
     explicit = getattr(group, "question", None)
     return explicit if explicit else question_of(group.context)
-
-
-def vote_counts(assignment: Sequence[int | None], num_answers: int) -> list[int]:
-    """How many rollouts gave each distinct answer (rollouts with no answer do not vote)."""
-    counts = [0] * num_answers
-    for a in assignment:
-        if a is not None:
-            counts[a] += 1
-    return counts
-
-
-def majority(counts: Sequence[int]) -> list[int]:
-    """Indices of the most frequent answers: one index = a unique majority, several = a tie, none = no votes."""
-    if not counts or max(counts) == 0:
-        return []
-    best = max(counts)
-    return [i for i, c in enumerate(counts) if c == best]
-
-
-def rewards_for(assignment: Sequence[int | None], winners: Sequence[int]) -> list[float]:
-    """1.0 for a rollout whose answer is a winner, else 0.0 (a rollout with no answer never wins)."""
-    return [1.0 if a is not None and a in winners else 0.0 for a in assignment]
 
 
 def make_result(

@@ -17,11 +17,12 @@ from collections.abc import Sequence
 
 from ..evidence.pipeline import EvidenceSettings
 from ..evidence.prompts import cap_answer, context_without_options
+from ..evidence.reward import rewards_for
 from ..evidence.state import GroupState
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from .baseline_prompts import YES_NO, judge_messages, parse_yes_no
-from .common import distinct_answers, make_result, no_reward, rewards_for
+from .common import distinct_answers, make_result, no_reward
 
 
 class PolicyJudgeScorer(ScorerBase):

@@ -354,6 +354,13 @@ class RubricScorer(ScorerBase):
         for key, buffer in state.get("rubrics", {}).items():
             self.buffers[key] = {"persistent": [], "active": [], "archived": [], **buffer}
 
+    def record_details(self, group: Group) -> dict | None:
+        """The group's evidence record keeps its prompt's persistent and active rubrics."""
+        buffer = self.buffers.get(group.prompt_key)
+        if not buffer:
+            return None
+        return {"rubrics": {part: list(buffer.get(part, [])) for part in ("persistent", "active") if buffer.get(part)}}
+
     # -- output -----------------------------------------------------------------------------------------------------
     @staticmethod
     def _result(state: GroupState, rewards: list[float]) -> GroupResult:

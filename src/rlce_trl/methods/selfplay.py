@@ -4,11 +4,11 @@ majority, and the rows of a role (Questioner, Reasoner, Solver) built from a cli
 from __future__ import annotations
 
 import random
-from collections import Counter
 from collections.abc import Sequence
 
 from ..evidence.answers import boxed_spans, extract_answer, last_boxed, match_label, normalize_answer
 from ..evidence.prompts import render_context
+from ..evidence.votes import ranking, tally
 
 #: The vote of a response without a box: mathruler's `extract_boxed_content` returns the literal "None", and VisPlay
 #: counts it like any other answer (it can be the majority; a "None" majority is then invalid as a pseudo-label).
@@ -39,10 +39,9 @@ def vote_key(text: str, labels: Sequence[str] | None = None) -> str | None:
 def majority_vote(votes: Sequence[str | None]) -> tuple[str | None, int, int]:
     """`(majority, its count, the runner-up's count)`; ties go to the first answer given (VisPlay: `max` over an
     insertion-ordered dict). `(None, 0, 0)` when nobody voted."""
-    counts = Counter(v for v in votes if v is not None)
-    if not counts:
+    ranked = ranking(tally(votes))  # tie rule "first": the paper's code keeps the first answer given
+    if not ranked:
         return None, 0, 0
-    ranked = sorted(counts.items(), key=lambda kv: -kv[1])  # stable: first appearance wins ties
     return ranked[0][0], ranked[0][1], ranked[1][1] if len(ranked) > 1 else 0
 
 

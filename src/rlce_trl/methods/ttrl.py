@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..evidence.pipeline import EvidenceSettings
+from ..evidence.reward import rewards_for
+from ..evidence.votes import TIE_RULES, leaders, vote_counts
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Verifier
-from .common import distinct_answers, majority, make_result, no_reward, rewards_for, vote_counts
-
-TIE_RULES = ("first", "none")
+from .common import distinct_answers, make_result, no_reward
 
 
 class TTRLScorer(ScorerBase):
@@ -45,7 +45,7 @@ class TTRLScorer(ScorerBase):
         for group in groups:
             state = distinct_answers(group, self.settings.answer_fallback)
             counts = vote_counts(state.assignment, state.num_answers)
-            winners = majority(counts)
+            winners = leaders(counts)  # the tie rule is self.tie: TTRL's own is "first" (Counter.most_common)
             scores = [float(c) for c in counts]
             if not winners:
                 result = no_reward(state, "no_answer", scores)

@@ -15,20 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..evidence.pipeline import EvidenceSettings
+from ..evidence.reward import rewards_for
 from ..evidence.state import GroupState
+from ..evidence.votes import leaders, vote_counts
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from .baseline_prompts import parse_usc_choice, usc_messages
-from .common import (
-    QuestionFn,
-    distinct_answers,
-    group_question,
-    majority,
-    make_result,
-    no_reward,
-    rewards_for,
-    vote_counts,
-)
+from .common import QuestionFn, distinct_answers, group_question, make_result, no_reward
 
 
 class USCScorer(ScorerBase):
@@ -97,9 +90,9 @@ class USCScorer(ScorerBase):
 
     @staticmethod
     def _closed(state: GroupState, counts: list[int]) -> GroupResult:
-        winners = majority(counts)
+        winners = leaders(counts)
         scores = [float(c) for c in counts]
-        if len(winners) != 1:
+        if len(winners) != 1:  # tie rule "none": D.1 rewards "the unique most frequent answer"
             return no_reward(state, "tie", scores)
         return make_result(state, rewards_for(state.assignment, winners), "voted", scores, state.answers[winners[0]])
 

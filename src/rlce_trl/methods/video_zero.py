@@ -9,7 +9,8 @@ Solver's reward and the pseudo-labelled data built between the two phases.
 - Between phases: [`build_solver_rows`]: one question per clip, m=10 Solver answers with the clip, retention
   0.3..0.8 (free text) or min(0.6, 1/K + 0.2)..0.8 with a lead of >= 2 votes (K labels), target span = median start
   and end over the agreeing rollouts, else the Questioner's span.
-- Solver phase: [`vz_solver_reward`], a TRL reward function over `pseudo_label`, `target_span`, `clip_seconds`:
+- Solver phase: [`solver_reward`] over the row's `pseudo_label`, `target_span`, `clip_seconds` columns, as the group
+  scorer `reward_method="vz_solver"` ([`~rlce_trl.methods.pseudo_label.VZSolverScorer`]):
   r_S = 1[answer = pseudo-label] * (1 + 0.5 r_align), r_align = IoU * prod_b max(0, 1 - |delta_b| / T).
 
 Templates, tag names and lexicons are ours, built from the fragments D.5 quotes (the paper's prompt figures are lost;
@@ -212,13 +213,6 @@ def solver_reward(completion: str, pseudo_label: str, target: tuple[float, float
     return 1.0 + 0.5 * alignment(solver_span(completion), target, seconds)
 
 
-def solver_steps(retained: int, rule: str = "text", per_step: int = 256) -> int:
-    """Solver optimizer steps per iteration: `"text"` (D.5: one step) or `"algorithm"` (one per 256 retained)."""
-    if rule not in ("text", "algorithm"):
-        raise ValueError(f"solver step rule {rule!r}: use 'text' or 'algorithm'.")
-    return 1 if rule == "text" else max(1, math.ceil(retained / per_step))
-
-
 # ---------------------------------------------------------------- prompts
 
 
@@ -269,7 +263,7 @@ def blind_messages(question: str, labels: Sequence[str] | None) -> list[dict[str
 
 def solver_row(clip_row: dict, question: str, pseudo_label: str, span: tuple[float, float] | None,
                seconds: float | None, c: float) -> dict:
-    """A Solver-phase row with the columns [`vz_solver_reward`] reads."""
+    """A Solver-phase row with the columns the Solver's reward reads (`vz_solver`)."""
     context, videos = clip_parts(clip_row)
     text = solver_text(context, question, clip_row.get("answer_options") or None, bool(videos))
     return role_row(clip_row, "You are a helpful assistant.", text, question=question, pseudo_label=pseudo_label,
@@ -358,30 +352,6 @@ class VZQuestionerScorer(ScorerBase):
             results.append(GroupResult(verified=rewards, status="scored", answers=[], scores=[], verified_answer=None,
                                        assignment=[None] * len(rewards), extra={"parts": parts}))
         return results, stats
-
-
-# ---------------------------------------------------------------- the Solver's reward function
-
-
-class VZSolverReward:
-    """TRL reward function of Video-Zero's Solver over the `pseudo_label`, `target_span`, `clip_seconds` and
-    `answer_options` columns; `None` for a row without a pseudo-label."""
-
-    __name__ = "vz_solver"
-
-    def __call__(self, prompts, completions, pseudo_label=None, target_span=None, clip_seconds=None,
-                 answer_options=None, **kwargs) -> list[float | None]:
-        from ..data.prompts import completion_text
-
-        columns = [c or [None] * len(completions) for c in (pseudo_label, target_span, clip_seconds, answer_options)]
-        out = []
-        for completion, target, span, seconds, labels in zip(completions, *columns, strict=True):
-            span = tuple(span) if span is not None and len(span) == 2 else None
-            out.append(solver_reward(completion_text(completion), target, span, seconds, labels) if target else None)
-        return out
-
-
-vz_solver_reward = VZSolverReward()
 
 
 # ---------------------------------------------------------------- between the phases

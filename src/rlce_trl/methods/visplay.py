@@ -7,7 +7,8 @@ reward and the data built between the two phases.
   batch in the rollout's BLEU cluster, is added in `finalize_batch` on the whole gathered batch.
 - Between phases: [`build_reasoner_rows`]: the frozen Questioner writes N=8 candidates per clip, the frozen Reasoner
   answers each m=9 times, keep 0.3 <= c <= 0.8 with a valid majority and VisPlay's hard drops, cap 600.
-- Reasoner phase: [`pseudo_label_reward`], a TRL reward function over the `pseudo_label` column:
+- Reasoner phase: [`reasoner_reward`] over the row's `pseudo_label` column, as the group scorer
+  `reward_method="visplay_reasoner"` ([`~rlce_trl.methods.pseudo_label.PseudoLabelScorer`]):
   r_R = 0.9 * 1[answer = pseudo-label] + 0.1 * 1[the whole response is \\boxed{...}].
 
 Prompts follow VisPlay's released code (`question_generate/question_generate.py`, `vllm_service_init/
@@ -271,29 +272,6 @@ class VisPlayQuestionerScorer(ScorerBase):
             pairs = zip(result.extra["r_unc"], penalties, strict=True)
             result.verified = [None if u is None else u - p for u, p in pairs]
         return results
-
-
-# ---------------------------------------------------------------- the Reasoner's reward function
-
-
-class PseudoLabelReward:
-    """TRL reward function of VisPlay's Reasoner over the `pseudo_label` column (and `answer_options` for a closed
-    task); `None` for a row without a pseudo-label."""
-
-    __name__ = "pseudo_label"
-
-    def __call__(self, prompts, completions, pseudo_label=None, answer_options=None, **kwargs) -> list[float | None]:
-        from ..data.prompts import completion_text
-
-        labels = answer_options or [None] * len(completions)
-        targets = pseudo_label or [None] * len(completions)
-        return [
-            None if not target else reasoner_reward(completion_text(c), target, options or None)
-            for c, target, options in zip(completions, targets, labels, strict=True)
-        ]
-
-
-pseudo_label_reward = PseudoLabelReward()
 
 
 # ---------------------------------------------------------------- between the phases

@@ -12,7 +12,7 @@ dropped, the options line is appended for MOSEI and UR-FUNNY, and each `<video>`
 `video_min_frames`..`video_max_frames`, `video_frame_height` x `video_frame_width`; the paper's 1 fps, 2..8 frames,
 176x320 by default) decoded when a row is read. The policy is then a vision-language model whose processor takes
 video (the paper: Qwen3.5-9B): with `video_input: video` (the default) the clip reaches generation, every
-log-probability forward of the loss and the frozen verifier (`rlce_trl.video`). `--text_only` (or
+log-probability forward of the loss and the frozen verifier (`rlce_trl.trainer_video`). `--text_only` (or
 `video_input: text`) drops the videos and keeps the text (transcript and question), for a text-only policy or a
 smoke test. Missing or empty clips stop the run before training, naming them. Train rows never carry the gold answer:
 RLCE uses no labels.

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data.jsonl import read_jsonl_lenient, repair_jsonl_tail
+from ..data.jsonl import append_jsonl, read_jsonl_lenient, repair_jsonl_tail, write_json
 from ..elect.parsing import ElectParse, parse_elect_output, tail_confidence
 from ..errors import MissingInputError, first_line
 from ..evidence.answers import match_label, normalize_answer
@@ -213,7 +213,7 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
             changed = sorted(k for k in set(previous) | set(settings) if previous.get(k) != settings.get(k))
             raise ValueError(f"{out} holds a pool sampled with other settings ({', '.join(changed)}): use another "
                              "--output_dir, or the same settings to resume.")
-    settings_path.write_text(json.dumps(settings, indent=2))
+    write_json(settings, settings_path)
     pool_path = out / POOL_FILE
     repair_jsonl_tail(pool_path)  # a line cut by an interruption: that row is sampled again
     done = {str(r["id"]) for r in read_jsonl_lenient(pool_path)[0] if "id" in r} if pool_path.exists() else set()
@@ -227,42 +227,40 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
 
         specs = [spec for spec, _ in schedule]
     unreadable = 0
-    with pool_path.open("a", encoding="utf-8") as f:
-        for start in range(0, len(todo), batch_size):
-            batch = []
-            for row in todo[start : start + batch_size]:
-                if expand is not None and row.get("videos"):
-                    try:
-                        row = expand(row)
-                    except (ValueError, OSError) as error:
-                        unreadable += 1
-                        log(f"row {row['id']}: skipped, {first_line(error)}")
-                        continue
-                    row = {**row, "num_frames": row.get("num_frames") or frames_in_prompt(row["prompt"])}
-                batch.append(row)
-            prompts = [[{"role": "user", "content": r["prompt"]}] if isinstance(r["prompt"], str) else r["prompt"]
-                       for r in batch]
-            if not batch:
-                sampled = []
-            elif schedule is not None:
-                sampled = sample_diversified(sampler, prompts, schedule)
-            else:
-                sampled = sampler(prompts, specs)
-            for row, outs in zip(batch, sampled, strict=True):
-                labels = row.get("answer_options") or None
-                frames = row.get("num_frames")
-                records = [candidate_record(s, spec, labels, frames) for s, spec in zip(outs, specs, strict=True)]
-                if schedule is not None:  # which perturbation each candidate saw (None: the clip as it is, or text)
-                    video = has_video(row["prompt"])
-                    for record, (_, xi) in zip(records, schedule, strict=True):
-                        record["perturbation"] = xi.as_dict() if video and not xi.identity else None
-                keep = {k: row.get(k) for k in ("task", "prompt", "answer_options", "question", "num_frames", "gold",
-                                                "evidence", "videos") if k in row}
-                keep["prompt"] = reference_prompt(row["prompt"])
-                line = {"id": str(row["id"]), **keep, "greedy": records[0] if greedy_too else None,
-                        "candidates": records[1:] if greedy_too else records, "decoding": settings}
-                f.write(json.dumps(line, ensure_ascii=False) + "\n")
-                f.flush()
-            log(f"sampled {min(start + batch_size, len(todo))}/{len(todo)} rows")
+    for start in range(0, len(todo), batch_size):
+        batch = []
+        for row in todo[start : start + batch_size]:
+            if expand is not None and row.get("videos"):
+                try:
+                    row = expand(row)
+                except (ValueError, OSError) as error:
+                    unreadable += 1
+                    log(f"row {row['id']}: skipped, {first_line(error)}")
+                    continue
+                row = {**row, "num_frames": row.get("num_frames") or frames_in_prompt(row["prompt"])}
+            batch.append(row)
+        prompts = [[{"role": "user", "content": r["prompt"]}] if isinstance(r["prompt"], str) else r["prompt"]
+                   for r in batch]
+        if not batch:
+            sampled = []
+        elif schedule is not None:
+            sampled = sample_diversified(sampler, prompts, schedule)
+        else:
+            sampled = sampler(prompts, specs)
+        for row, outs in zip(batch, sampled, strict=True):
+            labels = row.get("answer_options") or None
+            frames = row.get("num_frames")
+            records = [candidate_record(s, spec, labels, frames) for s, spec in zip(outs, specs, strict=True)]
+            if schedule is not None:  # which perturbation each candidate saw (None: the clip as it is, or text)
+                video = has_video(row["prompt"])
+                for record, (_, xi) in zip(records, schedule, strict=True):
+                    record["perturbation"] = xi.as_dict() if video and not xi.identity else None
+            keep = {k: row.get(k) for k in ("task", "prompt", "answer_options", "question", "num_frames", "gold",
+                                            "evidence", "videos") if k in row}
+            keep["prompt"] = reference_prompt(row["prompt"])
+            line = {"id": str(row["id"]), **keep, "greedy": records[0] if greedy_too else None,
+                    "candidates": records[1:] if greedy_too else records, "decoding": settings}
+            append_jsonl([line], pool_path)
+        log(f"sampled {min(start + batch_size, len(todo))}/{len(todo)} rows")
     return {"rows": len(rows), "sampled": len(todo) - unreadable, "resumed": len(done), "skipped_malformed": skipped,
             "skipped_unreadable_clip": unreadable}

@@ -11,7 +11,6 @@ majority answer, status `error`) are all counted in the summary.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -19,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..data.jsonl import read_jsonl_lenient, repair_jsonl_tail
+from ..data.jsonl import append_jsonl, read_jsonl_lenient, repair_jsonl_tail
 from ..errors import first_line
 from .pool import PoolRow
 from .selectors import Selection, majority_answer
@@ -67,41 +66,38 @@ def select_rows(rows: Sequence[PoolRow], selectors: Sequence, budgets: Sequence[
     repair_jsonl_tail(path)
     done = {r["id"] for r in read_jsonl_lenient(path)[0] if "id" in r} if path.exists() else set()
     todo = [r for r in rows if r.id not in done]
-    with path.open("a", encoding="utf-8") as f:
-        for start in range(0, len(todo), chunk_size):
-            chunk = todo[start : start + chunk_size]
-            records = {r.id: {"id": r.id, "gold": r.gold, "n": len(r.candidates), "results": {}, "cost": {}}
-                       for r in chunk}
-            for selector in selectors:
-                verifier = getattr(selector, "verifier", None) or getattr(selector, "referee", None)
-                before = verifier.stats.snapshot() if verifier is not None else None
-                started = time.perf_counter()
-                for b in budgets:
-                    items = [(r, s) for r in chunk if len(r.candidates) >= b
-                             for s in budget_subsets(r.id, len(r.candidates), b, subsets, seed)]
-                    selections, failures = _run_selector(selector, items) if items else ([], {})
-                    for row_id, message in failures.items():
-                        records[row_id].setdefault("failures", {}).setdefault(selector.name, message)
-                    for (row, subset), sel in zip(items, selections, strict=True):
-                        cell = records[row.id]["results"].setdefault(selector.name, {}).setdefault(str(b), [])
-                        cell.append({"answer": sel.answer, "status": sel.status, "samples": sel.samples,
-                                     "correct": row.is_correct(sel.answer), "subset": list(subset),
-                                     "any_correct": any(row.is_correct(row.candidates[i].answer) for i in subset)})
-                seconds = time.perf_counter() - started
-                work = verifier.stats.since(before) if verifier is not None else None
-                for r in chunk:  # the chunk's cost, shared evenly by its rows
-                    records[r.id]["cost"][selector.name] = {
-                        "calls": work.calls / len(chunk) if work else 0.0,
-                        "tokens": work.generated_tokens / len(chunk) if work else 0.0,
-                        "requests": work.requests / len(chunk) if work else 0.0,
-                        "seconds": seconds / len(chunk),
-                    }
-            for r in chunk:
-                rec = records[r.id]
-                rec["unparsed_candidates"] = sum(c.answer is None for c in r.candidates)
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            f.flush()
-            log(f"selected {min(start + chunk_size, len(todo))}/{len(todo)} rows")
+    for start in range(0, len(todo), chunk_size):
+        chunk = todo[start : start + chunk_size]
+        records = {r.id: {"id": r.id, "gold": r.gold, "n": len(r.candidates), "results": {}, "cost": {}}
+                   for r in chunk}
+        for selector in selectors:
+            verifier = getattr(selector, "verifier", None) or getattr(selector, "referee", None)
+            before = verifier.stats.snapshot() if verifier is not None else None
+            started = time.perf_counter()
+            for b in budgets:
+                items = [(r, s) for r in chunk if len(r.candidates) >= b
+                         for s in budget_subsets(r.id, len(r.candidates), b, subsets, seed)]
+                selections, failures = _run_selector(selector, items) if items else ([], {})
+                for row_id, message in failures.items():
+                    records[row_id].setdefault("failures", {}).setdefault(selector.name, message)
+                for (row, subset), sel in zip(items, selections, strict=True):
+                    cell = records[row.id]["results"].setdefault(selector.name, {}).setdefault(str(b), [])
+                    cell.append({"answer": sel.answer, "status": sel.status, "samples": sel.samples,
+                                 "correct": row.is_correct(sel.answer), "subset": list(subset),
+                                 "any_correct": any(row.is_correct(row.candidates[i].answer) for i in subset)})
+            seconds = time.perf_counter() - started
+            work = verifier.stats.since(before) if verifier is not None else None
+            for r in chunk:  # the chunk's cost, shared evenly by its rows
+                records[r.id]["cost"][selector.name] = {
+                    "calls": work.calls / len(chunk) if work else 0.0,
+                    "tokens": work.generated_tokens / len(chunk) if work else 0.0,
+                    "requests": work.requests / len(chunk) if work else 0.0,
+                    "seconds": seconds / len(chunk),
+                }
+        for r in chunk:
+            records[r.id]["unparsed_candidates"] = sum(c.answer is None for c in r.candidates)
+        append_jsonl((records[r.id] for r in chunk), path)
+        log(f"selected {min(start + chunk_size, len(todo))}/{len(todo)} rows")
     return path
 
 

@@ -18,7 +18,6 @@ Fallbacks of the scorer selectors [ours], recorded in `Selection.status`: one di
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,7 +25,6 @@ from ..data.media import media_items
 from ..elect.election import (
     Candidate,
     ElectConfig,
-    elect,
     evidence_score,
     needs_referee,
     referee_step,
@@ -34,6 +32,7 @@ from ..elect.election import (
 )
 from ..evidence.prompts import render_context
 from ..evidence.state import Group
+from ..evidence.votes import majority
 from ..verifiers.base import Request, Sampling, Verifier
 from .pool import PoolCandidate, PoolRow
 
@@ -52,11 +51,8 @@ def _answers(row: PoolRow, subset: Sequence[int]) -> list[str | None]:
 
 
 def majority_answer(answers: Sequence[str | None]) -> str | None:
-    counts = Counter(a for a in answers if a is not None)
-    if not counts:
-        return None
-    top = max(counts.values())
-    return next(a for a in answers if a is not None and counts[a] == top)
+    """Majority-vote selection: tie rule "first", the tied answer sampled first wins (Elect's majority baseline)."""
+    return majority(answers, tie="first")
 
 
 class GreedySelector:
@@ -210,8 +206,3 @@ class ElectSelector:
         text = REFEREE_PROMPT.format(context=render_context(row.prompt), answer=e.winner, frames=frames)
         return Request([{"role": "user", "content": text}], Sampling(max_tokens=4),
                        choices=tuple(REFEREE_DELTA), stage="elect_referee", media=media_items(row.prompt))
-
-
-def elect_once(candidates: Sequence[Candidate], cfg: ElectConfig | None = None):
-    """One non-adaptive election over all candidates (the fixed-K setting of Table 4)."""
-    return elect(list(candidates), cfg or ElectConfig())

@@ -10,6 +10,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..data.jsonl import write_json
 from .base import Reply, Request, Verifier
 
 logger = logging.getLogger(__name__)
@@ -43,8 +44,7 @@ class VerdictCalibration:
         return best
 
     def save(self, path: str | Path) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        write_json(asdict(self), path)
 
     @classmethod
     def load(cls, path: str | Path) -> VerdictCalibration:
