@@ -55,8 +55,10 @@ vllm-env:
 VLLM_ENV_TESTS := tests/test_checkpointing_compat.py tests/test_config.py tests/entrypoints/test_recipes.py \
 	tests/elect/test_elect_recipe.py tests/test_trainer.py tests/entrypoints/test_scripts.py \
 	tests/entrypoints/test_cli_train.py tests/health
+# (DeepSpeed's JIT-built ops of this venv's torch are kept in the venv: .venv's torch has the same CUDA tag, so the
+# default ~/.cache/torch_extensions folder would hold builds of two torch versions)
 test-vllm-env: vllm-env
-	.venv-vllm/bin/python -m pytest -p no:cacheprovider $(VLLM_ENV_TESTS)
+	TORCH_EXTENSIONS_DIR=$(CURDIR)/.venv-vllm/torch_extensions .venv-vllm/bin/python -m pytest -p no:cacheprovider $(VLLM_ENV_TESTS)
 
 bench: setup vllm-env
 	$(BIN)/python -m benchmarks.stage_batching
