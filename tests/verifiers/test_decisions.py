@@ -98,3 +98,16 @@ def test_server_reply_parsing_keeps_the_first_tokens_top_logprobs():
     reply = ServerVerifier._parse(data, 1)
     assert reply.choice_logprobs == {"yes": -0.05, "no": -3.1} and reply.num_tokens == 1
     assert ServerVerifier._parse({"choices": [{"message": {"content": "x"}}]}, 1).choice_logprobs is None
+
+
+def test_every_decision_request_carries_the_original_requests_clip():
+    """A verdict and each round of an equivalence reply show the verifier the clip the full request carries (a video
+    recipe's validation and equivalence are judged with the frames; without them the server judged text alone)."""
+    clip = [{"type": "video", "source": "clip.mp4", "metadata": None}]
+    server = ScriptedServer(lambda r: ("same"[:3], {"sam": -0.1}) if r.stage == "equivalence" else ("yes", {}))
+    equivalence = Request(messages=[{"role": "user", "content": "A"}], json_schema=equivalence_schema(2),
+                          stage="equivalence", media=clip)
+    replies = decide([verdict("x", media=clip), equivalence, verdict("text only")], server)
+    assert replies[0].texts == ["yes"] and json.loads(replies[1].texts[0]) == {"P1": "same", "P2": "same"}
+    sent = [r for batch in server.batches for r in batch]
+    assert len(sent) == 4 and [r.media for r in sent] == [clip, None, clip, clip]  # verdicts, then 2 rounds

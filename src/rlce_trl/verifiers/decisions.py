@@ -36,8 +36,11 @@ def enum_fields(request: Request) -> list[tuple[str, list[str]]] | None:
     return [(key, list(props[key]["enum"])) for key in keys]
 
 
-def _decision_request(messages: list[dict], options: list[str], stage: str, continuation: str | None) -> Request:
-    request = Request(messages=list(messages), sampling=Sampling(max_tokens=1), choices=tuple(options), stage=stage)
+def _decision_request(original: Request, options: list[str], continuation: str | None) -> Request:
+    """One decision of `original`: its messages and its clips (`media`: the verifier sees what the full request
+    shows), one generated token over `options`, continuing the assistant message `continuation` when given."""
+    request = Request(messages=list(original.messages), sampling=Sampling(max_tokens=1), choices=tuple(options),
+                      stage=original.stage, media=original.media)
     extra: dict = {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
     if continuation is not None:
         request.messages.append({"role": "assistant", "content": continuation})
@@ -86,13 +89,13 @@ def decide(requests: list[Request], send: Callable[[list[Request]], list[Reply]]
                 owners.append((k, "plain"))
             for k in choice:
                 r = requests[k]
-                batch.append(_decision_request(r.messages, list(r.choices or ()), r.stage, None))
+                batch.append(_decision_request(r, list(r.choices or ()), None))
                 owners.append((k, "choice"))
         for k in pending:
             key, options = fields[k][round_]
             prefix = ",".join(f"{json.dumps(f)}:{json.dumps(v)}" for f, v in decided[k].items())
             text = "{" + prefix + ("," if prefix else "") + json.dumps(key) + ':"'
-            batch.append(_decision_request(requests[k].messages, options, requests[k].stage, text))
+            batch.append(_decision_request(requests[k], options, text))
             owners.append((k, "field"))
         answers = send(batch) if batch else []
         still = []
