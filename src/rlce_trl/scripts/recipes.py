@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..errors import InputError, MissingInputError
+
 #: A recipe's top-level `script` key -> its training script (module under `rlce_trl.scripts`).
 SCRIPTS = {
     "prefeval": "rlce_trl.scripts.train_prefeval",
@@ -79,7 +81,7 @@ def resolve_recipe(name_or_path: str) -> Path:
     if shipped.is_file():
         return shipped
     names = ", ".join(p.stem for p in list_recipes())
-    raise FileNotFoundError(f"No recipe {name_or_path!r}: give a YAML path or one of the shipped recipes: {names}.")
+    raise MissingInputError(f"No recipe {name_or_path!r}: give a YAML path or one of the shipped recipes: {names}.")
 
 
 def yaml_problem(error) -> str:
@@ -91,28 +93,28 @@ def yaml_problem(error) -> str:
 
 def script_for(recipe: Path) -> str:
     """The module that trains `recipe`: the one its top-level `script` key names (`prefeval`, `hba` or `elect`). A
-    co-evolution recipe (`coevolve_method`), a recipe without `script` or with an unknown one is a `ValueError` that
+    co-evolution recipe (`coevolve_method`), a recipe without `script` or with an unknown one is an [`InputError`] that
     names the fix."""
     import yaml
 
     try:
         content = yaml.safe_load(recipe.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError as error:
-        raise ValueError(f"recipe {recipe} is not UTF-8 text (byte {error.start}): save it as UTF-8.") from None
+        raise InputError(f"recipe {recipe} is not UTF-8 text (byte {error.start}): save it as UTF-8.") from None
     except yaml.YAMLError as error:
-        raise ValueError(f"{recipe.name} is not valid YAML ({yaml_problem(error)}); fix it or pass another "
+        raise InputError(f"{recipe.name} is not valid YAML ({yaml_problem(error)}); fix it or pass another "
                          "--config.") from None
     if not isinstance(content, dict):
-        raise ValueError(f"{recipe.name} is not a recipe (a YAML mapping of argument names to values).")
+        raise InputError(f"{recipe.name} is not a recipe (a YAML mapping of argument names to values).")
     if "coevolve_method" in content:
-        raise ValueError(f"{recipe.name} is a co-evolution recipe: run it with `rlce-trl coevolve --method "
+        raise InputError(f"{recipe.name} is a co-evolution recipe: run it with `rlce-trl coevolve --method "
                          f"{content['coevolve_method']} --config {recipe.stem} --train_file ... --output_dir ...`.")
     script = content.get("script")
     if script is None:
-        raise ValueError(f"{recipe.name} names no training script: add a top-level `script: prefeval` line (or "
+        raise InputError(f"{recipe.name} names no training script: add a top-level `script: prefeval` line (or "
                          f"{', '.join(s for s in SCRIPTS if s != 'prefeval')}).")
     if script not in SCRIPTS:
-        raise ValueError(f"{recipe.name}: `script: {script}` is not a training script; use one of "
+        raise InputError(f"{recipe.name}: `script: {script}` is not a training script; use one of "
                          f"{', '.join(SCRIPTS)}.")
     return SCRIPTS[script]
 
@@ -123,7 +125,7 @@ def train(argv: list[str]) -> int:
     import importlib
 
     if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
-        raise ValueError("rlce-trl train needs --config <recipe>: a YAML path or a name from `rlce-trl recipes`.")
+        raise InputError("rlce-trl train needs --config <recipe>: a YAML path or a name from `rlce-trl recipes`.")
     argv = list(argv)
     at = argv.index("--config") + 1
     recipe = resolve_recipe(argv[at])

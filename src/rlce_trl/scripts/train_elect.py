@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 
 from rlce_trl.errors import InputError
-from rlce_trl.scripts.utils import did_you_mean, read_recipe
+from rlce_trl.scripts.utils import did_you_mean, exit_on_bad_input, read_recipe
 
 
 class _Parser(argparse.ArgumentParser):
@@ -133,13 +133,7 @@ def main(argv=None):
 
 def main_cli(argv=None) -> None:
     """The script's `__main__`: bad flags or recipe are one `error:` line and exit status 2."""
-    try:
-        main(argv)
-    except InputError as error:
-        import sys
-
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+    exit_on_bad_input(lambda: main(argv))
 
 
 if __name__ == "__main__":

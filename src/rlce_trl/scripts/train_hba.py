@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
+from rlce_trl.errors import InputError
 from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks
 from rlce_trl.scripts.utils import (
     RecipeParser,
@@ -82,9 +83,9 @@ def main(script_args, training_args, model_args):
     if training_args.video_input == "text":
         script_args.text_only = True
     if not script_args.train_file:
-        raise ValueError("Pass --train_file (the task's HBA training split, JSONL).")
+        raise InputError("Pass --train_file (the task's HBA training split, JSONL).")
     if not (script_args.text_only or script_args.media_root):
-        raise ValueError("Pass --media_root (the folder the clip paths are relative to), or --text_only.")
+        raise InputError("Pass --media_root (the folder the clip paths are relative to), or --text_only.")
     prepare_run(script_args, training_args, model_args)
     # test-time adaptation: --train_file is the split to adapt on (read with its gold for the per-pass evaluation)
     train_rows = load_hba_split(script_args.train_file, script_args.hba_task, script_args.tta_split or "train")

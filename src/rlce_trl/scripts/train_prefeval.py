@@ -27,6 +27,7 @@ from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.data.prefeval import FORMS
+from rlce_trl.errors import InputError
 from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks
 from rlce_trl.scripts.utils import (
     RecipeParser,
@@ -78,7 +79,7 @@ def load_rows(script_args) -> tuple[list[dict], list[dict], str]:
     if script_args.dataset_name == "sample":
         names = tuple("test" if n == "validation" else n for n in names)  # the sample has train and test
         if any(n not in ("train", "test") for n in names):
-            raise ValueError(f"tta_split={script_args.tta_split!r}: the preference sample has 'train' and 'test'.")
+            raise InputError(f"tta_split={script_args.tta_split!r}: the preference sample has 'train' and 'test'.")
         return load_preference_sample(names[0]), load_preference_sample(names[1]), "rlce-trl preference sample"
     if script_args.dataset_name == "prefeval":
         built = build_prefeval(script_args.prefeval_dir, forms=forms, seed=script_args.prefeval_seed)
@@ -87,7 +88,7 @@ def load_rows(script_args) -> tuple[list[dict], list[dict], str]:
         root = script_args.dataset_name
         splits = {s: [r for f in forms for r in read_jsonl(os.path.join(root, f, f"{s}.jsonl"))] for s in set(names)}
     else:
-        raise ValueError(f"dataset_name={script_args.dataset_name!r}: use 'prefeval', 'sample' or a folder written "
+        raise InputError(f"dataset_name={script_args.dataset_name!r}: use 'prefeval', 'sample' or a folder written "
                          "by `rlce-trl prepare-prefeval`.")
     return splits[names[0]], splits[names[1]], f"PrefEval ({script_args.prefeval_form} form{'s' * (len(forms) > 1)})"
 

@@ -76,8 +76,14 @@ class RecipeParser(TrlParser):
                     raise InputError(f"unknown argument {flag!r}{hint or ': see `--help` for the arguments.'}")
                 action = self._option_string_actions.get(flag) if word.startswith("--") else None
                 takes_value = flag == "--config" or (action is not None and "=" not in word and action.nargs != 0)
-        return super().parse_args_and_config(args, return_remaining_strings, fail_with_unknown_args,
-                                             separate_remaining_strings)
+        try:
+            return super().parse_args_and_config(args, return_remaining_strings, fail_with_unknown_args,
+                                                 separate_remaining_strings)
+        except InputError:
+            raise
+        except ValueError as error:  # a setting the configs' own checks refuse (TRL's and RLCE's __post_init__)
+            where = f"{os.path.basename(self._recipe)}: " if self._recipe else ""
+            raise InputError(f"{where}{' '.join(str(error).split())}") from None
 
 
     def _check_types(self, config: dict) -> None:
@@ -132,14 +138,26 @@ def read_recipe(path: str) -> dict:
 
 
 def run_script(make_parser, main) -> None:
-    """A training script's `__main__`: parse the command line (and its `--config` recipe), run `main`; bad input is
-    one `error:` line and exit status 2."""
+    """A training script's `__main__`: parse the command line (and its `--config` recipe), run `main`; bad input
+    (while parsing or later, e.g. every row filtered out) is one `error:` line and exit status 2 on every rank."""
+    exit_on_bad_input(lambda: main(*make_parser().parse_args_and_config()))
+
+
+def exit_on_bad_input(body):
+    """`body()`, except that bad input ([`InputError`], an unreachable verifier) ends the process with one
+    `error: <message>` line (scrubbed of credentials) and exit status 2, with no traceback: what `rlce-trl` does,
+    for the scripts run as `python examples/<script>.py` or `python -m rlce_trl.scripts.<script>`."""
+    from ..verifiers.base import VerifierUnavailableError
+
     try:
-        parsed = make_parser().parse_args_and_config()
-    except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
+        return body()
+    except (InputError, VerifierUnavailableError) as error:
+        from ..credentials import scrub_message
+        from ..errors import leave_process_group
+
+        leave_process_group()
+        print(f"error: {scrub_message(error)}", file=sys.stderr)
         raise SystemExit(2) from None
-    main(*parsed)
 
 
 @dataclass
@@ -313,7 +331,8 @@ def validation_callbacks(
     if not script_args.validation_steps:
         return []
     if not rows:
-        raise ValueError("validation_steps is set but there are no validation rows.")
+        raise InputError("validation_steps is set but there are no validation rows: give a validation split, or "
+                         "unset validation_steps.")
     judge = make_judge(script_args, rows, prefeval_dir) if needs_judge else None
     from ..evaluation.callbacks import BestCheckpointCallback, make_validation_fn
 
@@ -327,7 +346,7 @@ def validation_callbacks(
 def make_judge(script_args, rows: list[dict], prefeval_dir=None):
     """The LLM judge of free-text rows (PrefEval, IntentQA) from `judge_base_url` / `judge_model`."""
     if not (script_args.judge_base_url and script_args.judge_model):
-        raise ValueError(
+        raise InputError(
             "Validation of free-text rows needs an LLM judge: set judge_base_url and judge_model (any "
             "OpenAI-compatible endpoint, e.g. `vllm serve`), or unset validation_steps."
         )
