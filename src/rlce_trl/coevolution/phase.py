@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trl import ModelConfig, TrlParser, get_peft_config
+from trl import ModelConfig, get_peft_config
 
 from ..config import RLCEGRPOConfig
 from ..scripts.utils import RLCEScriptArguments
@@ -111,8 +111,10 @@ class CoevolveArguments(RLCEScriptArguments):
                 "patience": self.coevolve_patience}
 
 
-def make_parser() -> TrlParser:
-    return TrlParser((CoevolveArguments, RLCEGRPOConfig, ModelConfig))
+def make_parser():
+    from ..scripts.utils import RecipeParser  # the training scripts' parser: recipe read once, one-line errors
+
+    return RecipeParser((CoevolveArguments, RLCEGRPOConfig, ModelConfig))
 
 
 def _as_arg(value) -> str:

@@ -52,48 +52,65 @@ class RecipeParser(TrlParser):
 
     def parse_args_and_config(self, args=None, return_remaining_strings=False, fail_with_unknown_args=True,
                               separate_remaining_strings=False):
+        """TRL's `TrlParser.parse_args_and_config`, with the recipe read by [`load_recipe`] (a path or a shipped
+        recipe's name) and every problem one [`InputError`]: an unknown key or flag, a wrong-typed value, a setting
+        the configs' own checks refuse."""
+        if return_remaining_strings or separate_remaining_strings or not fail_with_unknown_args:
+            raise NotImplementedError("RecipeParser refuses unknown arguments: parse with TrlParser for those modes.")
         args = list(args) if args is not None else sys.argv[1:]
         known = {a.dest for a in self._actions} | {"env"}
-        if "--config" in args and args.index("--config") + 1 < len(args):
-            self._recipe = args[args.index("--config") + 1]
-            config = read_recipe(self._recipe)
-            if fail_with_unknown_args and not return_remaining_strings:
-                for key in config:
-                    if key not in known:
-                        raise InputError(f"unknown key {key!r} in {self._recipe}{did_you_mean(key, known)}"
-                                         + ("" if did_you_mean(key, known) else ": see `--help` for the keys."))
+        if "--config" in args:
+            at = args.index("--config")
+            if at + 1 >= len(args):
+                self.error("--config needs a recipe: a YAML path or a name from `rlce-trl recipes`")
+            from .recipes import load_recipe
+
+            recipe = load_recipe(args[at + 1])
+            self._recipe = str(recipe.path)
+            del args[at:at + 2]
+            config = dict(recipe.values)
+            for key in config:
+                if key not in known:
+                    hint = did_you_mean(key, known)
+                    raise InputError(f"unknown key {key!r} in {self._recipe}{hint or ': see `--help` for the keys.'}")
             self._check_types(config)
-        if fail_with_unknown_args and not return_remaining_strings:
-            options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
-            takes_value = False  # the word after an option that takes a value is that value ("--x '--a 1 --b'")
-            for word in args:
-                flag = word.split("=", 1)[0]
-                if takes_value:
-                    takes_value = False
-                    continue
-                if word.startswith("--") and flag != "--config" and flag not in self._option_string_actions:
-                    hint = did_you_mean(flag, options)
-                    raise InputError(f"unknown argument {flag!r}{hint or ': see `--help` for the arguments.'}")
-                action = self._option_string_actions.get(flag) if word.startswith("--") else None
-                takes_value = flag == "--config" or (action is not None and "=" not in word and action.nargs != 0)
+            env = config.pop("env", None) or {}
+            if not isinstance(env, dict):
+                self.error("env: give a mapping of environment variable names to values")
+            os.environ.update({str(k): str(v) for k, v in env.items()})
+            self.set_defaults_with_config(**config)
+        self._check_flags(args)
         try:
-            return super().parse_args_and_config(args, return_remaining_strings, fail_with_unknown_args,
-                                                 separate_remaining_strings)
+            return self.parse_args_into_dataclasses(args=args)
         except InputError:
             raise
         except ValueError as error:  # a setting the configs' own checks refuse (TRL's and RLCE's __post_init__)
             where = f"{os.path.basename(self._recipe)}: " if self._recipe else ""
             raise InputError(f"{where}{' '.join(str(error).split())}") from None
 
+    def _check_flags(self, args: list[str]) -> None:
+        """An unknown flag on the command line is one line with a "did you mean"."""
+        options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        takes_value = False  # the word after an option that takes a value is that value ("--x '--a 1 --b'")
+        for word in args:
+            flag = word.split("=", 1)[0]
+            if takes_value:
+                takes_value = False
+                continue
+            if word.startswith("--") and flag not in self._option_string_actions:
+                hint = did_you_mean(flag, options)
+                raise InputError(f"unknown argument {flag!r}{hint or ': see `--help` for the arguments.'}")
+            action = self._option_string_actions.get(flag) if word.startswith("--") else None
+            takes_value = action is not None and "=" not in word and action.nargs != 0
 
     def _check_types(self, config: dict) -> None:
-        """argparse converts only string defaults: a recipe value that YAML already typed (a list, a number, a
-        mapping) is checked here against the argument's type and choices, so that a wrong type is one line naming the
-        key, not an exception inside a dataclass."""
+        """Every recipe value against its argument's type and choices, so that a wrong one is one line naming the
+        key: argparse would check only string values (naming the flag), and YAML-typed ones (a list, a number, a
+        mapping) would fail inside a dataclass."""
         actions = {a.dest: a for a in self._actions}
         for key, value in config.items():
             action = actions.get(key)
-            if action is None or value is None or isinstance(value, str) or action.type is None:
+            if action is None or value is None or action.type is None:
                 continue
             values = value if isinstance(value, list) and action.nargs in ("+", "*") else [value]
             for item in values:
@@ -112,29 +129,6 @@ class RecipeParser(TrlParser):
 def _type_name(action) -> str:
     name = getattr(action.type, "__name__", "value")
     return {"string_to_bool": "boolean", "parse": "value"}.get(name, name)
-
-
-def read_recipe(path: str) -> dict:
-    """A recipe file as a mapping; a missing, non-UTF-8, non-YAML or non-mapping file is one [`InputError`] naming
-    the file."""
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            config = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise InputError(f"--config {path!r}: no such file: give a YAML path or a name from `rlce-trl recipes`.") \
-            from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"recipe {path} is not UTF-8 text (byte {error.start}): save it as UTF-8.") from None
-    except yaml.YAMLError as error:
-        from .recipes import yaml_problem
-
-        raise InputError(f"recipe {path} is not valid YAML ({yaml_problem(error)}).") from None
-    if not isinstance(config, dict):
-        raise InputError(f"recipe {path} must be a YAML mapping of argument names to values, not "
-                         f"{type(config).__name__}.")
-    return config
 
 
 def run_script(make_parser, main) -> None:
