@@ -373,6 +373,79 @@ def method_rows(rows: list[dict], reward_method: str, labels_column: str = "answ
     return hook(rows, labels_column) if hook else rows
 
 
+@dataclass
+class TaskRows:
+    """What a task hands the training pipeline ([`train`]).
+
+    Args:
+        train: the training rows (policy prompts, no gold); with `tta_split`, the adaptation split with its gold (the
+            pipeline evaluates on it and trains on it without the gold).
+        validation: the validation rows with their gold (may be empty).
+        description: the dataset as the model card names it.
+        free_text: whether validation needs the LLM judge (free-text answers: PrefEval, IntentQA).
+        media_root: the folder the rows' clips are relative to; `None` for text prompts.
+        prefeval_dir: the PrefEval checkout the judge's prompts come from, for PrefEval rows.
+    """
+
+    train: list[dict]
+    validation: list[dict]
+    description: str
+    free_text: bool
+    media_root: str | None = None
+    prefeval_dir: str | None = None
+
+
+def policy_prompts(rows: list[dict], script_args, training_args) -> list[dict]:
+    """The training rows exactly as the policy is prompted: the prompt suffix, then the method's prompts (the rubric
+    baselines' system prompt, [`method_rows`])."""
+    rows = add_prompt_suffix(rows, script_args.prompt_suffix)
+    return method_rows(rows, training_args.reward_method, training_args.rlce_labels_column)
+
+
+def train(script_args, training_args, model_args, task: TaskRows):
+    """The one training pipeline of the scripts (PrefEval, HBA; any task's rows), in a fixed order:
+
+    1. the model arguments ([`prepare_run`]);
+    2. with `tta_split`, the first `validation_limit` rows of the split are evaluated with their gold after every pass
+       and trained on without it ([`~rlce_trl.scripts.tta.adaptation_rows`]);
+    3. the prompts as the policy sees them ([`policy_prompts`]: prompt suffix, then the method's system prompt);
+       the evaluation rows get the suffix;
+    4. the length filter `max_prompt_length` on exactly those prompts (text prompts; a video prompt's frames are
+       counted only by the processor, so video rows are bounded by the frame cap instead);
+    5. no gold in the training rows; the dataset (video frames decoded when a row is read, after the clips are
+       checked);
+    6. validation and per-pass callbacks, the trainer, train and save ([`train_rlce`])."""
+    from ..data import to_dataset
+    from .tta import adaptation_rows, check_no_gold, tta_callbacks
+
+    prepare_run(script_args, training_args, model_args)
+    train_rows, validation_rows, eval_rows = task.train, task.validation, []
+    if script_args.tta_split:
+        eval_rows = train_rows[: script_args.validation_limit or None]
+        train_rows = adaptation_rows(eval_rows)
+    train_rows = policy_prompts(train_rows, script_args, training_args)
+    validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
+    eval_rows = add_prompt_suffix(eval_rows, script_args.prompt_suffix)
+    if task.media_root is None:
+        train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
+                                         training_args.chat_template_kwargs)
+    elif script_args.max_prompt_length:
+        print("max_prompt_length applies to text prompts; video prompts are bounded by the frame cap.")
+    check_no_gold(train_rows)
+    train_dataset = to_dataset(train_rows)
+    if task.media_root is not None:
+        from ..data.hba import check_clips, with_frames
+
+        check_clips(train_rows + validation_rows, task.media_root)
+        train_dataset = with_frames(train_dataset, task.media_root, **training_args.frame_kwargs())
+    callbacks = validation_callbacks(script_args, training_args, validation_rows, needs_judge=task.free_text,
+                                     prefeval_dir=task.prefeval_dir, media_root=task.media_root)
+    if script_args.tta_split:
+        judge = make_judge(script_args, eval_rows, task.prefeval_dir) if script_args.judge_base_url else None
+        callbacks += tta_callbacks(script_args, training_args, eval_rows, judge, media_root=task.media_root)
+    return train_rlce(script_args, training_args, model_args, train_dataset, callbacks, task.description)
+
+
 def train_rlce(script_args, training_args, model_args, train_dataset, callbacks, dataset: str):
     """The training scripts' shared tail: an `RLCEGRPOTrainer` on the model of `model_args` (with its PEFT and
     quantization settings), the model card's dataset and recipe ([`card_info`]), then [`train_and_save`]."""
