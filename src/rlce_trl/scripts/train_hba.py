@@ -24,7 +24,7 @@ from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.errors import InputError
-from rlce_trl.scripts.utils import RecipeParser, RLCEScriptArguments, TaskRows, run_script, train
+from rlce_trl.scripts.utils import RecipeParser, RLCEScriptArguments, TaskRows, run_script, task_file_rows, train
 
 DATASETS = {"mosei": "CMU-MOSEI sentiment", "urfunny": "UR-FUNNY", "intentqa": "IntentQA"}
 
@@ -87,7 +87,8 @@ def load_rows(script_args) -> TaskRows:
 def main(script_args, training_args, model_args):
     if training_args.video_input == "text":
         script_args.text_only = True
-    return train(script_args, training_args, model_args, load_rows(script_args))
+    rows = task_file_rows(script_args) if script_args.task else load_rows(script_args)
+    return train(script_args, training_args, model_args, rows)
 
 
 def make_parser():

@@ -27,8 +27,9 @@ from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.data.prefeval import FORMS
+from rlce_trl.data.tasks import looks_like_hub_id
 from rlce_trl.errors import InputError
-from rlce_trl.scripts.utils import RecipeParser, RLCEScriptArguments, TaskRows, run_script, train
+from rlce_trl.scripts.utils import RecipeParser, RLCEScriptArguments, TaskRows, run_script, task_file_rows, train
 
 
 @dataclass
@@ -74,19 +75,50 @@ def load_rows(script_args) -> TaskRows:
         if script_args.dataset_name == "prefeval":
             built = build_prefeval(script_args.prefeval_dir, forms=forms, seed=script_args.prefeval_seed)
             splits = {s: [r for f in forms for r in built[f][s]] for s in names}
+        elif os.path.isfile(script_args.dataset_name) or looks_like_hub_id(script_args.dataset_name):
+            return rows_in_package_format(script_args)
         elif os.path.isdir(script_args.dataset_name):
             root = script_args.dataset_name
             splits = {s: [r for f in forms for r in read_jsonl(os.path.join(root, f, f"{s}.jsonl"))] for s in names}
         else:
-            raise InputError(f"dataset_name={script_args.dataset_name!r}: use 'prefeval', 'sample' or a folder "
-                             "written by `rlce-trl prepare-prefeval`.")
+            raise InputError(f"dataset_name={script_args.dataset_name!r}: use 'prefeval', 'sample', a folder "
+                             "written by `rlce-trl prepare-prefeval`, a JSON / JSONL / CSV / Parquet file or a Hub "
+                             "dataset id of rows in the package's format (or --task for your own task file).")
         description = f"PrefEval ({script_args.prefeval_form} form{'s' * (len(forms) > 1)})"
     return TaskRows(train=splits[names[0]], validation=splits[names[1]] if len(names) > 1 else [],
                     description=description, free_text=True, prefeval_dir=script_args.prefeval_dir)
 
 
+def rows_in_package_format(script_args) -> TaskRows:
+    """`--dataset_name` as a local file or a Hub dataset id (as TRL's scripts take it) whose rows are in the
+    package's format (a conversational `prompt`; optional `answer_options`; no gold in the train split). A file is
+    the train split; a Hub dataset gives `dataset_train_split` and, for validation, `dataset_test_split`."""
+    from rlce_trl.data.tasks import load_hub_splits, read_records
+
+    name = script_args.dataset_name
+    if os.path.isfile(name):
+        train_rows, validation_rows = read_records(name), []
+    else:
+        splits = load_hub_splits(name, script_args.dataset_config)
+        if script_args.dataset_train_split not in splits:
+            raise InputError(f"--dataset_name {name}: no {script_args.dataset_train_split!r} split (it has "
+                             f"{', '.join(splits)}): set dataset_train_split.")
+        train_rows = list(splits[script_args.dataset_train_split])
+        test = script_args.dataset_test_split
+        validation_rows = list(splits[test]) if test in splits else []
+    if not train_rows:
+        raise InputError(f"--dataset_name {name}: the train split is empty.")
+    for k, row in enumerate(train_rows[:1] + validation_rows[:1]):
+        if not isinstance(row.get("prompt"), list):
+            raise InputError(f"--dataset_name {name}: row {k} has no conversational `prompt` (a list of chat "
+                             "messages): write your rows in that format, or describe them in a task file (--task).")
+    return TaskRows(train=train_rows, validation=validation_rows, description=os.path.basename(name),
+                    free_text=not any(r.get("answer_options") for r in validation_rows or train_rows))
+
+
 def main(script_args, training_args, model_args):
-    return train(script_args, training_args, model_args, load_rows(script_args))
+    rows = task_file_rows(script_args) if script_args.task else load_rows(script_args)
+    return train(script_args, training_args, model_args, rows)
 
 
 def make_parser():

@@ -162,6 +162,9 @@ class RLCEScriptArguments(ScriptArguments):
         script (`str`, *optional*):
             The recipe's training script (`prefeval`, `hba` or `elect`): `rlce-trl train` reads it from the recipe to
             pick the script; the script itself ignores it.
+        task (`str`, *optional*):
+            A task file ([`rlce_trl.data.tasks`]): train on its rows instead of the recipe's dataset, with the
+            recipe's method and settings.
         prompt_suffix (`str`, *optional*):
             Text appended to the last user turn of every prompt. The quickstart uses it to remind a 135M model of the
             `\\boxed{}` answer format; the paper's recipes leave it unset.
@@ -196,6 +199,11 @@ class RLCEScriptArguments(ScriptArguments):
     script: str | None = field(
         default=None,
         metadata={"help": "The recipe's training script (prefeval, hba or elect), read by `rlce-trl train`."},
+    )
+    task: str | None = field(
+        default=None,
+        metadata={"help": "Your own task file (YAML: data, prompt, labels, gold, metric): train on its train split "
+                  "(validation on its validation split) with the recipe's method and settings."},
     )
     prompt_suffix: str | None = field(
         default=None,
@@ -393,6 +401,23 @@ class TaskRows:
     free_text: bool
     media_root: str | None = None
     prefeval_dir: str | None = None
+
+
+def task_file_rows(script_args) -> TaskRows:
+    """The rows of the `--task` file: its train split without the gold (with `tta_split`, that split with its gold,
+    which the pipeline withholds from training), and its validation split with the gold when it has one. Every
+    problem is one line, before a model loads."""
+    from ..data.tasks import load_task
+
+    task = load_task(script_args.task)
+    if script_args.tta_split:
+        train_rows = task.rows(script_args.tta_split, with_gold=True)
+        validation_rows = []
+    else:
+        train_rows = task.rows("train", with_gold=False)
+        validation_rows = task.rows("validation", with_gold=True) if "validation" in task.splits() else []
+    return TaskRows(train=train_rows, validation=validation_rows, description=task.task.display_name,
+                    free_text=task.task.needs_judge)
 
 
 def policy_prompts(rows: list[dict], script_args, training_args) -> list[dict]:
