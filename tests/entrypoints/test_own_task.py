@@ -67,3 +67,21 @@ def test_evaluate_data_scores_rows_without_id_or_task(tiny_model_dir, tmp_path):
                  str(tmp_path / "e"), "--backend", "transformers", "--max_new_tokens", "4", "--no_progress"]) == 0
     summary = json.loads((tmp_path / "e" / "summary.json").read_text())
     assert summary["metric"] == "exact_match" and summary["num_done"] == 3 and summary["score"] is not None
+
+
+def test_sample_takes_the_task_file(tmp_path):
+    """`rlce-trl sample --task`: the task's test split (with its gold) becomes the candidate pool `select` reads."""
+    import argparse
+
+    from rlce_trl.cli import sample
+    from rlce_trl.generation.generators import Sampled
+
+    parser = argparse.ArgumentParser()
+    sample.add_arguments(parser)
+    args = parser.parse_args(["--model_name_or_path", "unused", "--task", str(EXAMPLE / "parity.yaml"),
+                              "--output_dir", str(tmp_path / "pool"), "--n", "2", "--diversify", "off",
+                              "--style", "boxed"])
+    fake = lambda prompts, specs: [[Sampled("\\boxed{odd}", [-0.1])] * len(specs) for _ in prompts]  # noqa: E731
+    assert sample.main(args, sampler=fake) == 0
+    pooled = [json.loads(line) for line in (tmp_path / "pool" / "pool.jsonl").read_text().splitlines()]
+    assert len(pooled) == 12 and {r["gold"] for r in pooled} == {"even", "odd"}

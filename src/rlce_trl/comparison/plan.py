@@ -11,10 +11,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..data.tasks import get_task
 from ..errors import InputError, MissingInputError
 from . import paper
-
-FREE_TEXT = ("prefeval", "intentqa")  # scored by the LLM judge (validation and test)
 
 
 def _csv(text: str) -> list[str]:
@@ -199,7 +198,7 @@ def _check_data(args, methods: list[str], kinds: dict) -> None:
         if not args.media_root or not Path(args.media_root).is_dir():
             raise MissingInputError(f"--task {args.task} needs --media_root, the folder the clip paths are relative "
                                     f"to (got {args.media_root!r}).")
-    if args.task in FREE_TEXT:
+    if get_task(args.task).needs_judge:  # free text scored by the LLM judge (validation and test)
         if not (args.judge_base_url and args.judge_model):
             raise InputError(f"--task {args.task} is scored by an LLM judge: pass --judge_base_url and --judge_model "
                              "(any OpenAI-compatible endpoint, e.g. `vllm serve`).")

@@ -53,6 +53,7 @@ class Task:
         labels: the answer options (closed labels), or `None` for free text.
         display_name: the name in tables and model cards.
         gold: the gold column of the task's evaluation rows (never part of a training row).
+        subject: what a question about the task asks about (Video-Zero's questioner, D.5); `None`: "the speaker".
     """
 
     name: str
@@ -60,6 +61,7 @@ class Task:
     labels: tuple[str, ...] | None = None
     display_name: str = ""
     gold: str = "gold"
+    subject: str | None = None
 
     @property
     def free_text(self) -> bool:
@@ -90,8 +92,10 @@ def _register_paper_tasks() -> None:
     from .hba import HBA_TASKS
 
     register(Task("prefeval", "judge_accuracy", None, "PrefEval"))
-    register(Task("mosei", "binary_weighted_f1", tuple(HBA_TASKS["mosei"].labels), "CMU-MOSEI sentiment"))
-    register(Task("urfunny", "weighted_f1", tuple(HBA_TASKS["urfunny"].labels), "UR-FUNNY"))
+    register(Task("mosei", "binary_weighted_f1", tuple(HBA_TASKS["mosei"].labels), "CMU-MOSEI sentiment",
+                  subject="the speaker's sentiment"))
+    register(Task("urfunny", "weighted_f1", tuple(HBA_TASKS["urfunny"].labels), "UR-FUNNY",
+                  subject="whether the speaker is being humorous"))
     register(Task("intentqa", "judge_accuracy", None, "IntentQA"))
     register(Task("numbered_evidence", "exact_match", None, "numbered evidence"))
 

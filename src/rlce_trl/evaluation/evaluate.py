@@ -130,7 +130,7 @@ def check_eval_rows(rows: Sequence[dict], where: str = "data") -> str:
     if not rows:
         raise InputError(f"{where} holds no rows: pass a non-empty split.")
     check_rows(rows, where, required=("id", "task", "gold"),
-               fix="evaluate GRPO-ready rows with `id`, `task`, `prompt` and `gold` (a validation or test split; "
+               fix="evaluate rows with `prompt` and `gold` (`id` and `task` optional; a validation or test split: "
                    "train rows carry no gold label)")
     for k, row in enumerate(rows):
         if not isinstance(row["task"], str):

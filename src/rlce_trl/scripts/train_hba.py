@@ -1,14 +1,14 @@
 # Copyright the rlce-trl developers. Licensed under the Apache License, Version 2.0.
 """
-RLCE on the Human Behavior Atlas video tasks (MOSEI sentiment, UR-FUNNY humour, IntentQA): TRL's GRPO script with
-`RLCEGRPOTrainer` in place of `GRPOTrainer`.
+RLCE on the Human Behavior Atlas video tasks (sentiment, humour, intent; `rlce_trl.data.tasks`): TRL's GRPO script
+with `RLCEGRPOTrainer` in place of `GRPOTrainer`.
 
     accelerate launch --config_file configs/accelerate/zero3.yaml examples/train_hba.py \
-        --config configs/mosei_rlce.yaml --train_file /path/to/mosei/train.jsonl --media_root /path/to/media
-    # installed package: accelerate launch ... -m rlce_trl.cli train --config mosei_rlce --train_file ...
+        --config configs/<task>_rlce.yaml --train_file /path/to/<task>/train.jsonl --media_root /path/to/media
+    # installed package: accelerate launch ... -m rlce_trl.cli train --config <task>_rlce --train_file ...
 
 Rows come from HBA's JSONL splits (`problem`, `answer`, `videos`) through `rlce_trl.data.hba`: the `<audio>` line is
-dropped, the options line is appended for MOSEI and UR-FUNNY, and each `<video>` becomes frames (`video_fps`,
+dropped, the options line is appended for the closed-label tasks, and each `<video>` becomes frames (`video_fps`,
 `video_min_frames`..`video_max_frames`, `video_frame_height` x `video_frame_width`; the paper's 1 fps, 2..8 frames,
 176x320 by default) decoded when a row is read. The policy is then a vision-language model whose processor takes
 video (the paper: Qwen3.5-9B): with `video_input: video` (the default) the clip reaches generation, every
@@ -23,18 +23,21 @@ from dataclasses import dataclass, field
 from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
+from rlce_trl.data.hba import HBA_TASKS
+from rlce_trl.data.tasks import get_task
 from rlce_trl.errors import InputError
 from rlce_trl.scripts.utils import RecipeParser, RLCEScriptArguments, TaskRows, run_script, task_file_rows, train
 
-DATASETS = {"mosei": "CMU-MOSEI sentiment", "urfunny": "UR-FUNNY", "intentqa": "IntentQA"}
+#: The HBA tasks this script trains on (their facts are in the task registry, `rlce_trl.data.tasks`).
+DATASETS = tuple(HBA_TASKS)
 
 
 @dataclass
 class HBAScriptArguments(RLCEScriptArguments):
     """
     Args:
-        hba_task (`str`, *optional*, defaults to `"mosei"`):
-            `"mosei"`, `"urfunny"` or `"intentqa"`.
+        hba_task (`str`, *optional*):
+            One of the Human Behavior Atlas tasks (`rlce_trl.data.hba.HBA_TASKS`; the first by default).
         train_file (`str`, *optional*):
             The task's training split (HBA JSONL).
         validation_file (`str`, *optional*):
@@ -45,7 +48,7 @@ class HBAScriptArguments(RLCEScriptArguments):
             Drop the videos and train on the text alone.
     """
 
-    hba_task: str = field(default="mosei", metadata={"help": "HBA task.", "choices": list(DATASETS)})
+    hba_task: str = field(default=DATASETS[0], metadata={"help": "HBA task.", "choices": list(DATASETS)})
     train_file: str | None = field(default=None, metadata={"help": "Training split (HBA JSONL)."})
     validation_file: str | None = field(default=None, metadata={"help": "Validation split (HBA JSONL)."})
     media_root: str | None = field(default=None, metadata={"help": "Folder the clip paths are relative to."})
@@ -79,8 +82,9 @@ def load_rows(script_args) -> TaskRows:
     if script_args.text_only:
         train_rows, validation_rows = text_only(train_rows), text_only(validation_rows)
     return TaskRows(
-        train=train_rows, validation=validation_rows, free_text=script_args.hba_task == "intentqa",
-        description=f"{DATASETS[script_args.hba_task]} (Human Behavior Atlas){', text only' * script_args.text_only}",
+        train=train_rows, validation=validation_rows, free_text=get_task(script_args.hba_task).needs_judge,
+        description=f"{get_task(script_args.hba_task).display_name} (Human Behavior Atlas)"
+                    f"{', text only' * script_args.text_only}",
         media_root=None if script_args.text_only else script_args.media_root)
 
 
