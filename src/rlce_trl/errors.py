@@ -52,6 +52,17 @@ def bounded_int(low: int, high: int):
     return parse
 
 
+def leave_process_group() -> None:
+    """Before a launched rank exits on bad input: destroy the process group if one was set up (TRL's config sets it
+    up while the command line is parsed), so that gloo's worker threads do not abort the exit. Every rank checks the
+    same input and stops at the same point, so none is left waiting in a collective."""
+    import sys
+
+    dist = sys.modules.get("torch.distributed")  # never imported here: a command without torch stays without it
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 class InputError(ValueError):
     """A file, row, flag or setting the user gave cannot be used as it is; the message names the fix."""
 

@@ -86,7 +86,7 @@ def corpus(tmp_path):
      "--train_file 'missing.jsonl' does not exist"),
     (["--method", "rlac", "--config", "quickstart_rlac", "--output_dir", "o"], "--train_file is required"),
     (["--method", "rlac", "--config", "quickstart_rlac", "--train_file", "{corpus}", "--output_dir", "o",
-      "--no_such_key", "1"], "unknown recipe key '--no_such_key'"),
+      "--no_such_key", "1"], "unknown argument '--no_such_key'"),
     (["--method", "rlac", "--config", "quickstart_rlac", "--train_file", "{corpus}", "--output_dir", "o",
       "--coevolve_rounds", "0"], "coevolve_rounds=0"),
     (["--method", "rlac", "--config", "quickstart_rlac", "--train_file", "{corpus}", "--validation_file", "{corpus}",

@@ -57,9 +57,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 1
         return args.func(args)
-    except _user_errors() as error:  # bad input: one line that names the fix, no traceback
+    except _user_errors() as error:  # bad input: one line that names the fix, no traceback (on every rank)
         from ..credentials import scrub_message
+        from ..errors import leave_process_group
 
+        leave_process_group()
         print(f"error: {scrub_message(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

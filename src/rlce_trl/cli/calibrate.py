@@ -154,6 +154,12 @@ def _export(args) -> int:
                          "`answers` and `assignment`, or those fields at the top as in a run's "
                          "rlce_evidence.jsonl): pass a bench log (format: rlce_trl.analysis.groups_log) or a "
                          "training run's evidence trail.")
+    if not groups:
+        raise InputError(f"{args.groups} holds no logged groups: nothing to export; pass a bench log or a training "
+                         "run's rlce_evidence.jsonl.")
+    if not queries:
+        raise InputError(f"none of the {len(groups)} groups of {args.groups} is uncertain, inconsistent or high "
+                         "impact: nothing to export (no file written); log more groups or pass another run's.")
     n = write_jsonl(queries, args.output_file)
     note = f", skipped {skipped} malformed groups" if skipped else ""
     print(f"{n} queries -> {args.output_file} ({len(groups)} groups read{note})")

@@ -14,7 +14,7 @@ import os
 import shlex
 import sys
 
-from ..errors import InputError, MissingInputError, first_line
+from ..errors import InputError, MissingInputError
 from ._args import CLIParser
 
 REQUIRED = ("method", "config", "output_dir")
@@ -67,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
         raise InputError(f"unknown flag {extra[0]!r}. Usage: {USAGE}")
     from ..coevolution.driver import Coevolver, DriverSettings, PhaseFailedError
     from ..coevolution.registry import METHODS, get_method
-    from ..scripts.recipes import resolve_recipe
+    from ..scripts.recipes import load_recipe
 
     if args.method not in METHODS:
         raise InputError(f"--method {args.method!r}: use one of {', '.join(METHODS)}.")
@@ -75,16 +75,13 @@ def main(args: argparse.Namespace) -> int:
     if os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
         raise InputError(f"--output_dir {args.output_dir!r} is a file: pass a folder (the run's state, logs and "
                          "checkpoints go there).")
-    try:
-        recipe = resolve_recipe(args.config)
-    except FileNotFoundError as error:
-        raise MissingInputError(str(error)) from None
+    recipe = load_recipe(args.config)
     _check_coevolution_recipe(recipe)
     overrides = list(extra)
     for flag in ("train_file", "validation_file", "media_root"):
         if getattr(args, flag):
             overrides += [f"--{flag}", getattr(args, flag)]
-    script_args, training_args, model_args = _parse_recipe(recipe, overrides, args.output_dir)
+    script_args, training_args, model_args = _parse_recipe(recipe.path, overrides, args.output_dir)
     if script_args.coevolve_method and script_args.coevolve_method != args.method:
         raise InputError(f"--method {args.method} but the recipe {recipe.name} is written for "
                          f"{script_args.coevolve_method}: pass --method {script_args.coevolve_method} or another "
@@ -101,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
     from ..models import resolve_model
 
     settings = DriverSettings(
-        recipe=str(recipe), train_file=train_file, validation_file=validation_file, output_dir=args.output_dir,
+        recipe=str(recipe.path), train_file=train_file, validation_file=validation_file, output_dir=args.output_dir,
         base_model=resolve_model(model_args.model_name_or_path), rounds=script_args.coevolve_rounds,
         settings=script_args.settings(), extra_args=overrides,
         launcher=shlex.split(script_args.coevolve_launcher) if script_args.coevolve_launcher else None,
@@ -119,58 +116,24 @@ def main(args: argparse.Namespace) -> int:
 
 def _check_coevolution_recipe(recipe) -> None:
     """A co-evolution recipe sets `coevolve_method`; a training recipe (`script: ...`) is for `rlce-trl train`."""
-    import yaml
-
     from ..scripts.recipes import list_recipes
 
-    try:
-        content = yaml.safe_load(recipe.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError) as error:
-        raise InputError(f"--config {recipe}: not a readable YAML recipe ({first_line(error)}).") from None
-    if isinstance(content, dict) and "coevolve_method" in content:
+    if recipe.kind == "coevolve":
         return
     shipped = ", ".join(p.stem for p in list_recipes() if p.stem.endswith(("_rlac", "_visplay", "_video_zero")))
-    what = (f"a training recipe (`script: {content['script']}`): run it with `rlce-trl train --config {recipe.stem}`"
-            if isinstance(content, dict) and "script" in content else "not a co-evolution recipe")
+    what = (f"a training recipe (`script: {recipe.values['script']}`): run it with `rlce-trl train --config "
+            f"{recipe.path.stem}`" if "script" in recipe.values else "not a co-evolution recipe")
     raise InputError(f"--config {recipe.name} is {what}. A co-evolution recipe sets `coevolve_method`: pass one of "
                      f"{shipped}, or add `coevolve_method: <method>` to your own.")
 
 
 def _parse_recipe(recipe, overrides: list[str], output_dir: str):
-    """The recipe with the overrides, parsed by the phase parser: a bad key or value is one line here, before any
-    phase starts."""
-    import contextlib
-    import io
-
+    """The recipe with the overrides, parsed by the phase parser (the training scripts' recipe parser): a bad key or
+    value is one line here, before any phase starts."""
     from ..coevolution.phase import make_parser, without_backend
-    from ..scripts.utils import did_you_mean, read_recipe
 
-    parser = make_parser()
-    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
-    for word in overrides:
-        flag = word.split("=", 1)[0]
-        if word.startswith("--") and flag not in parser._option_string_actions:
-            raise InputError(f"unknown recipe key {flag!r}{did_you_mean(flag, options) or ': see the keys of --help'}"
-                             f" (rlce-trl coevolve passes every --key to the recipe).")
-    keys = {action.dest for action in parser._actions} | {"env"}
-    for key in read_recipe(str(recipe)):
-        if key not in keys:
-            raise InputError(f"unknown key {key!r} in {recipe}{did_you_mean(key, keys) or ': see the recipe keys'}")
-    stderr = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(stderr):
-            return parser.parse_args_and_config(["--config", str(recipe), "--output_dir", output_dir,
-                                                 *without_backend(overrides)])
-    except SystemExit:
-        lines = [line for line in stderr.getvalue().splitlines() if line.strip()]
-        raise InputError(f"{recipe.name} with {' '.join(overrides) or 'no overrides'}: "
-                         f"{lines[-1] if lines else 'cannot be parsed'}") from None
-    except ValueError as error:
-        text = " ".join(str(error).split())
-        if "not used by the HfArgumentParser" in text:
-            text = (f"unknown keys {text.split(':', 1)[1].strip()}: every --key must be a recipe key (RLCEGRPOConfig, "
-                    "trl.ModelConfig or rlce_trl.coevolution.phase.CoevolveArguments)")
-        raise InputError(f"{recipe.name}: {text}") from None
+    return make_parser().parse_args_and_config(["--config", str(recipe), "--output_dir", output_dir,
+                                                *without_backend(overrides)])
 
 
 def _check_validation(path: str, script_args) -> None:

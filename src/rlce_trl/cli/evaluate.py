@@ -39,11 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model_name_or_path", required=True, help="Checkpoint to evaluate (a local folder).")
     parser.add_argument(
         "--data",
-        required=True,
-        help="A split as JSONL (GRPO-ready rows with `gold`), the folder written by `rlce-trl prepare-prefeval` "
-        "(all three forms, macro average), or `sample` for the bundled preference sample's test split.",
+        default=None,
+        help="A split as JSONL (rows with `prompt` and `gold`; `id` and `task` optional: without `task` the rows "
+        "are scored by accuracy over their `answer_options`, else by exact match, or by the judge when one is "
+        "given), the folder written by `rlce-trl prepare-prefeval` (all three forms, macro average), or `sample` "
+        "for the bundled preference sample's test split.",
     )
-    parser.add_argument("--split", default="test", help="Split to read from a prepare-prefeval folder.")
+    parser.add_argument("--task", default=None,
+                        help="Your own task file (YAML): evaluate its --split with its metric (instead of --data).")
+    parser.add_argument("--split", default="test", help="Split to read from a prepare-prefeval folder or --task.")
     parser.add_argument("--output_dir", required=True, help="Where predictions.jsonl and summary.json go.")
     parser.add_argument(
         "--hba_task",
@@ -94,6 +98,8 @@ def check_flags(args: argparse.Namespace) -> None:
         problems.append(f"--limit {args.limit}: use 1 or more (or leave it out for every row)")
     if args.judge_deadline <= 0:
         problems.append(f"--judge_deadline {args.judge_deadline}: use a positive number of seconds")
+    if (args.data is None) == (args.task is None):
+        problems.append("pass --data (a split) or --task (your task file), one of them")
     if args.judge_base_url and not args.judge_model:
         problems.append("--judge_base_url needs --judge_model (the model name at the judge endpoint)")
     if args.judge_base_url and not args.judge_base_url.startswith(("http://", "https://")):
@@ -117,6 +123,14 @@ def _check_model(path: str) -> None:
 
 def _read_rows(args: argparse.Namespace) -> list[dict] | None:
     """The rows of a single-file --data (checked), or `None` for `sample` / a PrefEval folder."""
+    if args.task:
+        from ..data.tasks import load_task
+
+        if args.hba_task:
+            raise InputError("--task and --hba_task: pass one of them.")
+        rows = load_task(args.task).rows(args.split, with_gold=True)[: args.limit]
+        check_eval_rows(rows, f"--task {args.task}")
+        return rows
     data = Path(args.data)
     if args.hba_task:
         if not data.is_file():
@@ -143,7 +157,9 @@ def _read_rows(args: argparse.Namespace) -> list[dict] | None:
             print(f"warning: {data}: skipped an unreadable last line (cut short?)", file=sys.stderr)
         if rows and "prompt" not in rows[0] and "problem" in rows[0]:
             raise InputError("these look like raw HBA rows (`problem`, no `prompt`): pass --hba_task.")
-        rows = rows[: args.limit]
+        from ..data.tasks import plain_rows
+
+        rows = plain_rows(rows[: args.limit], data.name, judged=bool(args.judge_base_url))
     check_eval_rows(rows, f"--data {args.data}")
     return rows
 

@@ -16,6 +16,10 @@ from ._args import nonnegative_int, positive_int
 
 
 def _load_rows(args) -> list[dict]:
+    if getattr(args, "task", None):
+        from ..data.tasks import load_task
+
+        return load_task(args.task).rows("test", with_gold=True)
     if args.synthetic:
         from ..data.synthetic import numbered_evidence
 
@@ -46,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--data", help="JSONL rows with id, prompt, answer_options (and gold for scoring); rows with "
                         "`videos` are video rows (frames from --media_root).")
     source.add_argument("--synthetic", type=positive_int, metavar="N", help="N rows of the numbered-evidence task.")
+    source.add_argument("--task", help="Your own task file (YAML): sample on its test split (with its gold).")
     parser.add_argument("--hba_task", default=None, choices=sorted(HBA_TASKS),
                         help="Read --data as a Human Behavior Atlas split (`problem`, `answer`, `videos`).")
     parser.add_argument("--media_root", default=None, help="Folder the `videos` paths of video rows are relative to.")
@@ -161,7 +166,8 @@ def _check_rows(rows: list, args) -> None:
     skipped by the sampler), and an input with no usable row at all is an error."""
     from ..selection.pool import input_row_problem
 
-    source = f"--data {args.data}" if args.data else "--synthetic"
+    task = getattr(args, "task", None)
+    source = f"--data {args.data}" if args.data else f"--task {task}" if task else "--synthetic"
     if not rows:
         raise InputError(f"{source} has no rows: pass a JSONL file with one row per line (id, prompt, "
                          "answer_options).")

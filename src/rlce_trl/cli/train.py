@@ -37,11 +37,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"usage: {USAGE}\n\n{DESCRIPTION}")
         return 2
     argv = (["--config", args.config] if args.config is not None else []) + list(args.extra)
-    try:
-        return train(argv)
-    except (FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    return train(argv)  # bad input is an InputError: `rlce-trl` prints it as one line
 
 
 def main_recipes(args: argparse.Namespace) -> int:

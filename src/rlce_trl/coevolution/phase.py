@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trl import ModelConfig, TrlParser, get_peft_config
+from trl import ModelConfig, get_peft_config
 
 from ..config import RLCEGRPOConfig
 from ..scripts.utils import RLCEScriptArguments
@@ -64,7 +64,7 @@ class CoevolveArguments(RLCEScriptArguments):
         media_root (`str`, *optional*):
             The folder HBA clip paths are relative to.
         hba_task (`str`, *optional*):
-            The HBA task of the files (`intentqa`, `mosei`, `urfunny`); unset for PrefEval.
+            The HBA task of the files (one of `rlce_trl.data.hba.HBA_TASKS`); unset for PrefEval.
     """
 
     coevolve_method: str | None = field(default=None, metadata={"help": "rlac, visplay or video_zero."})
@@ -114,8 +114,10 @@ class CoevolveArguments(RLCEScriptArguments):
                 "patience": self.coevolve_patience}
 
 
-def make_parser() -> TrlParser:
-    return TrlParser((CoevolveArguments, RLCEGRPOConfig, ModelConfig))
+def make_parser():
+    from ..scripts.utils import RecipeParser  # the training scripts' parser: recipe read once, one-line errors
+
+    return RecipeParser((CoevolveArguments, RLCEGRPOConfig, ModelConfig))
 
 
 def _as_arg(value) -> str:

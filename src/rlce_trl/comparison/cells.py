@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ..data.jsonl import write_json
 from ..errors import InputError
+from ..scripts.recipes import load_recipe
 from . import paper
-from .plan import _load_recipe
 
 
 class CellFailedError(RuntimeError):
@@ -37,7 +37,7 @@ def train_arguments(args, plan: dict, method: str, seed: int) -> list[str]:
     out = cell_dir(plan, method, seed) / "train"
     recipe = str(plan["recipes"][method])
     if plan["kinds"][method] == "coevolve":
-        argv = ["-m", "rlce_trl.cli", "coevolve", "--method", _load_recipe(plan["recipes"][method])["coevolve_method"],
+        argv = ["-m", "rlce_trl.cli", "coevolve", "--method", load_recipe(plan["recipes"][method]).coevolve_method,
                 "--config", recipe, "--output_dir", str(out), "--seed", str(seed),
                 "--train_file", args.train_file, "--validation_file", args.validation_file]
         argv += ["--media_root", args.media_root] if args.media_root else []

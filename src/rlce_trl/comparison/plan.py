@@ -11,10 +11,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..data.tasks import get_task
 from ..errors import InputError, MissingInputError
 from . import paper
-
-FREE_TEXT = ("prefeval", "intentqa")  # scored by the LLM judge (validation and test)
 
 
 def _csv(text: str) -> list[str]:
@@ -83,19 +82,6 @@ def _recipe(args, method: str) -> Path:
     return path
 
 
-def _load_recipe(path: Path) -> dict:
-    import yaml
-
-    try:
-        content = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as error:
-        first = str(error).splitlines()[0]
-        raise InputError(f"{path} is not valid YAML ({first}): fix it or pass another --recipe_dir.") from None
-    if not isinstance(content, dict):
-        raise InputError(f"{path} is not a recipe (a YAML mapping of argument names to values).")
-    return content
-
-
 def make_plan(args: argparse.Namespace) -> dict:
     """Check every flag, recipe and file (no model is loaded) and return the grid: an `InputError` naming the fix
     for the first problem."""
@@ -144,14 +130,17 @@ def make_plan(args: argparse.Namespace) -> dict:
             raise InputError(f"--{name} {value}: use 1 or more.")
 
     recipes = {m: _recipe(args, m) for m in methods}
-    contents = {m: _load_recipe(p) for m, p in recipes.items()}
+    from ..scripts.recipes import load_recipe
+
+    loaded = {m: load_recipe(p) for m, p in recipes.items()}
+    contents = {m: r.values for m, r in loaded.items()}
     kinds = {}
-    for method, content in contents.items():
-        kinds[method] = "coevolve" if "coevolve_method" in content else "train"
-        if "tta_split" in content:
+    for method, recipe in loaded.items():
+        kinds[method] = recipe.kind
+        if "tta_split" in recipe.values:
             raise InputError(f"{recipes[method].name} is a test-time recipe (tta_split): the comparison trains on "
                              "the train split; use the training recipe.")
-        task = content.get("hba_task") or "prefeval"
+        task = recipe.task
         if task != args.task:
             raise InputError(f"{recipes[method].name} is written for {task}, not --task {args.task}: fix the recipe.")
     model = _override(overrides, "model_name_or_path")
@@ -209,7 +198,7 @@ def _check_data(args, methods: list[str], kinds: dict) -> None:
         if not args.media_root or not Path(args.media_root).is_dir():
             raise MissingInputError(f"--task {args.task} needs --media_root, the folder the clip paths are relative "
                                     f"to (got {args.media_root!r}).")
-    if args.task in FREE_TEXT:
+    if get_task(args.task).needs_judge:  # free text scored by the LLM judge (validation and test)
         if not (args.judge_base_url and args.judge_model):
             raise InputError(f"--task {args.task} is scored by an LLM judge: pass --judge_base_url and --judge_model "
                              "(any OpenAI-compatible endpoint, e.g. `vllm serve`).")

@@ -27,6 +27,7 @@ from ..credentials import scrub_value
 from ..data.checks import check_rows
 from ..data.jsonl import append_jsonl, read_jsonl, read_jsonl_counted, repair_jsonl_tail, write_json
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
+from ..data.tasks import TASKS
 from ..errors import InputError
 from ..generation.generators import Generator
 from .metrics import TASK_METRIC_NAMES, extract_prediction, macro_average, task_score
@@ -39,7 +40,8 @@ _GENERATED = ("id", "task", "form", "topic", "question", "gold", "response", "pr
 
 
 class Judge:
-    """Scores free-text rows: IntentQA with the JSON-verdict judge, PrefEval with the four `error_type/` checks."""
+    """Scores free-text rows: PrefEval with the four `error_type/` checks; IntentQA and a user's free-text task with
+    `metric: judge_accuracy` with the JSON-verdict judge (question, gold answer, response)."""
 
     def __init__(self, client, prefeval_prompts: dict[str, str] | None = None, max_attempts: int = 4):
         self.client, self.prefeval_prompts, self.max_attempts = client, prefeval_prompts, max_attempts
@@ -47,12 +49,12 @@ class Judge:
     def __call__(self, task: str, records: list[dict]) -> list[dict]:
         from .judges import judge_intentqa, judge_prefeval, load_prefeval_judge_prompts
 
-        if task == "intentqa":
-            return judge_intentqa(self.client, records, self.max_attempts)
         if task == "prefeval":
             if self.prefeval_prompts is None:
                 self.prefeval_prompts = load_prefeval_judge_prompts()
             return judge_prefeval(self.client, records, self.prefeval_prompts, self.max_attempts)
+        if task in TASKS and TASKS[task].needs_judge:  # IntentQA's and a user task's: question, gold, response
+            return judge_intentqa(self.client, records, self.max_attempts)
         raise ValueError(f"No judge for task {task!r}.")
 
 
@@ -121,7 +123,7 @@ def check_eval_rows(rows: Sequence[dict], where: str = "data") -> str:
     if not rows:
         raise InputError(f"{where} holds no rows: pass a non-empty split.")
     check_rows(rows, where, required=("id", "task", "gold"),
-               fix="evaluate GRPO-ready rows with `id`, `task`, `prompt` and `gold` (a validation or test split; "
+               fix="evaluate rows with `prompt` and `gold` (`id` and `task` optional; a validation or test split: "
                    "train rows carry no gold label)")
     for k, row in enumerate(rows):
         if not isinstance(row["task"], str):
@@ -131,13 +133,19 @@ def check_eval_rows(rows: Sequence[dict], where: str = "data") -> str:
         raise InputError(f"{where}: one task per evaluation run, got {sorted(map(str, tasks))}: split the file.")
     task = next(iter(tasks))
     if task not in TASK_METRIC_NAMES:
-        raise InputError(f"{where}: unknown task {task!r}: use one of {', '.join(TASK_METRIC_NAMES)}.")
+        raise InputError(f"{where}: unknown task {task!r}: use one of {', '.join(TASK_METRIC_NAMES)}, or pass your "
+                         "task file (--task).")
     seen: set = set()
     for k, row in enumerate(rows):
         if not isinstance(row["id"], (str, int)) or row["id"] in seen:
             raise InputError(f"{where}: row {k} has a duplicate or non-scalar `id` {row['id']!r}: ids must be unique.")
         seen.add(row["id"])
     return task
+
+
+def _judged(task: str) -> bool:
+    """Whether the task's rows are scored by the LLM judge (free text with `judge_accuracy`)."""
+    return TASKS[task].needs_judge
 
 
 def summarize(task: str, rows: Sequence[dict], records: Sequence[dict]) -> dict:
@@ -150,7 +158,7 @@ def summarize(task: str, rows: Sequence[dict], records: Sequence[dict]) -> dict:
         "complete": len(records) == len(rows),
         "no_valid_answer": sum(r.get("prediction") is None for r in records),
     }
-    if not any(r.get("answer_options") for r in rows):  # free text
+    if _judged(task):  # free text the judge decides
         unjudged = sum(r.get("correct") is None for r in records)
         summary["unjudged"] = unjudged
         summary["judge_failed"] = failed = sum(bool(r.get("judge_failed")) for r in records)
@@ -206,7 +214,7 @@ def evaluate_rows(
 
 def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progress, description, media_root) -> dict:
     predictions_path, summary_path = output_dir / "predictions.jsonl", output_dir / "summary.json"
-    free_text = not any(r.get("answer_options") for r in rows)
+    free_text = _judged(task)
     if any(r.get("videos") for r in rows):
         if media_root is None:
             raise ValueError("These rows hold videos: pass the folder their paths are relative to (--media_root).")

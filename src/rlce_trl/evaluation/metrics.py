@@ -13,21 +13,33 @@ with 0 for a class that has no true positives.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..data.hba import MOSEI_POLARITY, URFUNNY_LABELS
+from ..data.tasks import TASKS
 from ..evidence.answers import extract_answer
 
 #: The task answer of one response with the paper's fallbacks (appendix A): the same reader RLCE trains with.
 extract_prediction = extract_answer
 
-#: The metric each task reports (table 5).
-TASK_METRIC_NAMES = {
-    "mosei": "binary_weighted_f1",
-    "urfunny": "weighted_f1",
-    "intentqa": "judge_accuracy",
-    "prefeval": "judge_accuracy",
-}
+
+class _TaskMetricNames(Mapping):
+    """Task name -> the metric it reports (table 5 for the paper's tasks), read from the task registry
+    ([`rlce_trl.data.tasks`]): a user's task file is in it once loaded."""
+
+    def __getitem__(self, task: str) -> str:
+        if task not in TASKS:
+            raise KeyError(task)
+        return TASKS[task].metric
+
+    def __iter__(self):
+        return iter(TASKS)
+
+    def __len__(self) -> int:
+        return len(TASKS)
+
+
+TASK_METRIC_NAMES = _TaskMetricNames()
 
 
 def polarity(label: str | None) -> str | None:
@@ -82,16 +94,34 @@ def macro_average(scores: Sequence[float]) -> float:
     return sum(scores) / len(scores) if scores else 0.0
 
 
-def task_score(task: str, records: Sequence[dict]) -> float:
-    """The task's metric over per-row evaluation records.
+def _normal(text) -> str:
+    return " ".join(str(text).split()).casefold() if text is not None else ""
 
-    Closed-label tasks read `prediction` and `gold`; free-text tasks read `correct` (the judge verdict, `None` when
-    unjudged).
-    """
-    if task == "mosei":
-        return mosei_binary_weighted_f1([r.get("prediction") for r in records], [r["gold"] for r in records])
-    if task == "urfunny":
-        return urfunny_weighted_f1([r.get("prediction") for r in records], [r["gold"] for r in records])
-    if task in ("intentqa", "prefeval"):
-        return accuracy([r.get("correct") for r in records])
-    raise ValueError(f"No metric for task {task!r}; known tasks: {sorted(TASK_METRIC_NAMES)}.")
+
+def exact_match(records: Sequence[dict]) -> float:
+    """Share of rows whose extracted answer equals the gold text, case and runs of spaces ignored."""
+    hits = [r.get("prediction") is not None and _normal(r["prediction"]) == _normal(r["gold"]) for r in records]
+    return sum(hits) / len(hits) if hits else 0.0
+
+
+#: Metric name (a task's `metric`) -> score of per-row records, given the task's labels.
+METRIC_FUNCTIONS = {
+    "binary_weighted_f1": lambda records, labels: mosei_binary_weighted_f1(
+        [r.get("prediction") for r in records], [r["gold"] for r in records]),
+    "weighted_f1": lambda records, labels: weighted_f1(
+        [r.get("prediction") for r in records], [r["gold"] for r in records], labels),
+    "accuracy": lambda records, labels: accuracy([r.get("prediction") == r["gold"] for r in records]),
+    "exact_match": lambda records, labels: exact_match(records),
+    "judge_accuracy": lambda records, labels: accuracy([r.get("correct") for r in records]),
+}
+
+
+def task_score(task: str, records: Sequence[dict]) -> float:
+    """The task's metric ([`rlce_trl.data.tasks`]) over per-row evaluation records.
+
+    Closed-label metrics read `prediction` and `gold`; `judge_accuracy` reads `correct` (the judge verdict, `None`
+    when unjudged)."""
+    if task not in TASKS:
+        raise ValueError(f"No metric for task {task!r}; known tasks: {sorted(TASKS)}.")
+    spec = TASKS[task]
+    return METRIC_FUNCTIONS[spec.metric](records, spec.labels)

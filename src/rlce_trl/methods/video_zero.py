@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..data.media import media_items
+from ..data.tasks import TASKS
 from ..evidence.answers import extract_answer, match_label, normalize_answer
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
@@ -46,8 +47,6 @@ from .selfplay import (
 
 #: The blind query's prefix (RLCE paper D.5, quoted).
 BLIND_PREFIX = "No video is available for this question. Answer as best you can from the question text alone."
-#: Subjects of the closed-label templates (D.5); other tasks use "the speaker".
-SUBJECTS = {"mosei": "the speaker's sentiment", "urfunny": "whether the speaker is being humorous"}
 QUESTIONER_USER_PROMPT = "Follow the four steps for this clip and output only the tags."
 QUESTIONER_USER_PROMPT_TEXT = "Write the question for this transcript and output only the tags."
 _TAG = {t: re.compile(rf"<{t}>(.*?)</{t}>", re.DOTALL | re.I) for t in ("span", "evidence", "question", "answer")}
@@ -222,7 +221,8 @@ def questioner_system_prompt(task: str = "", labels: Sequence[str] | None = None
         return ("You write one question about the speaker in a transcript of a conversation. Write a question whose "
                 "answer depends on what the speaker said, and give its answer.\nOutput exactly these two tags and "
                 "nothing else:\n<question>the question</question>\n<answer>the answer</answer>")
-    subject = SUBJECTS.get(task, "the speaker") if labels else None
+    known = TASKS.get(task)  # the task's subject phrase (D.5); other tasks ask about "the speaker"
+    subject = ((known.subject if known else None) or "the speaker") if labels else None
     step3 = (f"3. Write a question about {subject} whose answer depends on that span." if labels
              else "3. Write a question whose answer depends on that span.")
     step4 = f"4. Give the answer. {labels_sentence(labels)}" if labels else "4. Give the answer."

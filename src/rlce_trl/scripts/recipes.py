@@ -1,4 +1,5 @@
-"""The shipped YAML recipes and the training script each belongs to (`rlce-trl recipes`, `rlce-trl train`).
+"""Recipes: [`load_recipe`] is the one reader of a recipe file (a shipped name or a path; its kind, its task, its
+training script and its values, with one-line errors), and the shipped recipes (`rlce-trl recipes`).
 
 The recipes live in `configs/` of a clone; a wheel carries the same files as package data in `rlce_trl/recipes/`
 (copied there at build time by `setup.py`), so `rlce-trl train --config prefeval_rlce` works after
@@ -8,7 +9,10 @@ The recipes live in `configs/` of a clone; a wheel carries the same files as pac
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
+
+from ..errors import InputError, MissingInputError, first_line
 
 #: A recipe's top-level `script` key -> its training script (module under `rlce_trl.scripts`).
 SCRIPTS = {
@@ -58,15 +62,82 @@ def describe(path: Path) -> str:
 
 def markdown_table() -> str:
     """The shipped recipes as a Markdown table (name, title, the command that runs it): the README's recipe table."""
-    import yaml
-
     rows = ["| recipe | what it is | run with |", "|---|---|---|"]
     for path in list_recipes():
-        content = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        method = content.get("coevolve_method") if isinstance(content, dict) else None
-        command = f"`rlce-trl coevolve --method {method}`" if method else "`rlce-trl train`"
+        recipe = load_recipe(path)
+        command = (f"`rlce-trl coevolve --method {recipe.coevolve_method}`" if recipe.kind == "coevolve"
+                   else "`rlce-trl train`")
         rows.append(f"| `{path.stem}` | {describe(path).replace('|', '/').replace('<', '&lt;')} | {command} |")
     return "\n".join(rows)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A recipe file, read once by [`load_recipe`]: its path and values, and what they decide (its kind, task and
+    training script)."""
+
+    path: Path
+    values: dict
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def kind(self) -> str:
+        """`"coevolve"` when it sets `coevolve_method` (`rlce-trl coevolve` runs it), else `"train"` (`rlce-trl
+        train`): the one place that decides whether a recipe is a co-evolution."""
+        return "coevolve" if "coevolve_method" in self.values else "train"
+
+    @property
+    def coevolve_method(self) -> str | None:
+        return self.values.get("coevolve_method")
+
+    @property
+    def task(self) -> str:
+        """The task it trains on: its `hba_task`, `elect` for the Elect script, else `prefeval`."""
+        if self.values.get("hba_task"):
+            return self.values["hba_task"]
+        return "elect" if self.values.get("script") == "elect" else "prefeval"
+
+    def module(self) -> str:
+        """The training script that runs it (module under `rlce_trl.scripts`): the one its top-level `script` key
+        names. A co-evolution recipe, a recipe without `script` or with an unknown one is an [`InputError`] that
+        names the fix."""
+        if self.kind == "coevolve":
+            raise InputError(f"{self.name} is a co-evolution recipe: run it with `rlce-trl coevolve --method "
+                             f"{self.coevolve_method} --config {self.path.stem} --train_file ... --output_dir ...`.")
+        script = self.values.get("script")
+        if script is None:
+            raise InputError(f"{self.name} names no training script: add a top-level `script: prefeval` line (or "
+                             f"{', '.join(s for s in SCRIPTS if s != 'prefeval')}).")
+        if script not in SCRIPTS:
+            raise InputError(f"{self.name}: `script: {script}` is not a training script; use one of "
+                             f"{', '.join(SCRIPTS)}.")
+        return SCRIPTS[script]
+
+
+def load_recipe(name_or_path: str | os.PathLike) -> Recipe:
+    """The recipe named (a path, else a shipped recipe's name): a missing file, a file that is not UTF-8, not YAML or
+    not a mapping is one [`InputError`] naming the file and the fix. An empty file is a recipe with no values."""
+    import yaml
+
+    path = resolve_recipe(os.fspath(name_or_path))
+    try:
+        values = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise InputError(f"recipe {path} is not UTF-8 text (byte {error.start}): save it as UTF-8.") from None
+    except yaml.YAMLError as error:
+        raise InputError(f"recipe {path} is not valid YAML ({yaml_problem(error)}): fix it or pass another "
+                         "recipe.") from None
+    except OSError as error:
+        raise MissingInputError(f"recipe {path} cannot be read ({first_line(error)}).") from None
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        raise InputError(f"recipe {path} is not a recipe: a recipe is a YAML mapping of argument names to values, "
+                         f"not a {type(values).__name__}.")
+    return Recipe(path, values)
 
 
 def resolve_recipe(name_or_path: str) -> Path:
@@ -79,7 +150,7 @@ def resolve_recipe(name_or_path: str) -> Path:
     if shipped.is_file():
         return shipped
     names = ", ".join(p.stem for p in list_recipes())
-    raise FileNotFoundError(f"No recipe {name_or_path!r}: give a YAML path or one of the shipped recipes: {names}.")
+    raise MissingInputError(f"No recipe {name_or_path!r}: give a YAML path or one of the shipped recipes: {names}.")
 
 
 def yaml_problem(error) -> str:
@@ -89,32 +160,9 @@ def yaml_problem(error) -> str:
     return where + " ".join(str(getattr(error, "problem", None) or error).split())
 
 
-def script_for(recipe: Path) -> str:
-    """The module that trains `recipe`: the one its top-level `script` key names (`prefeval`, `hba` or `elect`). A
-    co-evolution recipe (`coevolve_method`), a recipe without `script` or with an unknown one is a `ValueError` that
-    names the fix."""
-    import yaml
-
-    try:
-        content = yaml.safe_load(recipe.read_text(encoding="utf-8")) or {}
-    except UnicodeDecodeError as error:
-        raise ValueError(f"recipe {recipe} is not UTF-8 text (byte {error.start}): save it as UTF-8.") from None
-    except yaml.YAMLError as error:
-        raise ValueError(f"{recipe.name} is not valid YAML ({yaml_problem(error)}); fix it or pass another "
-                         "--config.") from None
-    if not isinstance(content, dict):
-        raise ValueError(f"{recipe.name} is not a recipe (a YAML mapping of argument names to values).")
-    if "coevolve_method" in content:
-        raise ValueError(f"{recipe.name} is a co-evolution recipe: run it with `rlce-trl coevolve --method "
-                         f"{content['coevolve_method']} --config {recipe.stem} --train_file ... --output_dir ...`.")
-    script = content.get("script")
-    if script is None:
-        raise ValueError(f"{recipe.name} names no training script: add a top-level `script: prefeval` line (or "
-                         f"{', '.join(s for s in SCRIPTS if s != 'prefeval')}).")
-    if script not in SCRIPTS:
-        raise ValueError(f"{recipe.name}: `script: {script}` is not a training script; use one of "
-                         f"{', '.join(SCRIPTS)}.")
-    return SCRIPTS[script]
+def script_for(recipe) -> str:
+    """The module that trains `recipe` ([`Recipe.module`])."""
+    return load_recipe(recipe).module()
 
 
 def train(argv: list[str]) -> int:
@@ -123,16 +171,11 @@ def train(argv: list[str]) -> int:
     import importlib
 
     if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
-        raise ValueError("rlce-trl train needs --config <recipe>: a YAML path or a name from `rlce-trl recipes`.")
+        raise InputError("rlce-trl train needs --config <recipe>: a YAML path or a name from `rlce-trl recipes`.")
     argv = list(argv)
     at = argv.index("--config") + 1
-    recipe = resolve_recipe(argv[at])
-    argv[at] = str(recipe)
-    module = script_for(recipe)
-    script = importlib.import_module(module)
-    if module == SCRIPTS["elect"]:  # an argparse script: it reads --config itself
-        script.main(argv)
-        return 0
-    script_args, training_args, model_args = script.make_parser().parse_args_and_config(argv)
-    script.main(script_args, training_args, model_args)
+    recipe = load_recipe(argv[at])
+    argv[at] = str(recipe.path)
+    script = importlib.import_module(recipe.module())
+    script.main(*script.make_parser().parse_args_and_config(argv))
     return 0

@@ -8,8 +8,9 @@ a CPU): GRPO with the five Elect rewards, either paper-faithful with gold answer
     python -m rlce_trl.scripts.train_elect --gate rlce --output_dir runs/elect_rlce --max_steps 20
     rlce-trl train --config elect_numbered_evidence --output_dir runs/elect_gold           # the shipped recipe
 
-`--config recipe.yaml` reads the flags from a YAML mapping (keys are the flag names; flags on the command line win),
-which is how `rlce-trl train` runs a recipe that names `script: elect`. Paper settings (GPU): `--num_generations 4
+`--config recipe.yaml` reads the flags from a YAML mapping (keys are the flag names; flags on the command line win)
+with the same recipe parser as the other training scripts, which is how `rlce-trl train` runs a recipe that names
+`script: elect`. Paper settings (GPU): `--num_generations 4
 --beta 0.04 --learning_rate 1e-5 --lora` (r=8, alpha=16, dropout 0.05), weight decay 0.1, grad clip 1.0, 2 epochs,
 `--think_range 64,1024`. The default think range here is (16, 128) tokens, because a 135M model on 8-sentence rows
 thinks briefly (below the lower bound the transparency term is 0).
@@ -17,77 +18,63 @@ thinks briefly (below the lower bound the transparency term is 0).
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass, field
 
 from rlce_trl.errors import InputError
-from rlce_trl.scripts.utils import did_you_mean, read_recipe
+from rlce_trl.scripts.utils import RecipeParser, exit_on_bad_input
 
 
-class _Parser(argparse.ArgumentParser):
-    """Errors are one line that names the fix ([`InputError`]), not the usage."""
+@dataclass
+class ElectScriptArguments:
+    """The Elect script's settings (recipe keys and flags; `--help` lists them)."""
 
-    def error(self, message):
-        raise InputError(f"{message} (`--help` lists the flags).")
-
-
-def make_parser() -> argparse.ArgumentParser:
-    parser = _Parser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--config", help="A YAML recipe: flag names to values (command-line flags win).")
-    parser.add_argument("--script", choices=("elect",), default="elect",
-                        help="The recipe's training script, read by `rlce-trl train` (this script: elect).")
-    parser.add_argument("--model_name_or_path", default="smollm2", help="`smollm2` = the packaged SmolLM2-135M")
-    parser.add_argument("--gate", choices=("gold", "rlce", "none"), default="gold")
-    parser.add_argument("--output_dir", help="Required (on the command line or in the recipe).")
-    parser.add_argument("--rows", type=int, default=64)
-    parser.add_argument("--max_steps", type=int, default=10)
-    parser.add_argument("--num_generations", type=int, default=4)
-    parser.add_argument("--per_device_train_batch_size", type=int, default=4)
-    parser.add_argument("--max_completion_length", type=int, default=160)
-    parser.add_argument("--learning_rate", type=float, default=1e-5)
-    parser.add_argument("--beta", type=float, default=0.0)
-    parser.add_argument("--think_range", default="16,128")
-    parser.add_argument("--lora", action="store_true", help="LoRA r=8, alpha=16, dropout 0.05 (paper §5.1)")
-    parser.add_argument("--seed", type=int, default=0)
-    return parser
+    script: str = field(default="elect", metadata={
+        "help": "The recipe's training script, read by `rlce-trl train` (this script: elect).", "choices": ["elect"]})
+    model_name_or_path: str = field(default="smollm2", metadata={"help": "`smollm2` = the packaged SmolLM2-135M."})
+    gate: str = field(default="gold", metadata={
+        "help": "gold (stock GRPOTrainer, gold answers), rlce (RLCE's verified answer) or none.",
+        "choices": ["gold", "rlce", "none"]})
+    output_dir: str | None = field(default=None, metadata={"help": "Required (on the command line or in the recipe)."})
+    rows: int = field(default=64, metadata={"help": "Numbered-evidence rows to train on."})
+    max_steps: int = field(default=10, metadata={"help": "Optimizer steps."})
+    num_generations: int = field(default=4, metadata={"help": "Completions per prompt (G)."})
+    per_device_train_batch_size: int = field(default=4, metadata={"help": "Completions per device and step."})
+    max_completion_length: int = field(default=160, metadata={"help": "Tokens per completion at most."})
+    learning_rate: float = field(default=1e-5, metadata={"help": "Learning rate."})
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient (0: no reference model)."})
+    think_range: str = field(default="16,128", metadata={"help": "Lower,upper thinking tokens of the transparency "
+                                                         "term."})
+    lora: bool = field(default=False, metadata={"help": "LoRA r=8, alpha=16, dropout 0.05 (paper §5.1)."})
+    seed: int = field(default=0, metadata={"help": "Seed of the rows and the run."})
 
 
-def parse_args(argv=None):
-    """The flags, with a `--config` recipe's values as defaults. Unknown recipe keys and a missing `--output_dir` are
-    one-line errors that name the fix."""
-    parser = make_parser()
-    config = parser.parse_known_args(argv)[0].config
-    if config:
-        recipe = read_recipe(config) or {}
-        known = {a.dest for a in parser._actions} - {"help", "config"}
-        unknown = sorted(set(recipe) - known)
-        if unknown:
-            hint = did_you_mean(unknown[0], known)
-            more = f" ({len(unknown) - 1} more unknown)" if len(unknown) > 1 else ""
-            fix = hint or ": use the flag names of --help."
-            raise InputError(f"unknown key {unknown[0]!r} in {config}{fix}{more}")
-        actions = {a.dest: a for a in parser._actions}
-        for key, value in recipe.items():  # argparse converts only string defaults: check YAML-typed values here
-            action = actions[key]
-            if action.type in (int, float) and (isinstance(value, (bool, list, dict)) or not _converts(action.type,
-                                                                                                     value)):
-                raise InputError(f"{key}: {value!r} in {config} is not a valid {action.type.__name__}.")
-        parser.set_defaults(**recipe)
-    args = parser.parse_args(argv)
+def make_parser() -> RecipeParser:
+    """The same recipe parser as the other training scripts (one-line errors, `--config` recipes by name or path)."""
+    return RecipeParser((ElectScriptArguments,))
+
+
+def parse_args(argv=None) -> ElectScriptArguments:
+    """The settings, with a `--config` recipe's values as defaults (flags win); a missing `--output_dir` is one
+    line naming the fix."""
+    (args,) = make_parser().parse_args_and_config(argv)
+    return check_args(args)
+
+
+def check_args(args: ElectScriptArguments) -> ElectScriptArguments:
     if not args.output_dir:
-        parser.error("pass --output_dir (or set output_dir in the recipe).")
+        raise InputError("pass --output_dir (or set output_dir in the recipe).")
+    try:
+        lo, hi = (int(x) for x in args.think_range.split(","))
+    except ValueError:
+        raise InputError(f"think_range {args.think_range!r}: give two whole numbers, e.g. 16,128.") from None
+    if not 0 <= lo < hi:
+        raise InputError(f"think_range {args.think_range!r}: give lower,upper with 0 <= lower < upper.")
     return args
 
 
-def _converts(kind, value) -> bool:
-    try:
-        kind(str(value))
-    except ValueError:
-        return False
-    return True
-
-
-def main(argv=None):
-    args = parse_args(argv)
+def main(args: ElectScriptArguments | list[str] | None = None):
+    """Train; `args` are the parsed settings, or a command line to parse."""
+    args = check_args(args) if isinstance(args, ElectScriptArguments) else parse_args(args)
     from datasets import Dataset
     from transformers import AutoTokenizer
 
@@ -133,13 +120,7 @@ def main(argv=None):
 
 def main_cli(argv=None) -> None:
     """The script's `__main__`: bad flags or recipe are one `error:` line and exit status 2."""
-    try:
-        main(argv)
-    except InputError as error:
-        import sys
-
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+    exit_on_bad_input(lambda: main(argv))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
 # Copyright the rlce-trl developers. Licensed under the Apache License, Version 2.0.
 """
-RLCE on the Human Behavior Atlas video tasks (MOSEI sentiment, UR-FUNNY humour, IntentQA): TRL's GRPO script with
-`RLCEGRPOTrainer` in place of `GRPOTrainer`.
+RLCE on the Human Behavior Atlas video tasks (sentiment, humour, intent; `rlce_trl.data.tasks`): TRL's GRPO script
+with `RLCEGRPOTrainer` in place of `GRPOTrainer`.
 
     accelerate launch --config_file configs/accelerate/zero3.yaml examples/train_hba.py \
-        --config configs/mosei_rlce.yaml --train_file /path/to/mosei/train.jsonl --media_root /path/to/media
-    # installed package: accelerate launch ... -m rlce_trl.cli train --config mosei_rlce --train_file ...
+        --config configs/<task>_rlce.yaml --train_file /path/to/<task>/train.jsonl --media_root /path/to/media
+    # installed package: accelerate launch ... -m rlce_trl.cli train --config <task>_rlce --train_file ...
 
 Rows come from HBA's JSONL splits (`problem`, `answer`, `videos`) through `rlce_trl.data.hba`: the `<audio>` line is
-dropped, the options line is appended for MOSEI and UR-FUNNY, and each `<video>` becomes frames (`video_fps`,
+dropped, the options line is appended for the closed-label tasks, and each `<video>` becomes frames (`video_fps`,
 `video_min_frames`..`video_max_frames`, `video_frame_height` x `video_frame_width`; the paper's 1 fps, 2..8 frames,
 176x320 by default) decoded when a row is read. The policy is then a vision-language model whose processor takes
 video (the paper: Qwen3.5-9B): with `video_input: video` (the default) the clip reaches generation, every
@@ -23,29 +23,21 @@ from dataclasses import dataclass, field
 from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
-from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks
-from rlce_trl.scripts.utils import (
-    RecipeParser,
-    RLCEScriptArguments,
-    add_prompt_suffix,
-    filter_long_prompts,
-    make_judge,
-    method_rows,
-    prepare_run,
-    run_script,
-    train_rlce,
-    validation_callbacks,
-)
+from rlce_trl.data.hba import HBA_TASKS
+from rlce_trl.data.tasks import get_task
+from rlce_trl.errors import InputError
+from rlce_trl.scripts.utils import RecipeParser, RLCEScriptArguments, TaskRows, run_script, task_file_rows, train
 
-DATASETS = {"mosei": "CMU-MOSEI sentiment", "urfunny": "UR-FUNNY", "intentqa": "IntentQA"}
+#: The HBA tasks this script trains on (their facts are in the task registry, `rlce_trl.data.tasks`).
+DATASETS = tuple(HBA_TASKS)
 
 
 @dataclass
 class HBAScriptArguments(RLCEScriptArguments):
     """
     Args:
-        hba_task (`str`, *optional*, defaults to `"mosei"`):
-            `"mosei"`, `"urfunny"` or `"intentqa"`.
+        hba_task (`str`, *optional*):
+            One of the Human Behavior Atlas tasks (`rlce_trl.data.hba.HBA_TASKS`; the first by default).
         train_file (`str`, *optional*):
             The task's training split (HBA JSONL).
         validation_file (`str`, *optional*):
@@ -56,7 +48,7 @@ class HBAScriptArguments(RLCEScriptArguments):
             Drop the videos and train on the text alone.
     """
 
-    hba_task: str = field(default="mosei", metadata={"help": "HBA task.", "choices": list(DATASETS)})
+    hba_task: str = field(default=DATASETS[0], metadata={"help": "HBA task.", "choices": list(DATASETS)})
     train_file: str | None = field(default=None, metadata={"help": "Training split (HBA JSONL)."})
     validation_file: str | None = field(default=None, metadata={"help": "Validation split (HBA JSONL)."})
     media_root: str | None = field(default=None, metadata={"help": "Folder the clip paths are relative to."})
@@ -75,49 +67,32 @@ def text_only(rows: list[dict]) -> list[dict]:
             for row in rows]
 
 
-def main(script_args, training_args, model_args):
-    from rlce_trl.data import to_dataset
-    from rlce_trl.data.hba import check_clips, load_hba_split, with_frames
+def load_rows(script_args) -> TaskRows:
+    """The task's HBA rows (`--train_file`, `--validation_file`): video prompts, or text alone with `text_only`;
+    with `tta_split`, `--train_file` is the split to adapt on, read with its gold."""
+    from rlce_trl.data.hba import load_hba_split
 
-    if training_args.video_input == "text":
-        script_args.text_only = True
     if not script_args.train_file:
-        raise ValueError("Pass --train_file (the task's HBA training split, JSONL).")
+        raise InputError("Pass --train_file (the task's HBA training split, JSONL).")
     if not (script_args.text_only or script_args.media_root):
-        raise ValueError("Pass --media_root (the folder the clip paths are relative to), or --text_only.")
-    prepare_run(script_args, training_args, model_args)
-    # test-time adaptation: --train_file is the split to adapt on (read with its gold for the per-pass evaluation)
+        raise InputError("Pass --media_root (the folder the clip paths are relative to), or --text_only.")
     train_rows = load_hba_split(script_args.train_file, script_args.hba_task, script_args.tta_split or "train")
-    if script_args.tta_split:  # adapt and evaluate on one split (its first validation_limit rows when set)
-        train_rows = train_rows[: script_args.validation_limit or None]
-    eval_rows = train_rows if script_args.tta_split else []
-    train_rows = adaptation_rows(train_rows) if script_args.tta_split else train_rows
     validation_rows = (load_hba_split(script_args.validation_file, script_args.hba_task, "validation")
                        if script_args.validation_file else [])
     if script_args.text_only:
         train_rows, validation_rows = text_only(train_rows), text_only(validation_rows)
-        train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
-                                         training_args.chat_template_kwargs)
-    elif script_args.max_prompt_length:  # frames count as tokens only after the processor ran: not filtered here
-        print("max_prompt_length applies to --text_only runs; video prompts are bounded by the 8-frame cap.")
-    train_rows = add_prompt_suffix(train_rows, script_args.prompt_suffix)
-    train_rows = method_rows(train_rows, training_args.reward_method, training_args.rlce_labels_column)
-    validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
-    eval_rows = add_prompt_suffix(eval_rows, script_args.prompt_suffix)
+    return TaskRows(
+        train=train_rows, validation=validation_rows, free_text=get_task(script_args.hba_task).needs_judge,
+        description=f"{get_task(script_args.hba_task).display_name} (Human Behavior Atlas)"
+                    f"{', text only' * script_args.text_only}",
+        media_root=None if script_args.text_only else script_args.media_root)
 
-    check_no_gold(train_rows)
-    train_dataset = to_dataset(train_rows)
-    if not script_args.text_only:
-        check_clips(train_rows + validation_rows, script_args.media_root)
-        train_dataset = with_frames(train_dataset, script_args.media_root, **training_args.frame_kwargs())
-    media_root = None if script_args.text_only else script_args.media_root
-    callbacks = validation_callbacks(script_args, training_args, validation_rows,
-                                     needs_judge=script_args.hba_task == "intentqa", media_root=media_root) + \
-        tta_callbacks(script_args, training_args, text_only(eval_rows) if script_args.text_only else eval_rows,
-                      make_judge(script_args, eval_rows) if script_args.judge_base_url else None,
-                      media_root=media_root)
-    dataset = f"{DATASETS[script_args.hba_task]} (Human Behavior Atlas){', text only' * script_args.text_only}"
-    return train_rlce(script_args, training_args, model_args, train_dataset, callbacks, dataset)
+
+def main(script_args, training_args, model_args):
+    if training_args.video_input == "text":
+        script_args.text_only = True
+    rows = task_file_rows(script_args) if script_args.task else load_rows(script_args)
+    return train(script_args, training_args, model_args, rows)
 
 
 def make_parser():

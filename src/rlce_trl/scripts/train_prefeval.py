@@ -27,19 +27,9 @@ from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.data.prefeval import FORMS
-from rlce_trl.scripts.tta import adaptation_rows, check_no_gold, tta_callbacks
-from rlce_trl.scripts.utils import (
-    RecipeParser,
-    RLCEScriptArguments,
-    add_prompt_suffix,
-    filter_long_prompts,
-    make_judge,
-    method_rows,
-    prepare_run,
-    run_script,
-    train_rlce,
-    validation_callbacks,
-)
+from rlce_trl.data.tasks import looks_like_hub_id
+from rlce_trl.errors import InputError
+from rlce_trl.scripts.utils import RecipeParser, RLCEScriptArguments, TaskRows, run_script, task_file_rows, train
 
 
 @dataclass
@@ -68,52 +58,67 @@ class PrefEvalScriptArguments(RLCEScriptArguments):
     prefeval_seed: int = field(default=42, metadata={"help": "Seed of the padding draw and of the split."})
 
 
-def load_rows(script_args) -> tuple[list[dict], list[dict], str]:
-    """(train rows, validation rows, dataset description); with `tta_split`, the rows of that split twice (the
-    caller removes the gold from the first copy)."""
+def load_rows(script_args) -> TaskRows:
+    """The PrefEval rows: train and validation splits; with `tta_split`, that split as the training rows (the
+    pipeline evaluates on it with its gold and trains on it without)."""
     from rlce_trl.data import build_prefeval, load_preference_sample, read_jsonl
 
     forms = FORMS if script_args.prefeval_form == "all" else (script_args.prefeval_form,)
-    names = (script_args.tta_split,) * 2 if script_args.tta_split else ("train", "validation")
+    names = (script_args.tta_split,) if script_args.tta_split else ("train", "validation")
     if script_args.dataset_name == "sample":
         names = tuple("test" if n == "validation" else n for n in names)  # the sample has train and test
         if any(n not in ("train", "test") for n in names):
-            raise ValueError(f"tta_split={script_args.tta_split!r}: the preference sample has 'train' and 'test'.")
-        return load_preference_sample(names[0]), load_preference_sample(names[1]), "rlce-trl preference sample"
-    if script_args.dataset_name == "prefeval":
-        built = build_prefeval(script_args.prefeval_dir, forms=forms, seed=script_args.prefeval_seed)
-        splits = {s: [r for f in forms for r in built[f][s]] for s in set(names)}
-    elif os.path.isdir(script_args.dataset_name):
-        root = script_args.dataset_name
-        splits = {s: [r for f in forms for r in read_jsonl(os.path.join(root, f, f"{s}.jsonl"))] for s in set(names)}
+            raise InputError(f"tta_split={script_args.tta_split!r}: the preference sample has 'train' and 'test'.")
+        splits = {n: load_preference_sample(n) for n in names}
+        description = "rlce-trl preference sample"
     else:
-        raise ValueError(f"dataset_name={script_args.dataset_name!r}: use 'prefeval', 'sample' or a folder written "
-                         "by `rlce-trl prepare-prefeval`.")
-    return splits[names[0]], splits[names[1]], f"PrefEval ({script_args.prefeval_form} form{'s' * (len(forms) > 1)})"
+        if script_args.dataset_name == "prefeval":
+            built = build_prefeval(script_args.prefeval_dir, forms=forms, seed=script_args.prefeval_seed)
+            splits = {s: [r for f in forms for r in built[f][s]] for s in names}
+        elif os.path.isfile(script_args.dataset_name) or looks_like_hub_id(script_args.dataset_name):
+            return rows_in_package_format(script_args)
+        elif os.path.isdir(script_args.dataset_name):
+            root = script_args.dataset_name
+            splits = {s: [r for f in forms for r in read_jsonl(os.path.join(root, f, f"{s}.jsonl"))] for s in names}
+        else:
+            raise InputError(f"dataset_name={script_args.dataset_name!r}: use 'prefeval', 'sample', a folder "
+                             "written by `rlce-trl prepare-prefeval`, a JSON / JSONL / CSV / Parquet file or a Hub "
+                             "dataset id of rows in the package's format (or --task for your own task file).")
+        description = f"PrefEval ({script_args.prefeval_form} form{'s' * (len(forms) > 1)})"
+    return TaskRows(train=splits[names[0]], validation=splits[names[1]] if len(names) > 1 else [],
+                    description=description, free_text=True, prefeval_dir=script_args.prefeval_dir)
+
+
+def rows_in_package_format(script_args) -> TaskRows:
+    """`--dataset_name` as a local file or a Hub dataset id (as TRL's scripts take it) whose rows are in the
+    package's format (a conversational `prompt`; optional `answer_options`; no gold in the train split). A file is
+    the train split; a Hub dataset gives `dataset_train_split` and, for validation, `dataset_test_split`."""
+    from rlce_trl.data.tasks import load_hub_splits, read_records
+
+    name = script_args.dataset_name
+    if os.path.isfile(name):
+        train_rows, validation_rows = read_records(name), []
+    else:
+        splits = load_hub_splits(name, script_args.dataset_config)
+        if script_args.dataset_train_split not in splits:
+            raise InputError(f"--dataset_name {name}: no {script_args.dataset_train_split!r} split (it has "
+                             f"{', '.join(splits)}): set dataset_train_split.")
+        train_rows = list(splits[script_args.dataset_train_split])
+        test = script_args.dataset_test_split
+        validation_rows = list(splits[test]) if test in splits else []
+    if not train_rows:
+        raise InputError(f"--dataset_name {name}: the train split is empty.")
+    for k, row in enumerate(train_rows[:1] + validation_rows[:1]):
+        if not isinstance(row.get("prompt"), list):
+            raise InputError(f"--dataset_name {name}: row {k} has no conversational `prompt` (a list of chat "
+                             "messages): write your rows in that format, or describe them in a task file (--task).")
+    return TaskRows(train=train_rows, validation=validation_rows, description=os.path.basename(name),
+                    free_text=not any(r.get("answer_options") for r in validation_rows or train_rows))
 
 
 def main(script_args, training_args, model_args):
-    from rlce_trl.data import to_dataset
-
-    prepare_run(script_args, training_args, model_args)
-    train_rows, validation_rows, dataset = load_rows(script_args)
-    if script_args.tta_split:  # adapt on the split without its gold, evaluate on it with gold after every pass
-        validation_rows = validation_rows[: script_args.validation_limit or None]
-        train_rows = adaptation_rows(validation_rows)
-    train_rows = add_prompt_suffix(train_rows, script_args.prompt_suffix)
-    train_rows = method_rows(train_rows, training_args.reward_method, training_args.rlce_labels_column)
-    validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
-    train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
-                                     training_args.chat_template_kwargs)
-    check_no_gold(train_rows)
-    if script_args.tta_split:
-        judge = make_judge(script_args, validation_rows, script_args.prefeval_dir) if script_args.judge_base_url \
-            else None
-        callbacks = tta_callbacks(script_args, training_args, validation_rows, judge)
-    else:
-        callbacks = validation_callbacks(script_args, training_args, validation_rows, needs_judge=True,
-                                         prefeval_dir=script_args.prefeval_dir)
-    return train_rlce(script_args, training_args, model_args, to_dataset(train_rows), callbacks, dataset)
+    rows = task_file_rows(script_args) if script_args.task else load_rows(script_args)
+    return train(script_args, training_args, model_args, rows)
 
 
 def make_parser():

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from ..errors import InputError
+
 #: Columns that hold a gold answer in rlce-trl rows (`gold`) or in raw task records (`answer`, `label`).
 GOLD_COLUMNS = ("gold", "gold_answer", "answer", "label", "labels")
 
@@ -27,7 +29,7 @@ def check_no_gold(rows: Sequence[dict], what: str = "training") -> None:
     for i, row in enumerate(rows):
         found = [c for c in GOLD_COLUMNS if c in row]
         if found:
-            raise ValueError(
+            raise InputError(
                 f"{what} row {i} (id {row.get('id', '?')!r}) carries the gold answer in column {found[0]!r}: "
                 "rows the policy learns from must not hold labels (TRL passes every column to the rewards). Drop "
                 "the column, or build the rows with rlce_trl.scripts.tta.adaptation_rows."

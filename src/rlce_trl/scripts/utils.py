@@ -52,42 +52,65 @@ class RecipeParser(TrlParser):
 
     def parse_args_and_config(self, args=None, return_remaining_strings=False, fail_with_unknown_args=True,
                               separate_remaining_strings=False):
+        """TRL's `TrlParser.parse_args_and_config`, with the recipe read by [`load_recipe`] (a path or a shipped
+        recipe's name) and every problem one [`InputError`]: an unknown key or flag, a wrong-typed value, a setting
+        the configs' own checks refuse."""
+        if return_remaining_strings or separate_remaining_strings or not fail_with_unknown_args:
+            raise NotImplementedError("RecipeParser refuses unknown arguments: parse with TrlParser for those modes.")
         args = list(args) if args is not None else sys.argv[1:]
         known = {a.dest for a in self._actions} | {"env"}
-        if "--config" in args and args.index("--config") + 1 < len(args):
-            self._recipe = args[args.index("--config") + 1]
-            config = read_recipe(self._recipe)
-            if fail_with_unknown_args and not return_remaining_strings:
-                for key in config:
-                    if key not in known:
-                        raise InputError(f"unknown key {key!r} in {self._recipe}{did_you_mean(key, known)}"
-                                         + ("" if did_you_mean(key, known) else ": see `--help` for the keys."))
-            self._check_types(config)
-        if fail_with_unknown_args and not return_remaining_strings:
-            options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
-            takes_value = False  # the word after an option that takes a value is that value ("--x '--a 1 --b'")
-            for word in args:
-                flag = word.split("=", 1)[0]
-                if takes_value:
-                    takes_value = False
-                    continue
-                if word.startswith("--") and flag != "--config" and flag not in self._option_string_actions:
-                    hint = did_you_mean(flag, options)
-                    raise InputError(f"unknown argument {flag!r}{hint or ': see `--help` for the arguments.'}")
-                action = self._option_string_actions.get(flag) if word.startswith("--") else None
-                takes_value = flag == "--config" or (action is not None and "=" not in word and action.nargs != 0)
-        return super().parse_args_and_config(args, return_remaining_strings, fail_with_unknown_args,
-                                             separate_remaining_strings)
+        if "--config" in args:
+            at = args.index("--config")
+            if at + 1 >= len(args):
+                self.error("--config needs a recipe: a YAML path or a name from `rlce-trl recipes`")
+            from .recipes import load_recipe
 
+            recipe = load_recipe(args[at + 1])
+            self._recipe = str(recipe.path)
+            del args[at:at + 2]
+            config = dict(recipe.values)
+            for key in config:
+                if key not in known:
+                    hint = did_you_mean(key, known)
+                    raise InputError(f"unknown key {key!r} in {self._recipe}{hint or ': see `--help` for the keys.'}")
+            self._check_types(config)
+            env = config.pop("env", None) or {}
+            if not isinstance(env, dict):
+                self.error("env: give a mapping of environment variable names to values")
+            os.environ.update({str(k): str(v) for k, v in env.items()})
+            self.set_defaults_with_config(**config)
+        self._check_flags(args)
+        try:
+            return self.parse_args_into_dataclasses(args=args)
+        except InputError:
+            raise
+        except ValueError as error:  # a setting the configs' own checks refuse (TRL's and RLCE's __post_init__)
+            where = f"{os.path.basename(self._recipe)}: " if self._recipe else ""
+            raise InputError(f"{where}{' '.join(str(error).split())}") from None
+
+    def _check_flags(self, args: list[str]) -> None:
+        """An unknown flag on the command line is one line with a "did you mean"."""
+        options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        takes_value = False  # the word after an option that takes a value is that value ("--x '--a 1 --b'")
+        for word in args:
+            flag = word.split("=", 1)[0]
+            if takes_value:
+                takes_value = False
+                continue
+            if word.startswith("--") and flag not in self._option_string_actions:
+                hint = did_you_mean(flag, options)
+                raise InputError(f"unknown argument {flag!r}{hint or ': see `--help` for the arguments.'}")
+            action = self._option_string_actions.get(flag) if word.startswith("--") else None
+            takes_value = action is not None and "=" not in word and action.nargs != 0
 
     def _check_types(self, config: dict) -> None:
-        """argparse converts only string defaults: a recipe value that YAML already typed (a list, a number, a
-        mapping) is checked here against the argument's type and choices, so that a wrong type is one line naming the
-        key, not an exception inside a dataclass."""
+        """Every recipe value against its argument's type and choices, so that a wrong one is one line naming the
+        key: argparse would check only string values (naming the flag), and YAML-typed ones (a list, a number, a
+        mapping) would fail inside a dataclass."""
         actions = {a.dest: a for a in self._actions}
         for key, value in config.items():
             action = actions.get(key)
-            if action is None or value is None or isinstance(value, str) or action.type is None:
+            if action is None or value is None or action.type is None:
                 continue
             values = value if isinstance(value, list) and action.nargs in ("+", "*") else [value]
             for item in values:
@@ -108,38 +131,27 @@ def _type_name(action) -> str:
     return {"string_to_bool": "boolean", "parse": "value"}.get(name, name)
 
 
-def read_recipe(path: str) -> dict:
-    """A recipe file as a mapping; a missing, non-UTF-8, non-YAML or non-mapping file is one [`InputError`] naming
-    the file."""
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            config = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise InputError(f"--config {path!r}: no such file: give a YAML path or a name from `rlce-trl recipes`.") \
-            from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"recipe {path} is not UTF-8 text (byte {error.start}): save it as UTF-8.") from None
-    except yaml.YAMLError as error:
-        from .recipes import yaml_problem
-
-        raise InputError(f"recipe {path} is not valid YAML ({yaml_problem(error)}).") from None
-    if not isinstance(config, dict):
-        raise InputError(f"recipe {path} must be a YAML mapping of argument names to values, not "
-                         f"{type(config).__name__}.")
-    return config
-
-
 def run_script(make_parser, main) -> None:
-    """A training script's `__main__`: parse the command line (and its `--config` recipe), run `main`; bad input is
-    one `error:` line and exit status 2."""
+    """A training script's `__main__`: parse the command line (and its `--config` recipe), run `main`; bad input
+    (while parsing or later, e.g. every row filtered out) is one `error:` line and exit status 2 on every rank."""
+    exit_on_bad_input(lambda: main(*make_parser().parse_args_and_config()))
+
+
+def exit_on_bad_input(body):
+    """`body()`, except that bad input ([`InputError`], an unreachable verifier) ends the process with one
+    `error: <message>` line (scrubbed of credentials) and exit status 2, with no traceback: what `rlce-trl` does,
+    for the scripts run as `python examples/<script>.py` or `python -m rlce_trl.scripts.<script>`."""
+    from ..verifiers.base import VerifierUnavailableError
+
     try:
-        parsed = make_parser().parse_args_and_config()
-    except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
+        return body()
+    except (InputError, VerifierUnavailableError) as error:
+        from ..credentials import scrub_message
+        from ..errors import leave_process_group
+
+        leave_process_group()
+        print(f"error: {scrub_message(error)}", file=sys.stderr)
         raise SystemExit(2) from None
-    main(*parsed)
 
 
 @dataclass
@@ -150,6 +162,9 @@ class RLCEScriptArguments(ScriptArguments):
         script (`str`, *optional*):
             The recipe's training script (`prefeval`, `hba` or `elect`): `rlce-trl train` reads it from the recipe to
             pick the script; the script itself ignores it.
+        task (`str`, *optional*):
+            A task file ([`rlce_trl.data.tasks`]): train on its rows instead of the recipe's dataset, with the
+            recipe's method and settings.
         prompt_suffix (`str`, *optional*):
             Text appended to the last user turn of every prompt. The quickstart uses it to remind a 135M model of the
             `\\boxed{}` answer format; the paper's recipes leave it unset.
@@ -184,6 +199,11 @@ class RLCEScriptArguments(ScriptArguments):
     script: str | None = field(
         default=None,
         metadata={"help": "The recipe's training script (prefeval, hba or elect), read by `rlce-trl train`."},
+    )
+    task: str | None = field(
+        default=None,
+        metadata={"help": "Your own task file (YAML: data, prompt, labels, gold, metric): train on its train split "
+                  "(validation on its validation split) with the recipe's method and settings."},
     )
     prompt_suffix: str | None = field(
         default=None,
@@ -313,7 +333,8 @@ def validation_callbacks(
     if not script_args.validation_steps:
         return []
     if not rows:
-        raise ValueError("validation_steps is set but there are no validation rows.")
+        raise InputError("validation_steps is set but there are no validation rows: give a validation split, or "
+                         "unset validation_steps.")
     judge = make_judge(script_args, rows, prefeval_dir) if needs_judge else None
     from ..evaluation.callbacks import BestCheckpointCallback, make_validation_fn
 
@@ -327,7 +348,7 @@ def validation_callbacks(
 def make_judge(script_args, rows: list[dict], prefeval_dir=None):
     """The LLM judge of free-text rows (PrefEval, IntentQA) from `judge_base_url` / `judge_model`."""
     if not (script_args.judge_base_url and script_args.judge_model):
-        raise ValueError(
+        raise InputError(
             "Validation of free-text rows needs an LLM judge: set judge_base_url and judge_model (any "
             "OpenAI-compatible endpoint, e.g. `vllm serve`), or unset validation_steps."
         )
@@ -358,6 +379,96 @@ def method_rows(rows: list[dict], reward_method: str, labels_column: str = "answ
 
     hook = method_hook(reward_method, "policy_rows")
     return hook(rows, labels_column) if hook else rows
+
+
+@dataclass
+class TaskRows:
+    """What a task hands the training pipeline ([`train`]).
+
+    Args:
+        train: the training rows (policy prompts, no gold); with `tta_split`, the adaptation split with its gold (the
+            pipeline evaluates on it and trains on it without the gold).
+        validation: the validation rows with their gold (may be empty).
+        description: the dataset as the model card names it.
+        free_text: whether validation needs the LLM judge (free-text answers: PrefEval, IntentQA).
+        media_root: the folder the rows' clips are relative to; `None` for text prompts.
+        prefeval_dir: the PrefEval checkout the judge's prompts come from, for PrefEval rows.
+    """
+
+    train: list[dict]
+    validation: list[dict]
+    description: str
+    free_text: bool
+    media_root: str | None = None
+    prefeval_dir: str | None = None
+
+
+def task_file_rows(script_args) -> TaskRows:
+    """The rows of the `--task` file: its train split without the gold (with `tta_split`, that split with its gold,
+    which the pipeline withholds from training), and its validation split with the gold when it has one. Every
+    problem is one line, before a model loads."""
+    from ..data.tasks import load_task
+
+    task = load_task(script_args.task)
+    if script_args.tta_split:
+        train_rows = task.rows(script_args.tta_split, with_gold=True)
+        validation_rows = []
+    else:
+        train_rows = task.rows("train", with_gold=False)
+        validation_rows = task.rows("validation", with_gold=True) if "validation" in task.splits() else []
+    return TaskRows(train=train_rows, validation=validation_rows, description=task.task.display_name,
+                    free_text=task.task.needs_judge)
+
+
+def policy_prompts(rows: list[dict], script_args, training_args) -> list[dict]:
+    """The training rows exactly as the policy is prompted: the prompt suffix, then the method's prompts (the rubric
+    baselines' system prompt, [`method_rows`])."""
+    rows = add_prompt_suffix(rows, script_args.prompt_suffix)
+    return method_rows(rows, training_args.reward_method, training_args.rlce_labels_column)
+
+
+def train(script_args, training_args, model_args, task: TaskRows):
+    """The one training pipeline of the scripts (PrefEval, HBA; any task's rows), in a fixed order:
+
+    1. the model arguments ([`prepare_run`]);
+    2. with `tta_split`, the first `validation_limit` rows of the split are evaluated with their gold after every pass
+       and trained on without it ([`~rlce_trl.scripts.tta.adaptation_rows`]);
+    3. the prompts as the policy sees them ([`policy_prompts`]: prompt suffix, then the method's system prompt);
+       the evaluation rows get the suffix;
+    4. the length filter `max_prompt_length` on exactly those prompts (text prompts; a video prompt's frames are
+       counted only by the processor, so video rows are bounded by the frame cap instead);
+    5. no gold in the training rows; the dataset (video frames decoded when a row is read, after the clips are
+       checked);
+    6. validation and per-pass callbacks, the trainer, train and save ([`train_rlce`])."""
+    from ..data import to_dataset
+    from .tta import adaptation_rows, check_no_gold, tta_callbacks
+
+    prepare_run(script_args, training_args, model_args)
+    train_rows, validation_rows, eval_rows = task.train, task.validation, []
+    if script_args.tta_split:
+        eval_rows = train_rows[: script_args.validation_limit or None]
+        train_rows = adaptation_rows(eval_rows)
+    train_rows = policy_prompts(train_rows, script_args, training_args)
+    validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
+    eval_rows = add_prompt_suffix(eval_rows, script_args.prompt_suffix)
+    if task.media_root is None:
+        train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
+                                         training_args.chat_template_kwargs)
+    elif script_args.max_prompt_length:
+        print("max_prompt_length applies to text prompts; video prompts are bounded by the frame cap.")
+    check_no_gold(train_rows)
+    train_dataset = to_dataset(train_rows)
+    if task.media_root is not None:
+        from ..data.hba import check_clips, with_frames
+
+        check_clips(train_rows + validation_rows, task.media_root)
+        train_dataset = with_frames(train_dataset, task.media_root, **training_args.frame_kwargs())
+    callbacks = validation_callbacks(script_args, training_args, validation_rows, needs_judge=task.free_text,
+                                     prefeval_dir=task.prefeval_dir, media_root=task.media_root)
+    if script_args.tta_split:
+        judge = make_judge(script_args, eval_rows, task.prefeval_dir) if script_args.judge_base_url else None
+        callbacks += tta_callbacks(script_args, training_args, eval_rows, judge, media_root=task.media_root)
+    return train_rlce(script_args, training_args, model_args, train_dataset, callbacks, task.description)
 
 
 def train_rlce(script_args, training_args, model_args, train_dataset, callbacks, dataset: str):

@@ -1,0 +1,101 @@
+"""A user's own task file (`rlce_trl.data.tasks`): rows in the package's format, the gold column only in evaluation
+rows, and every problem one line before any model loads; the task registry that evaluation scores with."""
+
+import json
+
+import pytest
+
+from rlce_trl.data.tasks import TASKS, get_task, load_task, plain_rows
+from rlce_trl.errors import InputError
+from rlce_trl.evaluation.metrics import task_score
+
+SPEC = """name: parity
+data: {train: train.jsonl, test: test.jsonl}
+prompt: "Is {number} even or odd?"
+labels: [even, odd]
+gold: parity
+metric: accuracy
+"""
+
+
+@pytest.fixture
+def folder(tmp_path):
+    rows = [{"number": n, "parity": "even" if n % 2 == 0 else "odd"} for n in range(10, 16)]
+    for split in ("train", "test"):
+        (tmp_path / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "task.yaml").write_text(SPEC)
+    return tmp_path
+
+
+def test_rows_in_the_package_format_and_gold_only_for_evaluation(folder):
+    task = load_task(folder / "task.yaml")
+    train = task.rows("train", with_gold=False)
+    assert train[0] == {"id": "parity-train-0", "task": "parity", "question": "Is 10 even or odd?",
+                        "prompt": [{"role": "user", "content": "Is 10 even or odd?"}],
+                        "answer_options": ["even", "odd"]}
+    assert all("gold" not in r and "parity" not in r for r in train)
+    test = task.rows("test", with_gold=True)
+    assert [r["gold"] for r in test[:2]] == ["even", "odd"]
+    assert get_task("parity").metric == "accuracy"
+    records = [{"prediction": "even", "gold": "even"}, {"prediction": "even", "gold": "odd"}]
+    assert task_score("parity", records) == 0.5
+
+
+def test_csv_and_a_conversational_prompt_column(tmp_path):
+    (tmp_path / "train.csv").write_text("text,answer\nhello there,greeting\nbye now,farewell\n")
+    (tmp_path / "t.yaml").write_text("name: greet\ndata: {train: train.csv}\nprompt_column: text\n"
+                                     "system_prompt: Name the speech act.\ngold: answer\n")
+    task = load_task(tmp_path / "t.yaml")
+    assert task.task.metric == "exact_match" and task.task.free_text
+    (row, _) = task.rows("train", with_gold=True)
+    assert row["prompt"][0] == {"role": "system", "content": "Name the speech act."} and row["gold"] == "greeting"
+
+
+@pytest.mark.parametrize("change, words", [
+    (("metric: accuracy", "metric: f1"), "unknown metric 'f1'"),
+    (("prompt: \"Is {number} even or odd?\"", "prompt: \"{number} is {parity}?\""), "shows the gold column"),
+    (("gold: parity", "gold: parity\nlabel: x"), "unknown key 'label': did you mean 'labels'?"),
+    (("labels: [even, odd]", "labels: [even]"), "two or more answer options"),
+    (("metric: accuracy", "metric: exact_match"), "scores free text, but the task has labels"),
+    (("labels: [even, odd]\n", ""), "metric accuracy needs `labels`"),
+    (("data: {train: train.jsonl, test: test.jsonl}", "data: {train: train.txt}"), "not .json, .jsonl, .csv"),
+    (("name: parity", "name: mosei"), "one of the package's tasks"),
+])
+def test_task_file_problems_are_one_line(folder, change, words):
+    (folder / "task.yaml").write_text(SPEC.replace(*change))
+    with pytest.raises(InputError, match=words.replace("?", r"\?").replace("[", r"\[")):
+        load_task(folder / "task.yaml")
+
+
+def test_row_problems_name_the_row(folder):
+    task = load_task(folder / "task.yaml")
+    (folder / "test.jsonl").write_text(json.dumps({"number": 3, "parity": "maybe"}) + "\n")
+    with pytest.raises(InputError, match="row 0 has gold 'maybe', not one of the labels even, odd"):
+        task.rows("test", with_gold=True)
+    (folder / "test.jsonl").write_text(json.dumps({"n": 3, "parity": "odd"}) + "\n")
+    with pytest.raises(InputError, match="row 0 has no column 'number' that the prompt template names"):
+        task.rows("test", with_gold=True)
+    (folder / "test.jsonl").write_text(json.dumps({"number": 3}) + "\n")
+    with pytest.raises(InputError, match="row 0 has no gold column 'parity'"):
+        task.rows("test", with_gold=True)
+    (folder / "test.jsonl").write_text("")
+    with pytest.raises(InputError, match=r"\(test split\) is empty|cannot be read"):
+        task.rows("test", with_gold=True)
+    with pytest.raises(InputError, match="has no 'validation' split"):
+        task.rows("validation", with_gold=True)
+
+
+def test_plain_rows_are_numbered_and_scored_without_id_or_task():
+    rows = plain_rows([{"prompt": "2+2?", "gold": "4"}, {"prompt": "3+3?", "gold": "6"}], "mine.jsonl", judged=False)
+    assert [r["id"] for r in rows] == [0, 1] and {r["task"] for r in rows} == {"rows"}
+    assert rows[0]["prompt"] == [{"role": "user", "content": "2+2?"}] and TASKS["rows"].metric == "exact_match"
+    assert task_score("rows", [{"prediction": " 4 ", "gold": "4"}, {"prediction": None, "gold": "6"}]) == 0.5
+    labelled = plain_rows([{"prompt": "x", "gold": "a", "answer_options": ["a", "b"]}], "m.jsonl", judged=True)
+    assert TASKS[labelled[0]["task"]].metric == "accuracy"
+
+
+def test_the_paper_tasks_are_registered_with_their_metrics():
+    assert {n: TASKS[n].metric for n in ("prefeval", "mosei", "urfunny", "intentqa")} == {
+        "prefeval": "judge_accuracy", "mosei": "binary_weighted_f1", "urfunny": "weighted_f1",
+        "intentqa": "judge_accuracy"}
+    assert TASKS["mosei"].labels[0] == "highly negative" and TASKS["urfunny"].labels == ("humour", "not humour")
