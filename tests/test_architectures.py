@@ -59,7 +59,8 @@ def test_one_rlce_step_with_the_transformers_verifier(family, tmp_path):
 @pytest.mark.vlm
 def test_one_rlce_step_of_the_qwen35_vision_language_model_with_its_verifier(tmp_path):
     """The tiny Qwen3.5 VLM as policy and as frozen vision-language verifier (`model.generate`, the model's own
-    hybrid cache) on video rows; free-text IntentQA rows, so every distinct reply is an answer the verifier compares."""
+    hybrid cache) on video rows; free-text IntentQA rows, so every distinct reply is an answer the verifier
+    compares."""
     pytest.importorskip("torchvision")
     pytest.importorskip("av")
     import json
