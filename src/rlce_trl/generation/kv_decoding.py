@@ -171,6 +171,19 @@ def _kv_layers(cache) -> list:
     return [layer for layer in cache.layers if _is_kv_layer(layer) and getattr(layer, "keys", None) is not None]
 
 
+class UnsupportedCacheError(RuntimeError):
+    """The model looked for cache state this module did not build (a layer kind it does not know)."""
+
+
+def forward(model, **kwargs):
+    """`model(**kwargs)` over a cache built here; an error raised where a layer looks for cache state that is not
+    there (IndexError, KeyError, AttributeError inside transformers) becomes [`UnsupportedCacheError`]."""
+    try:
+        return model(**kwargs)
+    except (IndexError, KeyError, AttributeError) as error:
+        raise UnsupportedCacheError(f"{type(error).__name__}: {error}") from error
+
+
 def copy_state(cache):
     """A copy of a prefix's cache that a continuation may update in place (its recurrent state is)."""
     return copy.deepcopy(cache)
@@ -225,8 +238,8 @@ def prefill_prefix(model, ids: list[int], work: Work, cache: PrefixCache | None 
         kv = DynamicCache(ddp_cache_data=[(k[:, :, :start], v[:, :, :start]) for k, v in cached]) if start else \
             DynamicCache()
     if len(ids) > start:
-        model(input_ids=torch.tensor([ids[start:]], device=model.device), **{_cache_kwarg(model): kv},
-              use_cache=True, logits_to_keep=1)
+        forward(model, input_ids=torch.tensor([ids[start:]], device=model.device), **{_cache_kwarg(model): kv},
+                use_cache=True, logits_to_keep=1)
         work.prefill_tokens += len(ids) - start
         work.forward_calls += 1
     work.reused_tokens += start
@@ -302,8 +315,8 @@ class Rows:
         positions = (self.next_pos[:, None] + offsets).clamp(min=0)
         self.mask = torch.cat([self.mask, new_mask], dim=1)
         start = time.perf_counter()
-        out = self.model(input_ids=ids, attention_mask=self.mask, position_ids=positions, use_cache=True,
-                         logits_to_keep=1, **{self.cache_kwarg: self.cache})
+        out = forward(self.model, input_ids=ids, attention_mask=self.mask, position_ids=positions, use_cache=True,
+                      logits_to_keep=1, **{self.cache_kwarg: self.cache})
         self.next_pos = self.next_pos + lengths
         real = int(lengths.sum())
         self.work.prefill_tokens += ids.numel()

@@ -35,6 +35,7 @@ from ..generation.kv_decoding import (
     PrefixCache,
     Rows,
     Stream,
+    UnsupportedCacheError,
     Work,
     decoding_path,
     greedy_walk,
@@ -238,14 +239,13 @@ class TransformersVerifier(Verifier):
     @contextlib.contextmanager
     def _cache_errors(self):
         """A model whose cache this backend cannot drive fails with one line naming its type and the way out, not with
-        an error from inside transformers (these are raised where a layer looks for cache state that is not there)."""
+        the error from inside transformers (raised where a layer looks for cache state that is not there)."""
         try:
             yield
-        except (IndexError, KeyError, AttributeError) as error:
+        except UnsupportedCacheError as error:
             raise VerifierUnavailableError(
                 f"The transformers verifier cannot decode with this {model_type(self.model)} model's cache "
-                f"({type(error).__name__}: {error}); serve the verifier with vLLM instead (verifier_mode: server, "
-                "`vllm serve <checkpoint>`)."
+                f"({error}); serve the verifier with vLLM instead (verifier_mode: server, `vllm serve <checkpoint>`)."
             ) from error
 
     def _automaton(self, request: Request) -> _TemplateAutomaton | None:
