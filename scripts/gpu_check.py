@@ -2,8 +2,8 @@
 verifier on the transformers backend (`use_vllm: false`, `verifier_mode: transformers`), in under 10 minutes, with
 nothing downloaded and nothing beyond the package's extras:
 
-    PYTHONPATH=src python -m scripts.gpu_check                   # tiny random model + Qwen3-1.7B shapes
-    PYTHONPATH=src python -m scripts.gpu_check --arch qwen3-0.6b  # another architecture from ARCHS
+    PYTHONPATH=src python -m scripts.gpu_check                   # tiny random model + a 2B Qwen3.5 (hybrid)
+    PYTHONPATH=src python -m scripts.gpu_check --arch qwen3-1.7b  # another architecture from ARCHS
     PYTHONPATH=src python -m scripts.gpu_check --no-deepspeed     # where DeepSpeed is not installed (reported)
     PYTHONPATH=src python -m scripts.gpu_check --vllm             # machines with CUDA vLLM: TRL's colocated policy
                                                                   #   engine and one colocated vLLM verifier server
@@ -40,15 +40,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 1024**3
 
-#: Architectures built from a config (no download). Shapes of the released checkpoints' configs; weights random.
+#: Architectures built from a config (no download); weights random. `qwen3.5-*` are the paper's family (Qwen3.5:
+#: Gated DeltaNet linear-attention layers, every fourth layer full attention with an output gate, the 248,320-token
+#: vocabulary, tied embeddings) at the 2B size class that one GPU trains in full under ZeRO-3 within the check's
+#: minutes (the paper's 9B would need about 150 GB for weights, gradients and Adam states alone); the qwen3 entries
+#: are the shapes of the released Qwen3 checkpoints' configs (plain attention), kept for comparison.
+QWEN35 = dict(vocab_size=248320, max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=True,
+              linear_conv_kernel_dim=4, linear_key_head_dim=128, linear_value_head_dim=128, linear_num_key_heads=16,
+              linear_num_value_heads=16, head_dim=256)
 ARCHS = {
+    "qwen3.5-2b": dict(QWEN35, hidden_size=2048, intermediate_size=6144, num_hidden_layers=24, num_attention_heads=8,
+                       num_key_value_heads=2),
+    # the same architecture and vocabulary, one linear-attention and one full-attention layer: the CPU dry mode
+    "qwen3.5-test": dict(QWEN35, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                         num_key_value_heads=1, head_dim=32, linear_key_head_dim=16, linear_value_head_dim=16,
+                         linear_num_key_heads=2, linear_num_value_heads=2,
+                         layer_types=["linear_attention", "full_attention"]),
     "qwen3-1.7b": dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
                        num_key_value_heads=8, head_dim=128, vocab_size=151936, max_position_embeddings=40960,
                        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True),
     "qwen3-0.6b": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
                        num_key_value_heads=8, head_dim=128, vocab_size=151936, max_position_embeddings=40960,
                        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True),
-    # the same architecture and vocabulary, two thin layers: the CPU dry mode of the `paper` run
+    # the same architecture and vocabulary, two thin layers
     "qwen3-test": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
                        num_key_value_heads=1, head_dim=32, vocab_size=151936, max_position_embeddings=40960,
                        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True),
@@ -116,7 +130,14 @@ def corpus_words() -> list[str]:
 def build_model(kind: str, arch: str, directory: Path, device: str) -> dict:
     """Build and save the `tiny` or `paper` checkpoint; returns what was built."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
+    from transformers import (
+        LlamaConfig,
+        LlamaForCausalLM,
+        Qwen3_5ForCausalLM,
+        Qwen3_5TextConfig,
+        Qwen3Config,
+        Qwen3ForCausalLM,
+    )
 
     words = corpus_words()
     t0 = time.perf_counter()
@@ -129,8 +150,9 @@ def build_model(kind: str, arch: str, directory: Path, device: str) -> dict:
     else:
         shapes = ARCHS[arch]
         tokenizer = word_tokenizer(shapes["vocab_size"], words)
-        config = Qwen3Config(**shapes)
-        model_cls = Qwen3ForCausalLM
+        hybrid = arch.startswith("qwen3.5")
+        config = (Qwen3_5TextConfig if hybrid else Qwen3Config)(**shapes)
+        model_cls = Qwen3_5ForCausalLM if hybrid else Qwen3ForCausalLM
         dtype = torch.bfloat16 if device == "cuda" else torch.float32
     config.pad_token_id = tokenizer.pad_token_id
     config.eos_token_id = tokenizer.eos_token_id
@@ -336,7 +358,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                         help="cpu: dry mode, the same code path on tiny models (no GPU figures)")
     parser.add_argument("--arch", choices=sorted(ARCHS), default=None,
-                        help="the `paper` run's architecture (default qwen3-1.7b on cuda, qwen3-test on cpu)")
+                        help="the `paper` run's architecture (default qwen3.5-2b on cuda, qwen3.5-test on cpu)")
     parser.add_argument("--runs", default="tiny,paper", help="comma-separated: tiny, paper")
     parser.add_argument("--no-deepspeed", action="store_true", help="plain one-process accelerate (no ZeRO-3)")
     parser.add_argument("--vllm", action="store_true", help="TRL's colocated vLLM engine + a colocated vLLM verifier")
@@ -368,7 +390,7 @@ def main(argv=None) -> int:
         if not torch.cuda.is_available():
             print("torch sees no CUDA device: run on the GPU machine, or pass --device cpu (dry mode).")
             return 2
-    arch = args.arch or ("qwen3-1.7b" if args.device == "cuda" else "qwen3-test")
+    arch = args.arch or ("qwen3.5-2b" if args.device == "cuda" else "qwen3.5-test")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="rlce-gpu-check-"))
     work.mkdir(parents=True, exist_ok=True)
     results = []

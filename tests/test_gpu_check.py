@@ -88,6 +88,25 @@ def test_architectures_have_their_release_shapes(gpu_check):
     assert 1.70e9 < total < 1.73e9
 
 
+def test_the_paper_run_builds_the_papers_hybrid_family_at_the_2b_size_class(gpu_check):
+    """Qwen3.5 (the paper's family): Gated DeltaNet layers with every fourth layer full attention, its vocabulary,
+    about 1.9 B parameters (what one GPU trains in full under ZeRO-3 within the check's minutes); the CPU dry mode
+    builds the same architecture with one layer of each kind."""
+    import torch
+    from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+    from rlce_trl.generation.kv_decoding import decoding_path
+
+    config = Qwen3_5TextConfig(**gpu_check.ARCHS["qwen3.5-2b"])
+    assert config.layer_types.count("full_attention") == 6 and config.layer_types.count("linear_attention") == 18
+    with torch.device("meta"):
+        model = Qwen3_5ForCausalLM(config)
+    assert 1.85e9 < model.num_parameters() < 1.92e9 and config.vocab_size == 248320
+    assert decoding_path(model) == "recurrent"  # the verifier takes the hybrid path on it
+    test = Qwen3_5TextConfig(**gpu_check.ARCHS["qwen3.5-test"])
+    assert test.layer_types == ["linear_attention", "full_attention"] and test.vocab_size == 248320
+
+
 def test_the_tiny_model_loads_and_its_vocabulary_covers_the_prompts(gpu_check, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -118,5 +137,5 @@ def test_cpu_dry_mode_trains_under_zero3_and_passes(tmp_path):
         assert r["ok"] and r["zero_stage"] == 3 and r["deepspeed"] and r["num_processes"] == 1
         assert r["steps"] == 2 and r["verifier_calls"] > 0 and r["peak_memory_gib"] is None  # no GPU figures on CPU
     paper = results[0]
-    assert paper["arch"] == "qwen3-test" and paper["params"] > 151936 * 64  # the architecture's full vocabulary
+    assert paper["arch"] == "qwen3.5-test" and paper["params"] > 248320 * 64  # the architecture's full vocabulary
     assert "PASS" in done.stdout and "ZeRO-3" in done.stdout

@@ -126,16 +126,12 @@ def build_corpus_model(path: Path, corpus: list[str], hidden_size: int = 32) -> 
     return path
 
 
-def build_tiny_chat_model(directory: Path, *, hidden_size: int = 128, num_heads: int = 2, layers: int = 2,
-                          max_positions: int = 2048) -> Path:
-    """A tiny random LlamaForCausalLM with a locally trained BPE tokenizer and a ChatML template, saved to
-    `directory`. Head size 64 (keep `hidden_size / num_heads` there): vLLM's CPU attention rejects tiny heads
-    (head_dim=8). Also the model of `scripts/gpu_check_colocate.py`."""
+def build_bpe_tokenizer():
+    """A locally trained byte-level BPE tokenizer (400 tokens) with a ChatML template: `unknown`, `same` and
+    `different` take several tokens, so closed replies walk multi-token choices."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -154,6 +150,17 @@ def build_tiny_chat_model(directory: Path, *, hidden_size: int = 128, num_heads:
         unk_token="<|endoftext|>",
     )
     fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_tiny_chat_model(directory: Path, *, hidden_size: int = 128, num_heads: int = 2, layers: int = 2,
+                          max_positions: int = 2048) -> Path:
+    """A tiny random LlamaForCausalLM with a locally trained BPE tokenizer (`build_bpe_tokenizer`) and a ChatML
+    template, saved to `directory`. Head size 64 (keep `hidden_size / num_heads` there): vLLM's CPU attention rejects
+    tiny heads (head_dim=8). Also the model of `scripts/gpu_check_colocate.py`."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    fast = build_bpe_tokenizer()
     _save_random_llama(directory, fast, hidden_size=hidden_size, num_heads=num_heads, layers=layers,
                        max_position_embeddings=max_positions, bos_token_id=fast.bos_token_id, tie_word_embeddings=True)
     return directory

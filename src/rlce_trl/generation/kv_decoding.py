@@ -12,6 +12,13 @@ closed decisions read from the logits at their slot, and a plain decode loop.
                         a one-line reply ended at its first line break)
 ```
 
+Models whose cache holds recurrent or convolution state beside keys and values (hybrids: Qwen3.5's Gated DeltaNet,
+NemotronH's and Falcon-H1's Mamba, LFM2's convolutions; `decoding_path(model) == "recurrent"`) share prefixes too: a
+prefix is read once into the cache the model's config builds, and every continuation starts from its own copy of
+that state (recurrent state is updated in place and cannot be cut back to a shorter prefix). Their rows are fed one
+at a time (a masked pad in the middle of a row would still move the recurrent state); only single-token decode
+steps run rows together. Models whose cache this module does not know take `model.generate` (`"generate"`).
+
 Nothing here changes what is decided: a decision is the arg-max over the allowed tokens of the logits at its slot,
 exactly as a constrained `generate` takes it; only the work around it (recomputing the shared context, decoding
 forced text token by token, padding, finished rows) is gone.
@@ -19,6 +26,7 @@ forced text token by token, padding, finished rows) is gone.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 
@@ -79,26 +87,136 @@ def _cache_kwarg(model) -> str:
     return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
 
 
+#: How a model's requests are decoded: `"keys-values"` (every layer holds keys and values: prefixes shared, rows
+#: batched with masked pads), `"recurrent"` (some layers hold recurrent or convolution state: prefixes shared, each
+#: continuation on its own copy of the prefix state, fed alone), `"generate"` (a cache this module does not know:
+#: every request through `model.generate`, no prefix shared).
+DECODING_PATHS = ("keys-values", "recurrent", "generate")
+
+
+def _state_layer_class():
+    """transformers' base class of cache layers that hold recurrent / convolution state (None where it has none)."""
+    from transformers import cache_utils
+
+    return getattr(cache_utils, "LinearAttentionCacheLayerMixin", None)
+
+
+def _is_state_layer(layer) -> bool:
+    state = _state_layer_class()
+    return state is not None and isinstance(layer, state)
+
+
+def _is_kv_layer(layer) -> bool:
+    from transformers.cache_utils import DynamicLayer
+
+    return isinstance(layer, DynamicLayer)
+
+
+def model_type(model) -> str:
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return getattr(getattr(inner, "config", None), "model_type", None) or type(inner).__name__
+
+
+def new_cache(model):
+    """An empty cache of the kind `model.generate` starts from: one layer per decoder layer, each of the type the
+    config says (keys and values, sliding window, recurrent / convolution state)."""
+    from transformers import DynamicCache
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return DynamicCache(config=inner.config)
+
+
+def decoding_path(model) -> str:
+    """Which of `DECODING_PATHS` a model takes, read from the cache its config builds (no forward is run)."""
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    supports = getattr(inner, "_supports_default_dynamic_cache", None)
+    if supports is not None and not supports():  # a model with its own cache class (MiniMax, xLSTM, RWKV, ...)
+        return "generate"
+    try:
+        layers = new_cache(model).layers
+    except Exception:  # noqa: BLE001 - a config the dynamic cache cannot read: leave the cache to `generate`
+        return "generate"
+    if not layers:
+        return "keys-values"  # the cache grows its layers as the model writes them: keys and values only
+    if all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in layers):
+        return "keys-values"
+    # recurrent layers beside full attention; sliding-window or indexed attention next to them is left to `generate`
+    from transformers import cache_utils
+
+    odd = tuple(c for c in (DynamicSlidingWindowLayer, getattr(cache_utils, "DynamicIndexedLayer", None)) if c)
+
+    def known(layer) -> bool:
+        return (_is_state_layer(layer) and not isinstance(layer, odd)) or type(layer) is DynamicLayer
+
+    if any(_is_state_layer(layer) for layer in layers) and all(known(layer) for layer in layers):
+        return "recurrent"
+    return "generate"
+
+
+def _map_states(cache, fn) -> None:
+    """Apply `fn` to every recurrent and convolution state tensor of `cache` (batch first), in place of it."""
+    for layer in cache.layers:
+        if _is_state_layer(layer):
+            for i in range(layer.number_of_states):
+                if layer.conv_states[i] is not None:
+                    layer.conv_states[i] = fn(layer.conv_states[i])
+                if layer.recurrent_states[i] is not None:
+                    layer.recurrent_states[i] = fn(layer.recurrent_states[i])
+
+
+def _kv_layers(cache) -> list:
+    """The layers of `cache` that hold keys and values (already written)."""
+    return [layer for layer in cache.layers if _is_kv_layer(layer) and getattr(layer, "keys", None) is not None]
+
+
+class UnsupportedCacheError(RuntimeError):
+    """The model looked for cache state this module did not build (a layer kind it does not know)."""
+
+
+def forward(model, **kwargs):
+    """`model(**kwargs)` over a cache built here; an error raised where a layer looks for cache state that is not
+    there (IndexError, KeyError, AttributeError inside transformers) becomes [`UnsupportedCacheError`]."""
+    try:
+        return model(**kwargs)
+    except (IndexError, KeyError, AttributeError) as error:
+        raise UnsupportedCacheError(f"{type(error).__name__}: {error}") from error
+
+
+def copy_state(cache):
+    """A copy of a prefix's cache that a continuation may update in place (its recurrent state is)."""
+    return copy.deepcopy(cache)
+
+
 class PrefixCache:
     """Keys and values of prompt prefixes kept across the calls of one session (`Verifier.session`: the stages of a
     reward step read the same system prompt and sample contexts). A prefix continues the cached entry sharing the
-    longest token prefix with it; least recently used entries go beyond `max_tokens` cached tokens."""
+    longest token prefix with it; least recently used entries go beyond `max_tokens` cached tokens.
+
+    An entry of a recurrent model is its whole cache after the entry's tokens: it serves only prefixes that hold all
+    of those tokens (its state cannot be cut back to fewer), and each use gets its own copy."""
 
     def __init__(self, max_tokens: int):
         self.max_tokens = max_tokens
-        self.entries: dict[tuple[int, ...], list[tuple[torch.Tensor, torch.Tensor]]] = {}  # insertion = LRU order
+        self.entries: dict[tuple[int, ...], list[tuple[torch.Tensor, torch.Tensor]] | object] = {}  # LRU order
 
-    def longest(self, ids: list[int]) -> tuple[int, list[tuple[torch.Tensor, torch.Tensor]]]:
-        best, kv, hit = 0, [], None
+    def longest(self, ids: list[int]) -> tuple[int, list[tuple[torch.Tensor, torch.Tensor]] | object]:
+        best, kv, hit = 0, None, None
         for key, layers in self.entries.items():
             shared = common_prefix(list(key), ids)
+            if not isinstance(layers, list) and shared < len(key):
+                continue
             if shared > best:
                 best, kv, hit = shared, layers, key
-        if best:
-            self.entries[hit] = self.entries.pop(hit)  # most recently used last
+        if not best:
+            return 0, []
+        self.entries[hit] = self.entries.pop(hit)  # most recently used last
+        if not isinstance(kv, list):
+            return best, copy_state(kv)
         return best, [(k[:, :, :best], v[:, :, :best]) for k, v in kv]
 
-    def put(self, ids: list[int], kv: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    def put(self, ids: list[int], kv: list[tuple[torch.Tensor, torch.Tensor]] | object) -> None:
         if not ids or len(ids) > self.max_tokens:
             return
         self.entries[tuple(ids)] = kv
@@ -106,22 +224,29 @@ class PrefixCache:
             del self.entries[next(iter(self.entries))]
 
 
-def prefill_prefix(model, ids: list[int], work: Work, cache: PrefixCache | None = None
-                   ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def prefill_prefix(model, ids: list[int], work: Work, cache: PrefixCache | None = None, recurrent: bool = False):
     """Run a prefix once (batch 1, no padding), continuing what `cache` holds of it; return its keys and values
-    per layer."""
+    per layer, or (`recurrent`: a model whose cache holds recurrent state) the whole cache after it, which the
+    caller copies for each continuation."""
     from transformers import DynamicCache
 
     start, cached = cache.longest(ids) if cache is not None else (0, [])
     start = min(start, len(ids))
-    kv = DynamicCache(ddp_cache_data=[(k[:, :, :start], v[:, :, :start]) for k, v in cached]) if start else \
-        DynamicCache()
+    if recurrent:
+        kv = cached if start else new_cache(model)
+    else:
+        kv = DynamicCache(ddp_cache_data=[(k[:, :, :start], v[:, :, :start]) for k, v in cached]) if start else \
+            DynamicCache()
     if len(ids) > start:
-        model(input_ids=torch.tensor([ids[start:]], device=model.device), **{_cache_kwarg(model): kv},
-              use_cache=True, logits_to_keep=1)
+        forward(model, input_ids=torch.tensor([ids[start:]], device=model.device), **{_cache_kwarg(model): kv},
+                use_cache=True, logits_to_keep=1)
         work.prefill_tokens += len(ids) - start
         work.forward_calls += 1
     work.reused_tokens += start
+    if recurrent:
+        if cache is not None:
+            cache.put(ids, kv)
+        return kv
     layers = [(layer.keys, layer.values) for layer in kv.layers] if ids else []
     if cache is not None:
         cache.put(ids, layers)
@@ -133,15 +258,27 @@ class Rows:
 
     Row `b` holds `[pad ... pad][prefix_b][tokens fed so far, with masked pads in between]`. Pads are never
     attended to, and every real token gets the position it would have in the row's unpadded prompt, so each row's
-    logits are those of its own prompt alone."""
+    logits are those of its own prompt alone.
+
+    `recurrent`: the model's cache holds recurrent state (`prefill_prefix(..., recurrent=True)` gave the prefix);
+    the row is then one prompt alone, continuing its own copy of the prefix state. Such rows join others through
+    `extend` once their prompts are fed; only single-token steps (`decode`) run them together."""
 
     def __init__(self, model, prefixes: list[tuple[list[tuple[torch.Tensor, torch.Tensor]], int]], pad_id: int,
-                 work: Work):
+                 work: Work, recurrent: bool = False):
         from transformers import DynamicCache
 
         self.model, self.pad_id, self.work = model, pad_id, work
         self.cache_kwarg = _cache_kwarg(model)
         device = model.device
+        if recurrent:
+            if len(prefixes) != 1:
+                raise ValueError("a recurrent model's rows start one prompt at a time (a pad would move its state)")
+            state, length = prefixes[0]
+            self.cache = copy_state(state) if length else new_cache(model)
+            self.mask = torch.ones(1, length, dtype=torch.long, device=device)
+            self.next_pos = torch.tensor([length], dtype=torch.long, device=device)
+            return
         longest = max(length for _, length in prefixes)
         self.mask = torch.zeros(len(prefixes), longest, dtype=torch.long, device=device)
         for b, (_, length) in enumerate(prefixes):
@@ -178,8 +315,8 @@ class Rows:
         positions = (self.next_pos[:, None] + offsets).clamp(min=0)
         self.mask = torch.cat([self.mask, new_mask], dim=1)
         start = time.perf_counter()
-        out = self.model(input_ids=ids, attention_mask=self.mask, position_ids=positions, use_cache=True,
-                         logits_to_keep=1, **{self.cache_kwarg: self.cache})
+        out = forward(self.model, input_ids=ids, attention_mask=self.mask, position_ids=positions, use_cache=True,
+                      logits_to_keep=1, **{self.cache_kwarg: self.cache})
         self.next_pos = self.next_pos + lengths
         real = int(lengths.sum())
         self.work.prefill_tokens += ids.numel()
@@ -197,12 +334,14 @@ class Rows:
         if len(rows) == len(self):
             return
         index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
-        self.cache.batch_select_indices(index)
+        for layer in _kv_layers(self.cache):
+            layer.keys, layer.values = layer.keys[index], layer.values[index]
+        _map_states(self.cache, lambda state: state.index_select(0, index))
         self.mask, self.next_pos = self.mask[index], self.next_pos[index]
         first = int(self.mask.any(0).long().argmax())
         if first:
             self.mask = self.mask[:, first:]
-            for layer in self.cache.layers:
+            for layer in _kv_layers(self.cache):
                 layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
 
     def extend(self, other: Rows) -> None:
@@ -212,18 +351,27 @@ class Rows:
             pad = width - rows.mask.shape[1]
             if pad:
                 rows.mask = torch.nn.functional.pad(rows.mask, (pad, 0))
-                for layer in rows.cache.layers:
+                for layer in _kv_layers(rows.cache):
                     layer.keys = torch.nn.functional.pad(layer.keys, (0, 0, pad, 0))
                     layer.values = torch.nn.functional.pad(layer.values, (0, 0, pad, 0))
         for mine, theirs in zip(self.cache.layers, other.cache.layers, strict=True):
-            mine.keys, mine.values = torch.cat([mine.keys, theirs.keys]), torch.cat([mine.values, theirs.values])
+            if _is_kv_layer(mine) and getattr(mine, "keys", None) is not None:
+                mine.keys, mine.values = torch.cat([mine.keys, theirs.keys]), torch.cat([mine.values, theirs.values])
+            if _is_state_layer(mine):
+                for i in range(mine.number_of_states):
+                    for states in ("conv_states", "recurrent_states"):
+                        ours, others = getattr(mine, states), getattr(theirs, states)
+                        if ours[i] is not None:
+                            ours[i] = torch.cat([ours[i], others[i]])
         self.mask = torch.cat([self.mask, other.mask])
         self.next_pos = torch.cat([self.next_pos, other.next_pos])
 
     def repeat(self, n: int) -> None:
         """Each row becomes `n` consecutive rows (independent samples of one prompt)."""
         if n > 1:
-            self.cache.batch_repeat_interleave(n)
+            for layer in _kv_layers(self.cache):
+                layer.keys, layer.values = layer.keys.repeat_interleave(n, 0), layer.values.repeat_interleave(n, 0)
+            _map_states(self.cache, lambda state: state.repeat_interleave(n, dim=0))
             self.mask = self.mask.repeat_interleave(n, dim=0)
             self.next_pos = self.next_pos.repeat_interleave(n, dim=0)
 

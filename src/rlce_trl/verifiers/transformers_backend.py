@@ -15,6 +15,10 @@ Every decision is the arg-max over the allowed tokens, as a constrained greedy `
 equivalence decisions are those of the previous backend (which `shared_prefixes = False` still runs). Sampled
 replies under a constraint, and models whose generation config adds logits processors, go through `model.generate`
 with `prefix_allowed_tokens_fn`, as before.
+
+Hybrid models (recurrent or convolution state in the cache: Qwen3.5, NemotronH, Falcon-H1, LFM2, ...) share prefixes
+as well, each continuation on its own copy of the prefix state, and feed their prompts one at a time
+(`kv_decoding.decoding_path`); models whose cache `kv_decoding` does not know are answered through `model.generate`.
 """
 
 from __future__ import annotations
@@ -31,13 +35,16 @@ from ..generation.kv_decoding import (
     PrefixCache,
     Rows,
     Stream,
+    UnsupportedCacheError,
     Work,
+    decoding_path,
     greedy_walk,
+    model_type,
     plan_prefixes,
     prefill_prefix,
     sample_tokens,
 )
-from .base import Reply, Request, Verifier, first_line_ended
+from .base import Reply, Request, Verifier, VerifierUnavailableError, first_line_ended
 
 logger = logging.getLogger(__name__)
 
@@ -186,6 +193,8 @@ class TransformersVerifier(Verifier):
         #: Prompt-prefix tokens whose keys and values a session keeps across calls (0: none kept).
         self.prefix_cache_tokens = 16384
         self._prefixes: PrefixCache | None = None
+        #: How requests are decoded (`kv_decoding.DECODING_PATHS`), read from the cache the model's config builds.
+        self.decoding_path = decoding_path(model)
 
     @contextlib.contextmanager
     def session(self):
@@ -212,7 +221,7 @@ class TransformersVerifier(Verifier):
         ]
         replies: list[Reply | None] = [None] * len(requests)
         self.last_work = Work()
-        with self.context(), torch.inference_mode(), evaluating(self.model):
+        with self.context(), torch.inference_mode(), evaluating(self.model), self._cache_errors():
             for key in dict.fromkeys(settings):
                 same = [k for k in range(len(requests)) if settings[k] == key]
                 request = requests[same[0]]
@@ -226,6 +235,18 @@ class TransformersVerifier(Verifier):
                     for k, reply in zip(chunk, chunk_replies, strict=True):
                         replies[k] = reply
         return replies  # type: ignore[return-value]
+
+    @contextlib.contextmanager
+    def _cache_errors(self):
+        """A model whose cache this backend cannot drive fails with one line naming its type and the way out, not with
+        the error from inside transformers (raised where a layer looks for cache state that is not there)."""
+        try:
+            yield
+        except UnsupportedCacheError as error:
+            raise VerifierUnavailableError(
+                f"The transformers verifier cannot decode with this {model_type(self.model)} model's cache "
+                f"({error}); serve the verifier with vLLM instead (verifier_mode: server, `vllm serve <checkpoint>`)."
+            ) from error
 
     def _automaton(self, request: Request) -> _TemplateAutomaton | None:
         template = template_of(request.choices, request.json_schema)
@@ -241,7 +262,7 @@ class TransformersVerifier(Verifier):
     def _fast_path(self, request: Request) -> bool:
         """Whether the request is answered over shared KV caches (everything but sampled constrained replies, and
         models whose generation config adds logits processors that `generate` would apply)."""
-        if not self.shared_prefixes:
+        if not self.shared_prefixes or self.decoding_path == "generate":
             return False
         config = self.model.generation_config
         plain = (getattr(config, "repetition_penalty", None) in (None, 1.0)) and not any(
@@ -261,16 +282,26 @@ class TransformersVerifier(Verifier):
         kv: dict[int, list] = {}
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
         repeat = 1 if sampling.greedy else sampling.n
+        recurrent = self.decoding_path == "recurrent"
 
         def start(first: int, count: int):
-            """Rows for `plan[first : first + count]`, their prompts fed: `(rows, logits)`."""
+            """Rows for `plan[first : first + count]`, their prompts fed: `(rows, logits)`. A recurrent model's
+            prompts are fed one at a time (each on its own copy of its prefix state), then joined."""
             chunk = plan[first : first + count]
             for c, _ in chunk:
                 if c not in kv:
                     length, head = clusters[c][0], clusters[c][1][0]
-                    kv[c] = prefill_prefix(self.model, ids[head][:length], work, self._prefixes)
-            rows = Rows(self.model, [(kv[c], clusters[c][0]) for c, _ in chunk], pad_id, work)
-            logits = rows.feed([ids[k][clusters[c][0]:] for c, k in chunk], kind="prompt")
+                    kv[c] = prefill_prefix(self.model, ids[head][:length], work, self._prefixes, recurrent)
+            if recurrent:
+                rows, logits = None, []
+                for c, k in chunk:
+                    row = Rows(self.model, [(kv[c], clusters[c][0])], pad_id, work, recurrent=True)
+                    logits.append(row.feed([ids[k][clusters[c][0]:]], kind="prompt"))
+                    rows = row if rows is None else (rows.extend(row) or rows)
+                logits = torch.cat(logits)
+            else:
+                rows = Rows(self.model, [(kv[c], clusters[c][0]) for c, _ in chunk], pad_id, work)
+                logits = rows.feed([ids[k][clusters[c][0]:] for c, k in chunk], kind="prompt")
             for c in {c for c, _ in chunk}:
                 if last_use[c] < first + count:
                     del kv[c]  # every member of this cluster has its rows: free the prefix
@@ -286,9 +317,11 @@ class TransformersVerifier(Verifier):
             )
 
         if automaton is not None:
-            for first in range(0, len(plan), self.batch_size):
-                rows, logits = start(first, self.batch_size)
-                chunk = plan[first : first + self.batch_size]
+            # forced text differs in length between rows: a recurrent model walks each reply alone
+            width = 1 if recurrent else self.batch_size
+            for first in range(0, len(plan), width):
+                rows, logits = start(first, width)
+                chunk = plan[first : first + width]
                 results = greedy_walk(rows, logits, [automaton] * len(chunk), sampling.max_tokens, self.eos_ids)
                 for (_, k), result in zip(chunk, results, strict=True):
                     answer(k, [result])
