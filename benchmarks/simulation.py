@@ -1,7 +1,7 @@
 """Simulated aggregate-verdict accuracy versus the number of composed tests, beside the paper's MOSEI / UR-FUNNY
 points (section 4.3, Fig. 3 left), for independent tests and for tests whose error rate is shared within an example.
 
-Each setting is one call of `rlce-trl analyze --simulate` (`rlce_trl.cli.main`); tables and PNGs go under
+Each setting is one `rlce-trl analyze --simulate` process (`python -m rlce_trl.cli`); tables and PNGs go under
 `--output_dir`, one folder per setting. Takes about 10 s per setting with the default 2,000 examples per error rate.
 
     python -m benchmarks.simulation --output_dir runs/simulation
@@ -11,9 +11,9 @@ Each setting is one call of `rlce-trl analyze --simulate` (`rlce_trl.cli.main`);
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from pathlib import Path
-
-from rlce_trl.cli import main as rlce_trl
 
 
 def run(argv=None) -> int:
@@ -30,10 +30,12 @@ def run(argv=None) -> int:
                                         for c in args.concentrations]
     for name, extra in settings:
         out = Path(args.output_dir) / name
-        print(f"\n## {name}")
-        code = rlce_trl(["analyze", "--simulate", "--output_dir", str(out), "--trials", str(args.trials),
-                         "--rlce_tests_per_direction", str(args.rlce_tests_per_direction), "--error_rates",
-                         *map(str, args.error_rates), *extra, *(["--no_plots"] if args.no_plots else [])])
+        print(f"\n## {name}", flush=True)
+        code = subprocess.call([sys.executable, "-m", "rlce_trl.cli", "analyze", "--simulate", "--output_dir",
+                                str(out),
+                                "--trials", str(args.trials), "--rlce_tests_per_direction",
+                                str(args.rlce_tests_per_direction), "--error_rates", *map(str, args.error_rates),
+                                *extra, *(["--no_plots"] if args.no_plots else [])])
         if code:
             return code
     return 0

@@ -288,26 +288,6 @@ def add_demo_line(card: str, steps: int) -> str:
     return card[: found.end()] + "\n" + line.rstrip("\n") + "\n" + card[found.end():]
 
 
-def report_section(output_dir: str) -> str:
-    """Build the run report (`rlce-trl report`) into `<output_dir>/report` and return the card's markdown that embeds
-    its curves and links the page; "" when there is nothing to report."""
-    try:
-        from .report import build_report
-
-        page, _ = build_report(output_dir)
-    except Exception as error:  # noqa: BLE001 -- the card never fails on its report
-        logger.warning("No training report in the model card: %s", error)
-        return ""
-    folder = os.path.relpath(os.path.dirname(page), output_dir).replace(os.sep, "/")
-    png = os.path.join(os.path.dirname(page), "curves.png")
-    image = ""
-    if os.path.exists(png):
-        image = f"![Training curves: rewards, verdicts, ties, verifier time]({folder}/curves.png)\n\n"
-    return (f"### Training report\n\n{image}Every reward decision of this run (the distinct answers of each rollout "
-            f"group, the evidence tests, the verifier's verdicts and the winner) is in [{folder}/index.html]"
-            f"({folder}/index.html), a page that opens offline in a browser.\n")
-
-
 def public_settings(args, prefixes=("verifier_", "rlce_")) -> dict[str, object]:
     """The `verifier_*` and `rlce_*` fields of `args`, without anything that could be a secret."""
     import dataclasses
@@ -425,10 +405,12 @@ is rewarded. {provenance}
     return redact(text)
 
 
-def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str | None = None) -> None:
+def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str | None = None,
+                     report: str = "") -> None:
     """Complete TRL's card at `readme_path`: the real base model and its license, a quick start in the answer
-    convention, the run's summary (and a line when it is a demo), the RLCE section before TRL's "Framework versions";
-    then scrub the whole card. Does nothing when there is no card."""
+    convention, the run's summary (and a line when it is a demo), the RLCE section (with `report`, the training
+    report's markdown from `rlce_trl.report.card_section`, if any) before TRL's "Framework versions"; then scrub the
+    whole card. Does nothing when there is no card."""
     path = Path(readme_path)
     if not path.exists():
         return
@@ -439,7 +421,6 @@ def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str 
     info = dict(getattr(trainer, "rlce_card_info", None) or {})
     name_or_path = getattr(trainer.accelerator.unwrap_model(trainer.model).config, "_name_or_path", None)
     section = rlce_section(trainer, dataset_name)
-    report = report_section(args.output_dir)
     if report:
         section = section.replace(END, report + "\n" + END)
     from .health import card_section  # the alarms raised, and why the run stopped if the monitor stopped it

@@ -393,8 +393,10 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
         if self.is_world_process_zero():
             from .model_card import add_rlce_section
+            from .report import card_section  # the training report, built next to the card
 
-            add_rlce_section(self, os.path.join(self.args.output_dir, "README.md"), dataset_name)
+            add_rlce_section(self, os.path.join(self.args.output_dir, "README.md"), dataset_name,
+                             report=card_section(self.args.output_dir))
 
     def train(self, *args, **kwargs):
         """[`~trl.GRPOTrainer.train`]; on an error the verifier (a server process the trainer started) is stopped

@@ -126,7 +126,7 @@ def main_ttt(args: argparse.Namespace) -> int:
 
 def main_coevolve(args: argparse.Namespace) -> int:
     """`rlce-trl analyze coevolve RUN ...`."""
-    from ..analysis.coevolve import load_coevolve, per_phase, rlce_device_hours, table
+    from ..coevolution.summary import load_coevolve, per_phase, rlce_device_hours, table
 
     if args.rlce and not args.rlce_gpus:
         raise InputError("--rlce needs --rlce_gpus N (the GPUs that run used) to turn its runtime into GPU-hours.")

@@ -6,7 +6,8 @@ coevolve`, [`rlce_trl.coevolution.driver`]) alternates the phases round after ro
 the data between them, validates after every round, keeps the best checkpoint and resumes from `state.json`.
 
 - `base`: [`PhaseSpec`] and the [`CoevolutionMethod`] protocol.
-- `state`: `state.json`, written atomically.
+- `state`: `state.json`, written atomically; `summary`: runs side by side with their compute (`rlce-trl analyze
+  coevolve`).
 - `driver`: the loop; `phase`: the subprocess entry (train / build / validate one step).
 - `corpus`: the rows a run reads (the corpus, the validation split).
 - `registry`: the methods `rlce-trl coevolve --method` knows; `rlac_method`: RLAC's phases and harvest;

@@ -14,6 +14,7 @@ page = build_report("runs/quickstart")  # runs/quickstart/report/index.html (+ c
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
 
@@ -23,6 +24,8 @@ from .page import render
 from .plots import panels, svg_panel, write_pngs
 from .summary import summary_items
 from .texts import TextStore
+
+logger = logging.getLogger(__name__)
 
 REPORT_DIR = "report"
 MAX_GROUPS = 5000
@@ -69,4 +72,22 @@ def build_report(
     return path, data
 
 
-__all__ = ["build_report", "report_dir"]
+def card_section(output_dir: str) -> str:
+    """Build the run report (`rlce-trl report`) into `<output_dir>/report` and return the card's markdown that embeds
+    its curves and links the page; "" when there is nothing to report."""
+    try:
+        page, _ = build_report(output_dir)
+    except Exception as error:  # noqa: BLE001 -- the card never fails on its report
+        logger.warning("No training report in the model card: %s", error)
+        return ""
+    folder = os.path.relpath(os.path.dirname(page), output_dir).replace(os.sep, "/")
+    png = os.path.join(os.path.dirname(page), "curves.png")
+    image = ""
+    if os.path.exists(png):
+        image = f"![Training curves: rewards, verdicts, ties, verifier time]({folder}/curves.png)\n\n"
+    return (f"### Training report\n\n{image}Every reward decision of this run (the distinct answers of each rollout "
+            f"group, the evidence tests, the verifier's verdicts and the winner) is in [{folder}/index.html]"
+            f"({folder}/index.html), a page that opens offline in a browser.\n")
+
+
+__all__ = ["build_report", "card_section", "report_dir"]

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..coevolution.state import per_phase as phase_totals
-from ..coevolution.state import read_state
-from ..coevolution.state import totals as run_totals
 from ..errors import InputError
+from .state import per_phase as phase_totals
+from .state import read_state
+from .state import totals as run_totals
 
 
 def load_coevolve(path: str | Path) -> dict:
