@@ -17,8 +17,10 @@ Imported by name (`pythonpath = ["tests"]` in pyproject.toml); the fakes live in
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
+import random
 import socket
 import subprocess
 import time
@@ -421,3 +423,27 @@ def scripted_generate(model, tokenizer, texts: list[str]):
         return torch.cat([input_ids, tail], dim=-1)
 
     return generate
+
+
+#: Values a fuzzed file or row may hold in place of the right one.
+JUNK = [None, "", "x", 0, -1, 1.5, True, [], {}, [1, 2], {"a": 1}, "\u0000\udcff" * 3, "9" * 400]
+
+
+def mutate(rng: random.Random, value, depth: int = 0):
+    """A random corruption of a JSON-like value: drop or retype a key, swap an element for junk, truncate text."""
+    value = copy.deepcopy(value)
+    if isinstance(value, dict) and value and depth < 3:
+        key = rng.choice(sorted(value))
+        action = rng.random()
+        if action < 0.3:
+            del value[key]
+        elif action < 0.6:
+            value[key] = rng.choice(JUNK)
+        else:
+            value[key] = mutate(rng, value[key], depth + 1)
+        return value
+    if isinstance(value, list) and value and depth < 3:
+        k = rng.randrange(len(value))
+        value[k] = rng.choice(JUNK) if rng.random() < 0.5 else mutate(rng, value[k], depth + 1)
+        return value
+    return rng.choice(JUNK)

@@ -8,7 +8,7 @@ import os
 import random
 
 import pytest
-from test_cli_fuzz import mutate
+from testing_utils import mutate
 
 from rlce_trl.cli import main
 

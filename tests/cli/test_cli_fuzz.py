@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from testing_utils import mutate
 
 from rlce_trl.cli import main
 from rlce_trl.data.hba import URFUNNY_LABELS
@@ -22,7 +23,6 @@ GOOD_RECORD = {"prompt_id": "p0", "gold": "a", "labels": ["a", "b"], "rollouts":
                "methods": {"rlce": {"rewards": [1.0, 0.0], "answers": ["a", "b"], "answer_correct": [True, False],
                                     "tests": [{"favoured": 0, "against": 1, "verdict": "yes"}], "calls": 2},
                            "usc": {"rewards": [0.0, 1.0], "calls": 1}}}
-JUNK = [None, "", "x", 0, -1, 1.5, True, [], {}, [1, 2], {"a": 1}, "\u0000\udcff" * 3, "9" * 400]
 
 
 def run(capsys, argv: list[str]) -> tuple[int, str]:
@@ -37,26 +37,6 @@ def run(capsys, argv: list[str]) -> tuple[int, str]:
         assert "error:" in last, err
         assert err.count("error:") == 1
     return code or 0, err
-
-
-def mutate(rng: random.Random, value, depth: int = 0):
-    """A random corruption of a JSON-like value: drop or retype a key, swap an element for junk, truncate text."""
-    value = copy.deepcopy(value)
-    if isinstance(value, dict) and value and depth < 3:
-        key = rng.choice(sorted(value))
-        action = rng.random()
-        if action < 0.3:
-            del value[key]
-        elif action < 0.6:
-            value[key] = rng.choice(JUNK)
-        else:
-            value[key] = mutate(rng, value[key], depth + 1)
-        return value
-    if isinstance(value, list) and value and depth < 3:
-        k = rng.randrange(len(value))
-        value[k] = rng.choice(JUNK) if rng.random() < 0.5 else mutate(rng, value[k], depth + 1)
-        return value
-    return rng.choice(JUNK)
 
 
 def write_lines(path, rows, rng: random.Random | None = None):
