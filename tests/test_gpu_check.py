@@ -1,4 +1,4 @@
-"""scripts/gpu_check.py off the GPU: its pass condition, report line, models and configs, and (slow) its `--device cpu`
+"""tools/gpu_check.py off the GPU: its pass condition, report line, models and configs, and (slow) its `--device cpu`
 dry mode, which runs the GPU check's code path end to end on CPU (accelerate launch, DeepSpeed ZeRO-3 on one process,
 the transformers verifier) on tiny models. The script itself has not run on a GPU here."""
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def gpu_check():
-    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "scripts" / "gpu_check.py")
+    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "tools" / "gpu_check.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -127,7 +127,7 @@ def test_cpu_dry_mode_trains_under_zero3_and_passes(tmp_path):
     pytest.importorskip("deepspeed")
     out = tmp_path / "results.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))  # the documented command, from the repository root
-    done = subprocess.run([sys.executable, "-m", "scripts.gpu_check", "--device", "cpu", "--runs", "paper",
+    done = subprocess.run([sys.executable, "-m", "tools.gpu_check", "--device", "cpu", "--runs", "paper",
                            "--workdir", str(tmp_path / "work"), "--json", str(out), "--port", "29541"],
                           capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

@@ -1,11 +1,11 @@
-"""The one-step report of scripts/gpu_check_colocate.py (the script itself needs a CUDA GPU)."""
+"""The one-step report of tools/gpu_check_colocate.py (the script itself needs a CUDA GPU)."""
 
 import importlib.util
 from pathlib import Path
 
 
 def test_step_report_names_step_time_verifier_share_and_memory_per_part():
-    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check_colocate.py"
+    path = Path(__file__).resolve().parents[1] / "tools" / "gpu_check_colocate.py"
     spec = importlib.util.spec_from_file_location("gpu_check_colocate", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""The paper's recipes run the verifier co-located on vLLM with the memory shares of scripts/memory_plan.py, the plan
+"""The paper's recipes run the verifier co-located on vLLM with the memory shares of tools/memory_plan.py, the plan
 fits the paper's hardware (3 x H200, Qwen3.5-9B) and one 80 GB GPU (Qwen3-1.7B overrides), its parameter counts
 equal transformers' models built on the meta device, and docs/verifier.md's table is the script's output."""
 
@@ -11,7 +11,7 @@ import torch
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("memory_plan", ROOT / "scripts" / "memory_plan.py")
+spec = importlib.util.spec_from_file_location("memory_plan", ROOT / "tools" / "memory_plan.py")
 memory_plan = sys.modules["memory_plan"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(memory_plan)
 
@@ -93,7 +93,7 @@ def test_readme_table_is_the_scripts_output():
 
 @pytest.mark.parametrize("name", sorted(PAPER_VERIFIER))
 def test_gpu_check_scales_each_paper_recipe_down_with_its_verifier_settings(name, tmp_path):
-    spec = importlib.util.spec_from_file_location("gpu_check_colocate", ROOT / "scripts" / "gpu_check_colocate.py")
+    spec = importlib.util.spec_from_file_location("gpu_check_colocate", ROOT / "tools" / "gpu_check_colocate.py")
     check = sys.modules["gpu_check_colocate"] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(check)
     from rlce_trl import RLCEGRPOConfig

@@ -159,7 +159,7 @@ def build_tiny_chat_model(directory: Path, *, hidden_size: int = 128, num_heads:
                           max_positions: int = 2048) -> Path:
     """A tiny random LlamaForCausalLM with a locally trained BPE tokenizer (`build_bpe_tokenizer`) and a ChatML
     template, saved to `directory`. Head size 64 (keep `hidden_size / num_heads` there): vLLM's CPU attention rejects
-    tiny heads (head_dim=8). Also the model of `scripts/gpu_check_colocate.py`."""
+    tiny heads (head_dim=8). Also the model of `tools/gpu_check_colocate.py`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     fast = build_bpe_tokenizer()

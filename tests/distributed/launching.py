@@ -1,5 +1,5 @@
 """Run a multi-process command for a test: a hang becomes a test failure, and no worker outlives it. `kill_tree` is
-shared with `scripts/gpu_check.py` (run from the repository root, where `tests` is importable; no pytest needed)."""
+shared with `tools/gpu_check.py` (run from the repository root, where `tests` is importable; no pytest needed)."""
 
 from __future__ import annotations
 

@@ -190,7 +190,7 @@ def test_sample_pool_counts_malformed_rows_and_resumes(tmp_path):
 
     calls = []
 
-    def fake_sampler(prompts, specs):  # a FAKE sampler: the real ones are tested in tests/generation/test_generators.py
+    def fake_sampler(prompts, specs):  # a FAKE sampler (the real ones: tests/generation/test_generators.py)
         calls.append(len(prompts))
         return [[Sampled("\\boxed{a}", [-0.1, -0.2])] * len(specs) for _ in prompts]
 

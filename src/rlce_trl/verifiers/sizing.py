@@ -1,5 +1,5 @@
 """How big the co-located verifier server must be: its context length, its batch of sequences and its multimodal
-limits, from the training settings (`verifier_mode="colocate"`; also `scripts/memory_plan.py`).
+limits, from the training settings (`verifier_mode="colocate"`; also `tools/memory_plan.py`).
 
 vLLM sizes a server from its command line. Without `--max-model-len` it takes the checkpoint's context (Qwen3.5:
 262,144 tokens) and refuses to start unless one request of that length fits the KV cache of its memory share; without

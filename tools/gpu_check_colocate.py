@@ -2,11 +2,11 @@
 policy engine AND the frozen verifier's vLLM server process on the same GPU, printing the GPU memory of training,
 of the policy engine and of the verifier. Runs each configuration in a fresh process:
 
-    python -m scripts.gpu_check_colocate                      # TRL sleep mode off (one cold start of each engine)
-    python -m scripts.gpu_check_colocate --trl_sleep both     # off, then on (two configurations, up to 2 x 9 min)
-    python -m scripts.gpu_check_colocate --model /path/to/SmolLM2-135M-Instruct --verifier_sleep
-    python -m scripts.gpu_check_colocate --recipe configs/prefeval_rlce.yaml   # a recipe, scaled down
-    python -m scripts.gpu_check_colocate --recipe configs/prefeval_rlce.yaml --dry_run   # print its config (CPU)
+    python -m tools.gpu_check_colocate                      # TRL sleep mode off (one cold start of each engine)
+    python -m tools.gpu_check_colocate --trl_sleep both     # off, then on (two configurations, up to 2 x 9 min)
+    python -m tools.gpu_check_colocate --model /path/to/SmolLM2-135M-Instruct --verifier_sleep
+    python -m tools.gpu_check_colocate --recipe configs/prefeval_rlce.yaml   # a recipe, scaled down
+    python -m tools.gpu_check_colocate --recipe configs/prefeval_rlce.yaml --dry_run   # print its config (CPU)
 
 `--recipe` runs one step with the recipe's own settings (GRPO, rollouts, the two vLLM engines' shares, tensor
 parallel and sleep settings, RLCE) through the trainer's own `verifier_mode="colocate"` path (the trainer starts the
@@ -26,7 +26,7 @@ thread, and PyTorch's allocator; no NVML, whose per-process view containers may 
                gradients, optimizer states, activations; also vLLM tensors allocated through torch);
 - GPU used   = the device-wide peak over the whole run.
 Exit status 0 when every configuration trained one step with verifier calls and no failed verifier request. This
-script runs one process without DeepSpeed; `scripts/gpu_check.py --vllm` runs the same topology under
+script runs one process without DeepSpeed; `tools/gpu_check.py --vllm` runs the same topology under
 `accelerate launch` with ZeRO-3.
 """
 
@@ -291,7 +291,7 @@ def main() -> int:
 
     results = []
     for mode in (["off", "on"] if args.trl_sleep == "both" else [args.trl_sleep]):
-        argv = [sys.executable, "-m", "scripts.gpu_check_colocate", "--child", "--trl-sleep", mode,
+        argv = [sys.executable, "-m", "tools.gpu_check_colocate", "--child", "--trl-sleep", mode,
                 "--policy-mem", str(args.policy_mem), "--verifier-mem", str(args.verifier_mem), "--max-model-len",
                 str(args.max_model_len)]
         argv += (["--model", args.model] if args.model else []) + (["--verifier-sleep"] if args.verifier_sleep else [])

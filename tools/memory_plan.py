@@ -1,8 +1,8 @@
 """GPU memory plan of the RLCE recipes with the verifier co-located on vLLM, computed from the model architectures.
 
-    python -m scripts.memory_plan                 # both setups, markdown (docs/verifier.md's table)
-    python -m scripts.memory_plan --setup paper   # 3 x H200, Qwen3.5-9B (the paper's hardware)
-    python -m scripts.memory_plan --setup 80gb    # 1 x 80 GB, Qwen3-1.7B (documented overrides)
+    python -m tools.memory_plan                 # both setups, markdown (docs/verifier.md's table)
+    python -m tools.memory_plan --setup paper   # 3 x H200, Qwen3.5-9B (the paper's hardware)
+    python -m tools.memory_plan --setup 80gb    # 1 x 80 GB, Qwen3-1.7B (documented overrides)
 
 No Hub access: the architecture numbers are written below with their source, and the parameter count is computed
 from them (`parameter_count`; `tests/test_memory_plan.py` checks it against transformers' own model classes built on

@@ -6,7 +6,7 @@
    `video_input="video"` (transformers generation, frames in every forward).
 3. V-7 learning: benchmarks/video_colour.py on CUDA (default 150 steps): video >= 0.8 held-out, control <= 0.6.
 
-    python -m scripts.gpu_check_video [--steps 150] [--skip_tests]
+    python -m tools.gpu_check_video [--steps 150] [--skip_tests]
 
 Needs CUDA, torchvision, PyAV and this package. Prints one JSON line per part and exits non-zero on a failure.
 """

