@@ -89,7 +89,7 @@ class Timers:
         return original
 
     def count_forward(self, module, args, kwargs):
-        """A forward pre-hook: the tokens each base model (not each layer) reads, under the innermost phase."""
+        """After each forward: the tokens each base model (not each layer) reads, under the innermost phase."""
         from transformers import PreTrainedModel
 
         if not isinstance(module, PreTrainedModel) or module.base_model is not module:
@@ -110,6 +110,7 @@ def child(args) -> dict:
 
     from rlce_trl.evidence.pipeline import EvidencePipeline
     from rlce_trl.scripts import train_prefeval
+    from rlce_trl.trainer import RLCEGRPOTrainer
     from rlce_trl.verifiers.base import Verifier
 
     timers = Timers()
@@ -117,10 +118,10 @@ def child(args) -> dict:
     timers.wrap(GRPOTrainer, "_get_per_token_logps_and_entropies",
                 lambda *a, **k: "log-probs, loss" if torch.is_grad_enabled() else "log-probs, no grad")
     timers.wrap(Accelerator, "backward", "backward")
-    timers.wrap(GRPOTrainer, "_calculate_rewards", "rewards")
+    timers.wrap(RLCEGRPOTrainer, "_calculate_rewards", "rewards")  # the group scoring, then TRL's own
     timers.wrap(EvidencePipeline, "_extra_round", "extra round")  # only to name the verifier calls made inside
-    torch.nn.modules.module.register_module_forward_pre_hook(
-        lambda module, inputs: timers.count_forward(module, inputs, {}))
+    torch.nn.modules.module.register_module_forward_hook(
+        lambda module, inputs, kwargs, output: timers.count_forward(module, inputs, kwargs), with_kwargs=True)
     marks: dict[str, list[float]] = {"start": [], "end": []}
     optimizer_step = AcceleratedOptimizer.step
 
@@ -236,6 +237,7 @@ def main() -> int:
     for _ in range(args.rounds):
         for tree in trees:
             runs[tree].append(run_tree(tree, args))
+            print(f"{tree}: " + json.dumps(runs[tree][-1]), flush=True)  # kept if a later run fails
     print("\n$ python -m benchmarks.prefeval_step " + " ".join(sys.argv[1:]))
     for tree in trees:
         report(str(tree), runs[tree])
