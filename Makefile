@@ -63,6 +63,8 @@ test-vllm-env: vllm-env
 bench: setup vllm-env
 	$(BIN)/python -m benchmarks.stage_batching
 	$(BIN)/python -m benchmarks.verifier_throughput --groups 4 --source sample --transformers-calls 3
+	# the PrefEval recipe's step at CPU scale, phase by phase (needs a PrefEval checkout: PREFEVAL_DIR=...)
+	$(if $(PREFEVAL_DIR),$(BIN)/python -m benchmarks.prefeval_step --prefeval_dir $(PREFEVAL_DIR),@echo "prefeval_step skipped: set PREFEVAL_DIR")
 
 RUFF ?= $(BIN)/ruff
 
