@@ -1,9 +1,10 @@
 """`rlce-trl compare`: the paper's comparison (Table 1) for one task, as one resumable command.
 
-    rlce-trl compare --task mosei --methods rlce,usc,policy_judge,rar,rler --seeds 1,2,3 \\
-        --train_file hba/mosei/train.jsonl --validation_file hba/mosei/validation.jsonl \\
-        --test_file hba/mosei/test.jsonl --media_root hba/media \\
-        --launcher "accelerate launch --config_file configs/accelerate/zero3.yaml" --output_dir runs/compare_mosei
+    rlce-trl compare --task <hba task> --methods rlce,usc,policy_judge,rar,rler --seeds 1,2,3 \\
+        --train_file hba/<task>/train.jsonl --validation_file hba/<task>/validation.jsonl \\
+        --test_file hba/<task>/test.jsonl --media_root hba/media \\
+        --launcher "accelerate launch --config_file configs/accelerate/zero3.yaml" --output_dir runs/compare_<task>
+    rlce-trl compare --task my_task.yaml --methods rlce,usc --output_dir runs/compare_mine   # your own task file
 
 For every (method, seed) cell it trains the method's recipe (`<task>_<method>` from `rlce-trl recipes`, or
 `--recipe_dir`) with that seed under the launcher, validating on the validation split at the paper's interval (appendix
