@@ -31,7 +31,12 @@ from .plan import make_plan
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `rlce-trl compare`."""
-    parser.add_argument("--task", required=True, help=f"One of {', '.join(paper.TASKS)}.")
+    parser.add_argument("--task", required=True,
+                        help=f"One of {', '.join(paper.TASKS)}, or your own task file (YAML; its train, validation "
+                        "and test splits).")
+    parser.add_argument("--recipe_task", default=None,
+                        help="With a task file: the shipped task whose recipes (`<recipe_task>_<method>.yaml`, or in "
+                        "--recipe_dir) train on it (default prefeval, the text recipes).")
     parser.add_argument("--methods", required=True,
                         help="Comma-separated methods (recipe suffixes), e.g. rlce,usc,policy_judge,rar,rler. Known: "
                         + ", ".join(paper.METHODS) + ".")

@@ -327,6 +327,12 @@ def load_hub_splits(name: str, config: str | None = None, what: str = "--dataset
                                 "network, or the local Hub cache with HF_HUB_OFFLINE=1).") from None
 
 
+def is_task_file(text: str) -> bool:
+    """Whether a `--task` value names a task file (a .yaml / .yml path, or any existing file) rather than a
+    registered task."""
+    return str(text).lower().endswith((".yaml", ".yml")) or Path(os.path.expanduser(str(text))).is_file()
+
+
 def looks_like_hub_id(text: str) -> bool:
     return bool(re.fullmatch(r"[\w.-]+/[\w.-]+", text)) and not Path(text).exists()
 
