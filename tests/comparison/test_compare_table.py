@@ -297,3 +297,67 @@ def test_missing_matplotlib_is_named_before_anything_runs(tmp_path, monkeypatch)
     monkeypatch.setattr(planning, "_has_matplotlib", lambda: False)
     with pytest.raises(InputError, match=r"rlce-trl\[analysis\]"):
         planning.make_plan(_args(tmp_path))
+
+
+def _task_args(tmp_path, *extra):
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    task = Path(__file__).parents[2] / "examples" / "own_task" / "parity.yaml"
+    return parser.parse_args(["--task", str(task), "--methods", "rlce,usc", "--seeds", "1",
+                              "--output_dir", str(tmp_path / "out"), *extra])
+
+
+def test_a_user_task_file_is_compared_with_the_text_recipes(tmp_path, monkeypatch):
+    """`rlce-trl compare --task my_task.yaml`: the cells train and evaluate on the task file's splits with the
+    shipped text recipes (PrefEval's schedule), and the table names the task and its metric, no paper numbers."""
+    args = _task_args(tmp_path, "--", "--model_name_or_path", "smollm2")
+    plan = planning.make_plan(args)
+    task_file = plan["task_file"]
+    assert plan["task"] == "parity" and plan["recipe_task"] == "prefeval" and Path(task_file).is_file()
+    train = cells.train_arguments(args, plan, "rlce", 1)
+    assert train[train.index("--task") + 1] == task_file and "--dataset_name" not in train
+    assert train[train.index("--config") + 1].endswith("prefeval_rlce.yaml")
+    assert train[train.index("--validation_steps") + 1] == "6"  # PrefEval's RLCE schedule: every second cycle
+    test = cells.eval_arguments(args, plan, "ckpt", tmp_path / "t")
+    assert test[test.index("--task") + 1] == task_file and test[test.index("--split") + 1] == "test"
+    validation = cells.eval_arguments(args, plan, "ckpt", tmp_path / "v", split="validation")
+    assert validation[validation.index("--split") + 1] == "validation" and "--hba_task" not in validation
+    fake = FakeRunner()
+    monkeypatch.setattr(cells, "_run", fake)
+    assert command.main(args) == 0 and len(fake.calls) == 1 + 2 * 2
+    table = json.loads((tmp_path / "out" / "comparison.json").read_text())
+    assert table["task"] == "parity" and table["column"] == "Number parity" and table["metric"] == "accuracy"
+    assert table["base"]["paper"] is None and all(r["paper_mean"] is None for r in table["rows"])
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--methods", "rlac"], "co-evolution method does not take a task file"),
+    (["--recipe_task", "nope"], "--recipe_task 'nope'"),
+    (["--train_file", "x.jsonl"], "--train_file with a task file"),
+    (["--recipe_task", "mosei", "--", "--model_name_or_path", "smollm2"], None),  # another task's recipes: fine
+])
+def test_task_file_problems_in_compare_are_one_line(tmp_path, extra, needle):
+    args = _task_args(tmp_path, *extra)
+    if needle is None:
+        assert planning.make_plan(args)["recipe_task"] == "mosei"
+        return
+    with pytest.raises(InputError, match=needle):
+        planning.make_plan(args)
+
+
+def test_a_task_file_without_a_test_split_or_an_unknown_task_name(tmp_path, capsys):
+    (tmp_path / "train.jsonl").write_text('{"text": "a", "label": "x"}\n')
+    (tmp_path / "t.yaml").write_text("name: tiny\ndata: {train: train.jsonl, validation: train.jsonl}\n"
+                                     "prompt_column: text\nlabels: [x, y]\ngold: label\n")
+    assert main(["compare", "--task", str(tmp_path / "t.yaml"), "--methods", "rlce", "--output_dir",
+                 str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "no 'test' split" in err and "\n" not in err
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    with pytest.raises(InputError, match="--recipe_task applies to a task file"):
+        planning.make_plan(parser.parse_args(["--task", "prefeval", "--recipe_task", "mosei", "--methods", "rlce",
+                                              "--output_dir", str(tmp_path / "o")]))
+    with pytest.raises(InputError, match="or your task file"):
+        planning.make_plan(parser.parse_args(["--task", "parity", "--methods", "rlce", "--output_dir",
+                                              str(tmp_path / "o")]))

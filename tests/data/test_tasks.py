@@ -99,3 +99,31 @@ def test_the_paper_tasks_are_registered_with_their_metrics():
         "prefeval": "judge_accuracy", "mosei": "binary_weighted_f1", "urfunny": "weighted_f1",
         "intentqa": "judge_accuracy"}
     assert TASKS["mosei"].labels[0] == "highly negative" and TASKS["urfunny"].labels == ("humour", "not humour")
+
+
+def test_a_paper_task_is_defined_in_one_place():
+    """Issue 33: each paper task's name appears in at most two source files (where its rows come from, data/hba.py,
+    and its definition, data/tasks.py); every other wing reads the registry."""
+    from pathlib import Path
+
+    import rlce_trl
+
+    root = Path(rlce_trl.__file__).parent
+    for name in ("mosei", "urfunny", "intentqa"):
+        files = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if name in p.read_text(encoding="utf-8"))
+        assert files == ["data/hba.py", "data/tasks.py"], (name, files)
+
+
+def test_the_wings_read_the_definitions():
+    from rlce_trl.comparison import paper
+    from rlce_trl.evaluation.evaluate import Judge
+    from rlce_trl.methods.baseline_prompts import rubric_task_question
+
+    assert TASKS["intentqa"].judge == "reference" and TASKS["prefeval"].judge == "prefeval_checks"
+    question = TASKS["urfunny"].rubric_question
+    assert rubric_task_question("Transcript: ...", TASKS["urfunny"].labels).startswith(question)
+    assert rubric_task_question("Which is it?", ("a", "b"), "input").startswith("Which is it?")
+    assert paper.TASKS["mosei"] == (TASKS["mosei"].paper.title, TASKS["mosei"].paper.metric)
+    assert paper.TABLE1["rlce"]["intentqa"] == TASKS["intentqa"].paper.table1["rlce"]
+    with pytest.raises(ValueError, match="No judge"):
+        Judge(client=None)("numbered_evidence", [])

@@ -9,7 +9,7 @@ from rlce_trl.data import PREFEVAL_FORMS, load_preference_sample, write_jsonl
 from rlce_trl.data.hba import URFUNNY_LABELS
 from rlce_trl.evaluation.evaluate import Judge, evaluate_prefeval_forms, evaluate_rows
 from rlce_trl.evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
-from rlce_trl.evaluation.metrics import urfunny_weighted_f1
+from rlce_trl.evaluation.metrics import weighted_f1
 
 
 def urfunny_rows(n=6):
@@ -46,7 +46,7 @@ def test_closed_label_scoring_and_files(tmp_path):
     summary = evaluate_rows(urfunny_rows(), scripted(answers), tmp_path, batch_size=4, progress=False)
     predictions = [r["prediction"] for r in read(tmp_path / "predictions.jsonl")]
     assert predictions == ["humour", "not humour", None, "humour", None, "not humour"]
-    expected = urfunny_weighted_f1(predictions, [r["gold"] for r in urfunny_rows()])
+    expected = weighted_f1(predictions, [r["gold"] for r in urfunny_rows()], URFUNNY_LABELS)
     assert summary["score"] == pytest.approx(expected) and summary["complete"]
     assert summary["no_valid_answer"] == 2 and summary["metric"] == "weighted_f1"
     assert json.loads((tmp_path / "summary.json").read_text()) == summary

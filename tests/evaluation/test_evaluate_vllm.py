@@ -67,7 +67,7 @@ def test_judges_against_a_real_vllm_server(tmp_path, stand_in_prefeval):
     are counted as parse failures / unjudged rows, never a crash."""
     from rlce_trl.evaluation.judges import (
         OpenAIJudgeClient,
-        judge_intentqa,
+        judge_against_reference,
         judge_prefeval,
         load_prefeval_judge_prompts,
         summarize_prefeval,
@@ -90,7 +90,7 @@ def test_judges_against_a_real_vllm_server(tmp_path, stand_in_prefeval):
             {"question": "Plan a trip.", "gold": "I avoid flying.", "prediction": "Take the night train."},
         ]
         prefeval = judge_prefeval(client, items, prompts, max_attempts=2)
-        intent = judge_intentqa(client, [{**i, "gold": "to eat"} for i in items], max_attempts=2)
+        intent = judge_against_reference(client, [{**i, "gold": "to eat"} for i in items], max_attempts=2)
     finally:
         server.stop()
     # every request was answered (HTTP errors would show up as `judge_error(s)`); unparsed verdicts are counted

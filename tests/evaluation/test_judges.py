@@ -4,7 +4,7 @@ import pytest
 
 from rlce_trl.evaluation.judges import (
     OpenAIJudgeClient,
-    judge_intentqa,
+    judge_against_reference,
     judge_prefeval,
     load_prefeval_judge_prompts,
     parse_check,
@@ -80,7 +80,7 @@ def test_intentqa_judge_retries_and_unjudged(fake_judge, monkeypatch):
     items = [{"question": "Why?", "gold": "g", "prediction": p} for p in ("A", "B", "C", "D")] + [
         {"question": "Why?", "gold": "g", "prediction": None}
     ]
-    results = judge_intentqa(client, items)
+    results = judge_against_reference(client, items)
     assert [r["correct"] for r in results] == [True, False, True, None, False]
     assert [r["attempts"] for r in results] == [1, 1, 2, 4, 0]
     assert not any(r["judge_failed"] for r in results)
@@ -92,14 +92,15 @@ def test_intentqa_judge_retries_and_unjudged(fake_judge, monkeypatch):
 def test_no_key_no_header(fake_judge, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server = fake_judge(lambda prompt, i: '{"correct": true}')
-    judge_intentqa(OpenAIJudgeClient(server.base_url, "m"), [{"question": "q", "gold": "g", "prediction": "p"}])
+    client = OpenAIJudgeClient(server.base_url, "m")
+    judge_against_reference(client, [{"question": "q", "gold": "g", "prediction": "p"}])
     assert "Authorization" not in server.headers[0]
 
 
 def test_unreachable_endpoint_is_unjudged():
     client = OpenAIJudgeClient("http://user:hunter2secret@127.0.0.1:9/v1", "m", timeout=2, concurrency=1,
                                backoff=0.01)
-    [result] = judge_intentqa(client, [{"question": "q", "gold": "g", "prediction": "p"}], max_attempts=2)
+    [result] = judge_against_reference(client, [{"question": "q", "gold": "g", "prediction": "p"}], max_attempts=2)
     assert result["correct"] is None and "failed" in result["judge_error"] and result["judge_failed"]
     assert "127.0.0.1:9" in result["judge_error"] and "hunter2secret" not in result["judge_error"]
 
@@ -112,13 +113,13 @@ def test_a_trickling_judge_is_cut_at_its_deadline_and_a_huge_reply_refused(fake_
     server.trickle_s = 0.3  # a hostile endpoint: headers at once, then one byte every 0.3 s
     try:
         start = time.monotonic()
-        [result] = judge_intentqa(client, [{"question": "q", "gold": "g", "prediction": "p"}])
+        [result] = judge_against_reference(client, [{"question": "q", "gold": "g", "prediction": "p"}])
         assert time.monotonic() - start < 2.5
         assert result["judge_failed"] and "deadline" in result["judge_error"]
     finally:
         server.trickle_s = 0.0
     big = OpenAIJudgeClient(server.base_url, "m", max_reply_bytes=64, max_retries=0, concurrency=1)
-    [result] = judge_intentqa(big, [{"question": "q", "gold": "g", "prediction": "p" * 10}])
+    [result] = judge_against_reference(big, [{"question": "q", "gold": "g", "prediction": "p" * 10}])
     assert result["judge_failed"] and "exceeds the cap of 64 bytes" in result["judge_error"]
 
 

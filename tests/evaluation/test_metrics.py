@@ -3,16 +3,24 @@ from pathlib import Path
 
 import pytest
 
-from rlce_trl.data.hba import MOSEI_LABELS, URFUNNY_LABELS
+from rlce_trl.data.hba import MOSEI_LABELS, MOSEI_POLARITY, URFUNNY_LABELS
+from rlce_trl.data.tasks import TASKS
 from rlce_trl.evaluation.metrics import (
     accuracy,
+    binary_weighted_f1,
     extract_prediction,
     macro_average,
-    mosei_binary_weighted_f1,
     task_score,
-    urfunny_weighted_f1,
     weighted_f1,
 )
+
+
+def mosei_binary_weighted_f1(predictions, golds):
+    return binary_weighted_f1(predictions, golds, MOSEI_POLARITY)
+
+
+def urfunny_weighted_f1(predictions, golds):
+    return weighted_f1(predictions, golds, URFUNNY_LABELS)
 
 VECTORS = json.loads((Path(__file__).parent / "metric_vectors.json").read_text())
 OPTIONS = {"mosei": MOSEI_LABELS, "urfunny": URFUNNY_LABELS, "free": []}
@@ -21,11 +29,16 @@ OPTIONS = {"mosei": MOSEI_LABELS, "urfunny": URFUNNY_LABELS, "free": []}
 @pytest.mark.parametrize("case", VECTORS["mosei_binary_weighted_f1"])
 def test_mosei_vectors(case):
     assert mosei_binary_weighted_f1(case["predictions"], case["golds"]) == pytest.approx(case["expected"])
+    records = [{"prediction": p, "gold": g} for p, g in zip(case["predictions"], case["golds"], strict=True)]
+    assert task_score("mosei", records) == pytest.approx(case["expected"])  # the task's metric is this one
 
 
 @pytest.mark.parametrize("case", VECTORS["urfunny_weighted_f1"])
 def test_urfunny_vectors(case):
     assert urfunny_weighted_f1(case["predictions"], case["golds"]) == pytest.approx(case["expected"])
+    records = [{"prediction": p, "gold": g} for p, g in zip(case["predictions"], case["golds"], strict=True)]
+    assert task_score("urfunny", records) == pytest.approx(case["expected"])
+    assert TASKS["urfunny"].labels == URFUNNY_LABELS
 
 
 @pytest.mark.parametrize("case", VECTORS["extract_prediction"])

@@ -192,3 +192,33 @@ def test_bad_rows_pool_sizes_and_a_failing_selector_are_counted_and_reported(poo
     assert [len(r["results"]["majority"]["4"]) for r in records if r["id"] != "r1"] == [1, 1]  # a repeated name: once
     assert "selector rlce failed on 1 rows" in printed and "b=4: 1" in printed
     assert set(summary["selector_failures"]) == {"rlce"}  # only the failing selector is reported
+
+
+def test_select_takes_the_task_file_the_pool_was_sampled_from(tmp_path, capsys):
+    """`rlce-trl select --task FILE`: the pool's rows are checked against the task (its name, labels, gold) and the
+    summary names it; a pool of another task, other labels or a judge-scored task is one line."""
+    (tmp_path / "rows.jsonl").write_text('{"q": "pick", "label": "a"}\n')
+    spec = "name: pick\ndata: {test: rows.jsonl}\nprompt: '{q}'\nlabels: [a, b]\ngold: label\n"
+    (tmp_path / "pick.yaml").write_text(spec)
+    task = str(tmp_path / "pick.yaml")
+    rows = [{**_row("r0", ["a", "b", "a"]), "task": "pick"}, {**_row("r1", ["b", "b", "a"], gold="b"), "task": "pick"}]
+    (tmp_path / "pool.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "sel"
+    argv = ["select", "--pool", str(tmp_path / "pool.jsonl"), "--output_dir", str(out), "--selectors", "majority"]
+    assert main([*argv, "--task", task]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["task"] == {"name": "pick", "display_name": "pick", "metric": "accuracy"}
+    assert summary["selectors"]["majority"]["budgets"]["3"]["accuracy"] == 1.0
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({**rows[0], "task": "parity"}) + "\n")
+    _one_line_error(capsys, ["select", "--pool", str(other), "--output_dir", str(tmp_path / "s2"), "--task", task],
+                    "rows of task parity, not pick")
+    other.write_text(json.dumps({**rows[0], "answer_options": ["a", "c"]}) + "\n")
+    _one_line_error(capsys, ["select", "--pool", str(other), "--output_dir", str(tmp_path / "s3"), "--task", task],
+                    "answer options a, c")
+    (tmp_path / "free.yaml").write_text("name: pick_free\ndata: {test: rows.jsonl}\nprompt: '{q}'\ngold: label\n"
+                                        "metric: judge_accuracy\n")
+    other.write_text(json.dumps({**rows[0], "task": "pick_free"}) + "\n")
+    _one_line_error(capsys, ["select", "--pool", str(other), "--output_dir", str(tmp_path / "s4"), "--task",
+                             str(tmp_path / "free.yaml")], "LLM judge")
+    _one_line_error(capsys, [*argv, "--task", str(tmp_path / "missing.yaml")], "missing.yaml")

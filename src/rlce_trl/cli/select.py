@@ -19,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pool", required=True, help="A folder written by `rlce-trl sample` (or a pool.jsonl).")
     parser.add_argument("--output_dir", required=True,
                         help="Folder of selections.jsonl, summary.json and summary.md; rerunning resumes it.")
+    parser.add_argument("--task", default=None,
+                        help="Your own task file (YAML) the pool was sampled from (`rlce-trl sample --task`): the "
+                        "pool's rows are checked against it (task, labels, gold) and the summary names it.")
     parser.add_argument("--selectors", default=DEFAULT_SELECTORS,
                         help="Comma-separated: greedy, single, majority, usc, policy_judge, rlce, elect, "
                         f"elect_noframes, oracle (default {DEFAULT_SELECTORS}).")
@@ -135,6 +138,32 @@ def _check_resume(args, out: Path) -> Path:
     return path
 
 
+def _check_task(path: str, rows) -> dict:
+    """The task file the pool was sampled from, checked against the pool's rows: every row of that task, with its
+    labels (or none, for free text) and a gold answer; a judge-scored task is refused (a selection
+    is scored by matching its answer with the gold). Returns the summary's `task` entry."""
+    from ..data.tasks import load_task
+
+    task = load_task(path).task
+    others = sorted({r.task or "(none)" for r in rows if r.task != task.name})
+    if others:
+        raise InputError(f"--pool holds rows of task {', '.join(others)}, not {task.name} (--task {path}): sample "
+                         f"the pool with `rlce-trl sample --task {path}`.")
+    if task.needs_judge:
+        raise InputError(f"--task {path}: {task.name} is scored by an LLM judge (metric judge_accuracy); select "
+                         "scores a selection by matching its answer with the gold: use metric exact_match, or "
+                         "labels.")
+    for row in rows:
+        if row.gold is None:
+            raise InputError(f"--pool row {row.id} has no gold: sample it with `rlce-trl sample --task {path}` (which "
+                             "keeps the test split's gold).")
+        if (tuple(row.labels) if row.labels else None) != task.labels:
+            raise InputError(f"--pool row {row.id} has the answer options {', '.join(row.labels or ()) or 'none'}, "
+                             f"not the task's {', '.join(task.labels or ()) or 'none (free text)'}: sample the pool "
+                             "with this task file.")
+    return {"name": task.name, "display_name": task.display_name, "metric": task.metric}
+
+
 def _rows_short(summary: dict) -> dict[str, int]:
     """Per budget, the rows whose pool is smaller than it (the same for every selector)."""
     out: dict[str, int] = {}
@@ -155,6 +184,7 @@ def main(args: argparse.Namespace, verifier=None) -> int:
     if not rows:
         raise InputError(f"no readable rows in {args.pool} ({len(problems)} unreadable lines"
                          + (f", first: {problems[0]}" if problems else "") + "): sample one with `rlce-trl sample`.")
+    task = _check_task(args.task, rows) if args.task else None
     sizes = sorted({len(r.candidates) for r in rows})
     if max(sizes) == 0:
         raise InputError(f"no row of {args.pool} has candidates: sample them with `rlce-trl sample`.")
@@ -186,11 +216,16 @@ def main(args: argparse.Namespace, verifier=None) -> int:
     summary["unreadable_pool_lines"] = problems
     summary["pool_sizes"] = sizes
     summary["pool_stats"] = pool_stats(rows, cfg.think_range, cfg.ngram)
+    if task:
+        summary["task"] = task
     out = Path(args.output_dir)
     write_json(summary, out / "summary.json")
     table = format_table(summary)
     (out / "summary.md").write_text(table + "\n")
     print(table)
+    if task:
+        print(f"task {task['display_name']} ({task['name']}): a selection is correct when its answer matches the "
+              "gold")
     print(f"rows {summary['rows']}, candidates {summary['candidates']}, without an answer "
           f"{summary['unparsed_candidates']}, unreadable pool lines {len(problems)}, pool sizes {sizes}")
     for name, failed in summary.get("selector_failures", {}).items():

@@ -44,7 +44,7 @@ def train_arguments(args, plan: dict, method: str, seed: int) -> list[str]:
         if plan["launcher"] != [sys.executable]:
             argv += ["--coevolve_launcher", shlex.join(plan["launcher"])]
         return argv + _judge_flags(args) + plan["overrides"]
-    steps, patience = paper.validation_schedule(method, args.task)
+    steps, patience = paper.validation_schedule(method, plan["recipe_task"])
     if steps is None:  # a method the paper does not list: the recipe's own (commented) interval, else 12
         steps = paper.BASELINE_VALIDATION_STEPS
     argv = ["-m", "rlce_trl.cli", "train", "--config", recipe, "--seed", str(seed), "--output_dir", str(out)]
@@ -54,7 +54,9 @@ def train_arguments(args, plan: dict, method: str, seed: int) -> list[str]:
         argv += ["--validation_steps", str(args.validation_steps or steps)]
         argv += ["--validation_patience", str(patience)] if patience else []
         argv += ["--validation_limit", str(args.validation_limit)] if args.validation_limit else []
-    if args.task == "prefeval":
+    if plan["task_file"]:
+        argv += ["--task", plan["task_file"]]
+    elif plan["task"] == "prefeval":
         argv += ["--dataset_name", args.data]
         argv += ["--prefeval_dir", args.prefeval_dir] if args.prefeval_dir else []
     else:
@@ -69,12 +71,14 @@ def eval_arguments(args, plan: dict, checkpoint: str, out: Path, split: str = "t
     argv = [sys.executable, "-m", "rlce_trl.cli", "evaluate", "--model_name_or_path", checkpoint,
             "--output_dir", str(out), "--max_new_tokens", str(args.max_new_tokens), "--backend", args.eval_backend,
             "--batch_size", str(args.eval_batch_size), "--no_progress"]
-    if args.task == "prefeval":
+    if plan["task_file"]:
+        argv += ["--task", plan["task_file"], "--split", split]
+    elif plan["task"] == "prefeval":
         argv += ["--data", args.data, "--split", split]
         argv += ["--prefeval_dir", args.prefeval_dir] if args.prefeval_dir else []
     else:
         data = args.test_file if split == "test" else args.validation_file
-        argv += ["--data", data, "--hba_task", args.task, "--media_root", args.media_root]
+        argv += ["--data", data, "--hba_task", plan["task"], "--media_root", args.media_root]
     limit = args.test_limit if split == "test" else args.validation_limit
     argv += ["--limit", str(limit)] if limit else []
     return argv + _judge_flags(args)
@@ -122,7 +126,7 @@ def _select_checkpoints(args, plan: dict, method: str, seed: int, train_dir: Pat
     if not candidates:
         raise CellFailedError(f"{method} seed {seed}: no checkpoint in {train_dir} to validate (the run saved none: "
                               "check save_strategy in the overrides).")
-    _, patience = paper.validation_schedule(method, args.task)
+    _, patience = paper.validation_schedule(method, plan["recipe_task"])
     here = train_dir.parent
     best, history, bad, wall = None, [], 0, 0.0
     for step, path in candidates:

@@ -1,9 +1,10 @@
 """`rlce-trl compare`: the paper's comparison (Table 1) for one task, as one resumable command.
 
-    rlce-trl compare --task mosei --methods rlce,usc,policy_judge,rar,rler --seeds 1,2,3 \\
-        --train_file hba/mosei/train.jsonl --validation_file hba/mosei/validation.jsonl \\
-        --test_file hba/mosei/test.jsonl --media_root hba/media \\
-        --launcher "accelerate launch --config_file configs/accelerate/zero3.yaml" --output_dir runs/compare_mosei
+    rlce-trl compare --task <hba task> --methods rlce,usc,policy_judge,rar,rler --seeds 1,2,3 \\
+        --train_file hba/<task>/train.jsonl --validation_file hba/<task>/validation.jsonl \\
+        --test_file hba/<task>/test.jsonl --media_root hba/media \\
+        --launcher "accelerate launch --config_file configs/accelerate/zero3.yaml" --output_dir runs/compare_<task>
+    rlce-trl compare --task my_task.yaml --methods rlce,usc --output_dir runs/compare_mine   # your own task file
 
 For every (method, seed) cell it trains the method's recipe (`<task>_<method>` from `rlce-trl recipes`, or
 `--recipe_dir`) with that seed under the launcher, validating on the validation split at the paper's interval (appendix
@@ -30,7 +31,12 @@ from .plan import make_plan
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `rlce-trl compare`."""
-    parser.add_argument("--task", required=True, help=f"One of {', '.join(paper.TASKS)}.")
+    parser.add_argument("--task", required=True,
+                        help=f"One of {', '.join(paper.TASKS)}, or your own task file (YAML; its train, validation "
+                        "and test splits).")
+    parser.add_argument("--recipe_task", default=None,
+                        help="With a task file: the shipped task whose recipes (`<recipe_task>_<method>.yaml`, or in "
+                        "--recipe_dir) train on it (default prefeval, the text recipes).")
     parser.add_argument("--methods", required=True,
                         help="Comma-separated methods (recipe suffixes), e.g. rlce,usc,policy_judge,rar,rler. Known: "
                         + ", ".join(paper.METHODS) + ".")

@@ -11,7 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..data.tasks import get_task
+from ..data.tasks import get_task, is_task_file
 from ..errors import InputError, MissingInputError
 from . import paper
 
@@ -66,8 +66,8 @@ def _override(overrides: list[str], key: str) -> str | None:
     return None
 
 
-def _recipe(args, method: str) -> Path:
-    name = f"{args.task}_{method}.yaml"
+def _recipe(args, method: str, recipe_task: str) -> Path:
+    name = f"{recipe_task}_{method}.yaml"
     if args.recipe_dir:
         path = Path(args.recipe_dir) / name
         if not path.is_file():
@@ -77,7 +77,7 @@ def _recipe(args, method: str) -> Path:
 
     path = recipes_dir() / name
     if not path.is_file():
-        raise MissingInputError(f"no shipped recipe {name} for method {method!r} on {args.task}: pick methods from "
+        raise MissingInputError(f"no shipped recipe {name} for method {method!r} on {recipe_task}: pick methods from "
                                 "`rlce-trl recipes` or pass --recipe_dir with your own.")
     return path
 
@@ -90,8 +90,22 @@ def make_plan(args: argparse.Namespace) -> dict:
         overrides = overrides[1:]
     if overrides and not overrides[0].startswith("--"):
         raise InputError(f"unexpected argument {overrides[0]!r}: recipe overrides go after `--` as `--key value`.")
-    if args.task not in paper.TASKS:
-        raise InputError(f"--task {args.task!r}: use one of {', '.join(paper.TASKS)}.")
+    task_file = None
+    if is_task_file(args.task):  # a user's task file: its splits, the recipes of a shipped text task
+        from ..data.tasks import load_task
+
+        task_file = load_task(args.task)
+        recipe_task = args.recipe_task or "prefeval"
+        if recipe_task not in paper.TASKS:
+            raise InputError(f"--recipe_task {recipe_task!r}: use one of {', '.join(paper.TASKS)} (whose shipped "
+                             "recipes `<recipe_task>_<method>.yaml` train on your task).")
+    else:
+        if args.task not in paper.TASKS:
+            raise InputError(f"--task {args.task!r}: use one of {', '.join(paper.TASKS)}, or your task file (YAML).")
+        if args.recipe_task:
+            raise InputError("--recipe_task applies to a task file (--task my_task.yaml): drop it.")
+        recipe_task = args.task
+    task = task_file.name if task_file else args.task
     if not _has_matplotlib():
         raise MissingInputError("rlce-trl compare draws comparison.png with matplotlib, which is not installed: "
                                 "pip install 'rlce-trl[analysis]'.")
@@ -129,7 +143,7 @@ def make_plan(args: argparse.Namespace) -> dict:
         if value is not None and value < 1:
             raise InputError(f"--{name} {value}: use 1 or more.")
 
-    recipes = {m: _recipe(args, m) for m in methods}
+    recipes = {m: _recipe(args, m, recipe_task) for m in methods}
     from ..scripts.recipes import load_recipe
 
     loaded = {m: load_recipe(p) for m, p in recipes.items()}
@@ -140,9 +154,12 @@ def make_plan(args: argparse.Namespace) -> dict:
         if "tta_split" in recipe.values:
             raise InputError(f"{recipes[method].name} is a test-time recipe (tta_split): the comparison trains on "
                              "the train split; use the training recipe.")
-        task = recipe.task
-        if task != args.task:
-            raise InputError(f"{recipes[method].name} is written for {task}, not --task {args.task}: fix the recipe.")
+        if recipe.task != recipe_task:
+            raise InputError(f"{recipes[method].name} is written for {recipe.task}, not {recipe_task}: fix the "
+                             "recipe.")
+        if task_file is not None and recipe.kind == "coevolve":
+            raise InputError(f"--methods {method}: a co-evolution method does not take a task file (--task "
+                             f"{args.task}): compare GRPO methods on it, e.g. --methods rlce,usc.")
     model = _override(overrides, "model_name_or_path")
     if model is None:
         models = {m: c.get("model_name_or_path") for m, c in contents.items()}
@@ -154,12 +171,18 @@ def make_plan(args: argparse.Namespace) -> dict:
     if not model:
         raise InputError("no model: the recipes name none; pass -- --model_name_or_path <model>.")
 
-    _check_data(args, methods, kinds)
+    if task_file is not None:
+        _check_task_file(args, task_file)
+    else:
+        _check_data(args, methods, kinds)
+    _check_judge(args, task)
     selection = args.selection if args.selection != "auto" else "checkpoints" if _zero3(launcher) else "in_training"
-    if selection == "checkpoints" and args.validation_limit and args.task == "prefeval" and args.data != "sample":
+    if selection == "checkpoints" and args.validation_limit and task == "prefeval" and args.data != "sample":
         raise InputError("--validation_limit with checkpoint selection applies to a single validation file, not to a "
                          "PrefEval folder: drop --validation_limit.")
-    return {"selection": selection, "task": args.task, "methods": methods, "seeds": seeds, "launcher": launcher,
+    return {"selection": selection, "task": task, "recipe_task": recipe_task,
+            "task_file": str(task_file.path.resolve()) if task_file else None,
+            "methods": methods, "seeds": seeds, "launcher": launcher,
             "devices": devices, "recipes": recipes, "kinds": kinds, "model": model, "overrides": overrides,
             "output_dir": Path(args.output_dir)}
 
@@ -198,7 +221,27 @@ def _check_data(args, methods: list[str], kinds: dict) -> None:
         if not args.media_root or not Path(args.media_root).is_dir():
             raise MissingInputError(f"--task {args.task} needs --media_root, the folder the clip paths are relative "
                                     f"to (got {args.media_root!r}).")
-    if get_task(args.task).needs_judge:  # free text scored by the LLM judge (validation and test)
+
+
+def _check_task_file(args, task_file) -> None:
+    """A task file names its own splits: train, validation (with gold) and test (with gold), each read and checked
+    here (a missing column, an empty split, a gold outside the labels: one line)."""
+    flags = ("data", "train_file", "validation_file", "test_file", "media_root", "prefeval_dir")
+    given = [f"--{flag}" for flag in flags if getattr(args, flag)]
+    if given:
+        raise InputError(f"{', '.join(given)} with a task file (--task {args.task}): the task file names its splits; "
+                         "drop them.")
+    for split in ("train", "validation", "test"):
+        if split not in task_file.splits():
+            raise InputError(f"{task_file.path.name} has no {split!r} split: the comparison trains on train, selects "
+                             "on validation and reports test; add it under `data:`.")
+    task_file.rows("train", with_gold=False)
+    task_file.rows("validation", with_gold=True)
+    task_file.rows("test", with_gold=True)
+
+
+def _check_judge(args, task: str) -> None:
+    if get_task(task).needs_judge:  # free text scored by the LLM judge (validation and test)
         if not (args.judge_base_url and args.judge_model):
             raise InputError(f"--task {args.task} is scored by an LLM judge: pass --judge_base_url and --judge_model "
                              "(any OpenAI-compatible endpoint, e.g. `vllm serve`).")

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from ..data.jsonl import write_json
+from ..data.tasks import get_task
 from . import paper
 
 
@@ -65,7 +66,11 @@ def build_table(task: str, model: str, methods: list[str], seeds: list[int], cel
         if rlce and row["device_hours_per_run"] is not None:
             ratio = _r(row["device_hours_per_run"] / rlce["device_hours_per_run"])
         row["device_hours_x_rlce"] = ratio
-    title, metric = paper.TASKS[task]
+    if task in paper.TASKS:
+        title, metric = paper.TASKS[task]
+    else:  # a user's task: its display name and metric, no paper numbers
+        spec = get_task(task)
+        title, metric = spec.display_name, spec.metric.replace("_", " ")
     return {
         "task": task,
         "column": title,
@@ -73,7 +78,7 @@ def build_table(task: str, model: str, methods: list[str], seeds: list[int], cel
         "model": model,
         "paper_model": paper_model,
         "seeds": seeds,
-        "base": {"score": _r(base_score), "paper": paper.BASE[task] if paper_model else None,
+        "base": {"score": _r(base_score), "paper": paper.BASE.get(task) if paper_model else None,
                  "eval_wall_s": None if base is None else base.get("eval_wall_s")},
         "rows": rows,
         "complete": all(not r["missing_seeds"] for r in rows) and base_score is not None,

@@ -43,6 +43,37 @@ METRICS = {
 LABEL_METRICS = ("accuracy", "weighted_f1", "binary_weighted_f1")
 
 
+#: Judge name (a task's `judge`) -> how it scores (the judges are in `rlce_trl.evaluation.judges.JUDGES`).
+JUDGES = {
+    "reference": "an LLM judge compares the response with the gold answer (question, gold, response; JSON verdict)",
+    "prefeval_checks": "PrefEval's four `error_type/` checks (acknowledge, hallucination, violation, helpful)",
+}
+
+
+@dataclass(frozen=True)
+class PaperResults:
+    """A task's column in the paper's comparison (Table 1 with Table 6's spreads, Tables 3-4) and RLCE's schedule on
+    it (appendix C.2); [`rlce_trl.comparison.paper`] assembles the tables from these.
+
+    Args:
+        column: the column's place in Table 1 (0 first).
+        title: the column's title.
+        metric: the metric as the table names it.
+        base: the base model's test score (percent).
+        table1: method -> (mean over three seeds, std) (percent).
+        ablations: method -> score of the single ablation run (Tables 3-4).
+        rlce_schedule: (examples per cycle, PPO mini-batch, max cycles, tests per direction).
+    """
+
+    column: int
+    title: str
+    metric: str
+    base: float
+    table1: dict[str, tuple[float, float]]
+    ablations: dict[str, float]
+    rlce_schedule: tuple[int, int, int, int]
+
+
 @dataclass(frozen=True)
 class Task:
     """One task as every wing sees it.
@@ -54,6 +85,10 @@ class Task:
         display_name: the name in tables and model cards.
         gold: the gold column of the task's evaluation rows (never part of a training row).
         subject: what a question about the task asks about (Video-Zero's questioner, D.5); `None`: "the speaker".
+        judge: for `metric: judge_accuracy`, a key of [`JUDGES`] (default: `reference`).
+        rubric_question: the rubric judge's one task question (D.3) instead of the row's question; `None`: the row's.
+        polarity: label -> negative / neutral / positive, for `binary_weighted_f1`.
+        paper: the paper's numbers on the task, if it reports any.
     """
 
     name: str
@@ -62,6 +97,14 @@ class Task:
     display_name: str = ""
     gold: str = "gold"
     subject: str | None = None
+    judge: str | None = None
+    rubric_question: str | None = None
+    polarity: dict[str, str] | None = None
+    paper: PaperResults | None = None
+
+    def __post_init__(self):
+        if self.metric == "judge_accuracy" and self.judge is None:
+            object.__setattr__(self, "judge", "reference")
 
     @property
     def free_text(self) -> bool:
@@ -89,14 +132,41 @@ def get_task(name: str) -> Task:
 
 
 def _register_paper_tasks() -> None:
-    from .hba import HBA_TASKS
+    from .hba import HBA_TASKS, MOSEI_POLARITY
 
-    register(Task("prefeval", "judge_accuracy", None, "PrefEval"))
+    # Table 1 (means over three seeds) with Table 6's standard deviations, and Tables 3-4's ablations (one training
+    # run each, no spread: the RLCE rows of those tables come from one run, not from Table 1's three-seed mean).
+    # Scores are percentages on the test split with each task's metric (Table 5).
+    register(Task("prefeval", "judge_accuracy", None, "PrefEval", judge="prefeval_checks", paper=PaperResults(
+        3, "PrefEval", "LLM-judge accuracy, macro over explicit / choice / persona", 44.72,
+        {"usc": (41.37, 6.16), "policy_judge": (46.73, 5.21), "video_zero": (43.30, 0.83),
+         "visplay": (42.55, 1.66), "rar": (56.45, 0.95), "rler": (56.12, 4.26), "rlac": (55.27, 0.71),
+         "rlce": (75.38, 3.32)},
+        {"rlce_static": 46.57, "rlce_pointwise": 68.51}, (48, 16, 20, 1))))
     register(Task("mosei", "binary_weighted_f1", tuple(HBA_TASKS["mosei"].labels), "CMU-MOSEI sentiment",
-                  subject="the speaker's sentiment"))
+                  subject="the speaker's sentiment", polarity=dict(MOSEI_POLARITY),
+                  rubric_question="What is the sentiment of the speaker in this video?",  # D.3 quotes it
+                  paper=PaperResults(
+                      1, "MOSEI", "binary weighted F1", 64.86,
+                      {"usc": (66.84, 1.28), "policy_judge": (67.35, 1.77), "video_zero": (64.80, 0.21),
+                       "visplay": (65.00, 0.56), "rar": (65.03, 0.17), "rler": (65.19, 0.33), "rlac": (67.15, 0.03),
+                       "rlce": (70.93, 1.13)},
+                      {"rlce_static": 69.40}, (320, 32, 45, 3))))
     register(Task("urfunny", "weighted_f1", tuple(HBA_TASKS["urfunny"].labels), "UR-FUNNY",
-                  subject="whether the speaker is being humorous"))
-    register(Task("intentqa", "judge_accuracy", None, "IntentQA"))
+                  subject="whether the speaker is being humorous",
+                  rubric_question="Is the punchline of this video humorous?",  # ours (D.3 quotes MOSEI's only)
+                  paper=PaperResults(
+                      2, "UR-FUNNY", "weighted F1", 63.11,
+                      {"usc": (59.86, 1.96), "policy_judge": (60.44, 2.20), "video_zero": (62.91, 0.92),
+                       "visplay": (64.96, 0.66), "rar": (64.72, 1.58), "rler": (64.52, 0.04), "rlac": (61.96, 0.40),
+                       "rlce": (69.46, 2.21)},
+                      {}, (96, 16, 25, 6))))
+    register(Task("intentqa", "judge_accuracy", None, "IntentQA", judge="reference", paper=PaperResults(
+        0, "IntentQA", "LLM-judge accuracy", 55.25,
+        {"usc": (56.77, 0.89), "policy_judge": (57.33, 0.50), "video_zero": (55.06, 0.13),
+         "visplay": (55.34, 0.99), "rar": (55.60, 0.03), "rler": (56.31, 0.63), "rlac": (56.75, 0.66),
+         "rlce": (58.48, 1.59)},
+        {"rlce_pointwise": 56.61}, (96, 16, 40, 1))))
     register(Task("numbered_evidence", "exact_match", None, "numbered evidence"))
 
 
@@ -255,6 +325,12 @@ def load_hub_splits(name: str, config: str | None = None, what: str = "--dataset
         first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
         raise MissingInputError(f"{what}: cannot load the Hub dataset {name!r} ({first}): check the id (and the "
                                 "network, or the local Hub cache with HF_HUB_OFFLINE=1).") from None
+
+
+def is_task_file(text: str) -> bool:
+    """Whether a `--task` value names a task file (a .yaml / .yml path, or any existing file) rather than a
+    registered task."""
+    return str(text).lower().endswith((".yaml", ".yml")) or Path(os.path.expanduser(str(text))).is_file()
 
 
 def looks_like_hub_id(text: str) -> bool:

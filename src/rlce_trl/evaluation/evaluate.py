@@ -40,21 +40,22 @@ _GENERATED = ("id", "task", "form", "topic", "question", "gold", "response", "pr
 
 
 class Judge:
-    """Scores free-text rows: PrefEval with the four `error_type/` checks; IntentQA and a user's free-text task with
-    `metric: judge_accuracy` with the JSON-verdict judge (question, gold answer, response)."""
+    """Scores free-text rows with the judge their task names ([`rlce_trl.data.tasks.JUDGES`]): `prefeval_checks`,
+    PrefEval's four `error_type/` checks; `reference`, the JSON-verdict judge (question, gold answer, response)."""
 
     def __init__(self, client, prefeval_prompts: dict[str, str] | None = None, max_attempts: int = 4):
         self.client, self.prefeval_prompts, self.max_attempts = client, prefeval_prompts, max_attempts
 
     def __call__(self, task: str, records: list[dict]) -> list[dict]:
-        from .judges import judge_intentqa, judge_prefeval, load_prefeval_judge_prompts
+        from .judges import judge_against_reference, judge_prefeval, load_prefeval_judge_prompts
 
-        if task == "prefeval":
+        judge = TASKS[task].judge if task in TASKS and TASKS[task].needs_judge else None
+        if judge == "prefeval_checks":
             if self.prefeval_prompts is None:
                 self.prefeval_prompts = load_prefeval_judge_prompts()
             return judge_prefeval(self.client, records, self.prefeval_prompts, self.max_attempts)
-        if task in TASKS and TASKS[task].needs_judge:  # IntentQA's and a user task's: question, gold, response
-            return judge_intentqa(self.client, records, self.max_attempts)
+        if judge == "reference":  # question, gold, response
+            return judge_against_reference(self.client, records, self.max_attempts)
         raise ValueError(f"No judge for task {task!r}.")
 
 
@@ -171,7 +172,7 @@ def summarize(task: str, rows: Sequence[dict], records: Sequence[dict]) -> dict:
             summary["note"] = "no judge verdicts: pass --judge_base_url and --judge_model to score free text"
             return summary
     summary["score"] = task_score(task, records) if records else None
-    if task == "prefeval" and records:
+    if task in TASKS and TASKS[task].judge == "prefeval_checks" and records:
         from .judges import summarize_prefeval
 
         judged = [r for r in records if "correct_prefeval_rule" in r]

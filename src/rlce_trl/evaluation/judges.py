@@ -1,10 +1,11 @@
 """LLM judges of the free-text tasks, through any OpenAI-compatible chat-completions endpoint.
 
-- **IntentQA** (HBA's protocol): the judge sees the question, the reference answer and the prediction and returns JSON
-  `{"correct": true|false, "explanation": "..."}`; a reply that does not parse is asked again, up to four attempts,
-  and a row still unjudged counts as incorrect.
-- **PrefEval** (Zhao et al., 2025): the four checks of the checkout's `error_type/` prompts (acknowledge,
-  hallucination, violation, helpful), combined into PrefEval's four error types; a row is correct when it has none.
+- **reference** (IntentQA, HBA's protocol; a user's free-text task): the judge sees the question, the reference
+  answer and the prediction and returns JSON `{"correct": true|false, "explanation": "..."}`; a reply that does not
+  parse is asked again, up to four attempts, and a row still unjudged counts as incorrect.
+- **prefeval_checks** (PrefEval, Zhao et al., 2025): the four checks of the checkout's `error_type/` prompts
+  (acknowledge, hallucination, violation, helpful), combined into PrefEval's four error types; a row is correct when it
+  has none.
   The hallucination check runs only when the acknowledgement check says yes *and* quotes a non-empty preference.
 
 PrefEval's own scoring tests `"yes" in answer` on whatever it parsed, so a judge reply that fails to parse makes a row
@@ -130,11 +131,11 @@ def ask_until_parsed(client, messages: list[dict], parse, max_attempts: int = 4,
     return None, reply, max_attempts, None
 
 
-# ------------------------------------------------------------------------------------------------------- IntentQA
+# --------------------------------------------------------------- the reference judge (IntentQA, user tasks)
 
 REPLY_CHARS = 500  # judge replies kept in predictions.jsonl, so a parse failure can be read, not just counted
-INTENTQA_JUDGE_SYSTEM = "You are a strict and fair grader of answers to questions about videos."
-INTENTQA_JUDGE_TEMPLATE = (
+REFERENCE_JUDGE_SYSTEM = "You are a strict and fair grader of answers to questions about videos."
+REFERENCE_JUDGE_TEMPLATE = (
     "Question about a video:\n{question}\n\n"
     "Reference answer:\n{reference}\n\n"
     "Predicted answer:\n{prediction}\n\n"
@@ -144,12 +145,12 @@ INTENTQA_JUDGE_TEMPLATE = (
 )
 
 
-def intentqa_messages(question: str, reference: str, prediction: str) -> list[dict[str, str]]:
+def reference_judge_messages(question: str, reference: str, prediction: str) -> list[dict[str, str]]:
     return [
-        {"role": "system", "content": INTENTQA_JUDGE_SYSTEM},
+        {"role": "system", "content": REFERENCE_JUDGE_SYSTEM},
         {
             "role": "user",
-            "content": INTENTQA_JUDGE_TEMPLATE.format(question=question, reference=reference, prediction=prediction),
+            "content": REFERENCE_JUDGE_TEMPLATE.format(question=question, reference=reference, prediction=prediction),
         },
     ]
 
@@ -175,17 +176,17 @@ def parse_json_verdict(text: str) -> dict | None:
     return None
 
 
-def judge_intentqa(client, items: Sequence[dict], max_attempts: int = 4) -> list[dict]:
-    """Judge IntentQA predictions. Each item has `question`, `gold` and `prediction` (`None` = no valid answer,
-    scored incorrect with no call). Returns per item `correct` (`True`/`False`, or `None` when unjudged after
-    `max_attempts`), `explanation`, `attempts`, `judge_error` and `judge_failed` (the endpoint failed: no verdict,
-    to be judged again)."""
+def judge_against_reference(client, items: Sequence[dict], max_attempts: int = 4) -> list[dict]:
+    """The `reference` judge (IntentQA's, and a user task's with `metric: judge_accuracy`). Each item has `question`,
+    `gold` and `prediction` (`None` = no valid answer, scored incorrect with no call). Returns per item `correct`
+    (`True`/`False`, or `None` when unjudged after `max_attempts`), `explanation`, `attempts`, `judge_error` and
+    `judge_failed` (the endpoint failed: no verdict, to be judged again)."""
 
     def one(item: dict) -> dict:
         if not item.get("prediction"):
             return {"correct": False, "explanation": "no answer extracted", "attempts": 0, "judge_error": None,
                     "judge_failed": False}
-        messages = intentqa_messages(item["question"], item["gold"], item["prediction"])
+        messages = reference_judge_messages(item["question"], item["gold"], item["prediction"])
         parsed, reply, attempts, error = ask_until_parsed(client, messages, parse_json_verdict, max_attempts)
         if parsed is None:
             return {

@@ -1,10 +1,14 @@
-"""Task metrics of the paper's evaluation protocol (appendix A, table 5), as pure functions.
+"""The metrics of the evaluation protocol (appendix A, table 5), as pure functions named by metric; which metric a
+task reports is part of its definition ([`rlce_trl.data.tasks`]).
 
-- MOSEI-Sentiment: binary weighted F1 after collapsing the seven phrases to polarity; rows with a neutral gold label
-  are dropped, and a neutral or invalid prediction counts against the gold class (a miss for that class, a false
-  positive for none).
-- UR-FUNNY: weighted F1 over humour / not humour, all rows scored; an invalid prediction counts against the gold class.
-- IntentQA and PrefEval: accuracy of judge verdicts (see `judges.py`); unjudged rows count as incorrect.
+- `binary_weighted_f1` (MOSEI-Sentiment): weighted F1 after collapsing the labels to polarity (the task's
+  `polarity`); rows with a neutral gold label are dropped, and a neutral or invalid prediction counts against the gold
+  class (a miss for that class, a false positive for none).
+- `weighted_f1` (UR-FUNNY, a user's labelled task): weighted F1 over the task's labels, all rows scored; an invalid
+  prediction counts against the gold class.
+- `judge_accuracy` (IntentQA, PrefEval): accuracy of judge verdicts (see `judges.py`); unjudged rows count as
+  incorrect.
+- `accuracy`, `exact_match`: share of rows whose answer equals the gold label / text.
 
 Scores are fractions in [0, 1]; reports multiply by 100. No torch and no scikit-learn here: the F1 below is the
 support-weighted average of per-class F1 over the listed classes (scikit-learn's `average="weighted"` with `labels=`),
@@ -15,8 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..data.hba import MOSEI_POLARITY, URFUNNY_LABELS
-from ..data.tasks import TASKS
+from ..data.tasks import TASKS, Task
 from ..evidence.answers import extract_answer
 
 #: The task answer of one response with the paper's fallbacks (appendix A): the same reader RLCE trains with.
@@ -42,11 +45,6 @@ class _TaskMetricNames(Mapping):
 TASK_METRIC_NAMES = _TaskMetricNames()
 
 
-def polarity(label: str | None) -> str | None:
-    """`"negative"`, `"neutral"` or `"positive"` for a MOSEI phrase; `None` for anything else."""
-    return MOSEI_POLARITY.get(label) if label is not None else None
-
-
 def weighted_f1(predictions: Sequence[str | None], golds: Sequence[str], labels: Sequence[str]) -> float:
     """Per-class F1 over `labels`, averaged with weights equal to each class's gold support.
 
@@ -66,22 +64,19 @@ def weighted_f1(predictions: Sequence[str | None], golds: Sequence[str], labels:
     return score / total if total else 0.0
 
 
-def mosei_binary_weighted_f1(predictions: Sequence[str | None], golds: Sequence[str]) -> float:
-    """MOSEI-Sentiment score: polarity-collapsed, neutral gold rows dropped, weighted F1 over negative / positive.
+def binary_weighted_f1(predictions: Sequence[str | None], golds: Sequence[str], polarity: Mapping[str, str]) -> float:
+    """Polarity-collapsed weighted F1 over negative / positive, neutral gold rows dropped (MOSEI-Sentiment's score).
 
-    `predictions` are extracted phrases (or `None`), `golds` the gold phrases. A predicted "neutral" or an invalid
-    prediction on a scored row maps to neither polarity and so counts against the gold class.
+    `predictions` are extracted labels (or `None`), `golds` the gold labels, `polarity` maps each label to
+    "negative", "neutral" or "positive". A predicted neutral label or an invalid prediction on a scored row maps to
+    neither polarity and so counts against the gold class.
     """
     if len(predictions) != len(golds):
         raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold labels.")
-    pairs = [(polarity(p), polarity(g)) for p, g in zip(predictions, golds, strict=True)]
+    pairs = [(polarity.get(p) if p is not None else None, polarity.get(g)) for p, g in zip(predictions, golds,
+                                                                                           strict=True)]
     kept = [(p, g) for p, g in pairs if g in ("negative", "positive")]
     return weighted_f1([p for p, _ in kept], [g for _, g in kept], ("negative", "positive"))
-
-
-def urfunny_weighted_f1(predictions: Sequence[str | None], golds: Sequence[str]) -> float:
-    """UR-FUNNY score: weighted F1 over humour / not humour, every row scored."""
-    return weighted_f1(predictions, golds, URFUNNY_LABELS)
 
 
 def accuracy(correct: Sequence[bool | None]) -> float:
@@ -104,16 +99,28 @@ def exact_match(records: Sequence[dict]) -> float:
     return sum(hits) / len(hits) if hits else 0.0
 
 
-#: Metric name (a task's `metric`) -> score of per-row records, given the task's labels.
+def _predictions(records: Sequence[dict]) -> list[str | None]:
+    return [r.get("prediction") for r in records]
+
+
+def _golds(records: Sequence[dict]) -> list[str]:
+    return [r["gold"] for r in records]
+
+
+#: Metric name (a task's `metric`) -> score of per-row records, given the task's definition.
 METRIC_FUNCTIONS = {
-    "binary_weighted_f1": lambda records, labels: mosei_binary_weighted_f1(
-        [r.get("prediction") for r in records], [r["gold"] for r in records]),
-    "weighted_f1": lambda records, labels: weighted_f1(
-        [r.get("prediction") for r in records], [r["gold"] for r in records], labels),
-    "accuracy": lambda records, labels: accuracy([r.get("prediction") == r["gold"] for r in records]),
-    "exact_match": lambda records, labels: exact_match(records),
-    "judge_accuracy": lambda records, labels: accuracy([r.get("correct") for r in records]),
+    "binary_weighted_f1": lambda records, task: binary_weighted_f1(_predictions(records), _golds(records),
+                                                                   task.polarity or {}),
+    "weighted_f1": lambda records, task: weighted_f1(_predictions(records), _golds(records), task.labels),
+    "accuracy": lambda records, task: accuracy([r.get("prediction") == r["gold"] for r in records]),
+    "exact_match": lambda records, task: exact_match(records),
+    "judge_accuracy": lambda records, task: accuracy([r.get("correct") for r in records]),
 }
+
+
+def metric_score(task: Task, records: Sequence[dict]) -> float:
+    """`task`'s metric over per-row evaluation records."""
+    return METRIC_FUNCTIONS[task.metric](records, task)
 
 
 def task_score(task: str, records: Sequence[dict]) -> float:
@@ -123,5 +130,4 @@ def task_score(task: str, records: Sequence[dict]) -> float:
     when unjudged)."""
     if task not in TASKS:
         raise ValueError(f"No metric for task {task!r}; known tasks: {sorted(TASKS)}.")
-    spec = TASKS[task]
-    return METRIC_FUNCTIONS[spec.metric](records, spec.labels)
+    return metric_score(TASKS[task], records)

@@ -102,13 +102,13 @@ def parse_yes_no(text: str) -> str | None:
 
 
 # -- Rubrics (D.3; DR Tulu) -------------------------------------------------------------------------------------------
-#: [ours, but for MOSEI's, which D.3 quotes] The one task question of each closed-label dataset, by its label set;
-#: the rubric judge reads it instead of the row's question (which holds the clip's transcript).
-RUBRIC_TASK_QUESTIONS = {
-    ("highly negative", "negative", "weakly negative", "neutral", "weakly positive", "positive", "highly positive"):
-        "What is the sentiment of the speaker in this video?",
-    ("humour", "not humour"): "Is the punchline of this video humorous?",
-}
+def _task_question(labels: Sequence[str]) -> str | None:
+    """The one task question of the closed-label task with these labels (the task's `rubric_question`,
+    [`rlce_trl.data.tasks`]); the rubric judge reads it instead of the row's question (which holds the clip's
+    transcript)."""
+    from ..data.tasks import TASKS
+
+    return next((t.rubric_question for t in TASKS.values() if t.rubric_question and t.labels == tuple(labels)), None)
 
 
 def response_shape(labels: Sequence[str] | None, source: str = "clip") -> str:
@@ -122,7 +122,7 @@ def response_shape(labels: Sequence[str] | None, source: str = "clip") -> str:
 def rubric_task_question(question: str, labels: Sequence[str] | None, source: str = "clip") -> str:
     """The rubric judge's `{task question}` (D.3): the dataset's one question for a known closed label set (else
     `question`, the row's own), plus the response-shape sentence."""
-    generic = RUBRIC_TASK_QUESTIONS.get(tuple(labels)) if labels else None
+    generic = _task_question(labels) if labels else None
     return f"{generic or question.strip()} {response_shape(labels, source)}"
 
 
