@@ -10,9 +10,11 @@ a CPU): GRPO with the five Elect rewards, either paper-faithful with gold answer
 
 `--config recipe.yaml` reads the flags from a YAML mapping (keys are the flag names; flags on the command line win)
 with the same recipe parser as the other training scripts, which is how `rlce-trl train` runs a recipe that names
-`script: elect`. Paper settings (GPU): `--num_generations 4
---beta 0.04 --learning_rate 1e-5 --lora` (r=8, alpha=16, dropout 0.05), weight decay 0.1, grad clip 1.0, 2 epochs,
-`--think_range 64,1024`. The default think range here is (16, 128) tokens, because a 135M model on 8-sentence rows
+`script: elect`. A run is the scripts' one pipeline (`rlce_trl.scripts.utils.train`: the numbered-evidence rows, the
+length filter, the trainer, the saved weights, model card and run report in `output_dir`).
+
+Paper settings (GPU): `--num_generations 4 --beta 0.04 --learning_rate 1e-5 --lora` (r=8, alpha=16, dropout 0.05),
+weight decay 0.1, grad clip 1.0, 2 epochs, `--think_range 64,1024`. The default think range here is (16, 128) tokens, because a 135M model on 8-sentence rows
 thinks briefly (below the lower bound the transparency term is 0).
 """
 

@@ -1,4 +1,4 @@
-"""What the training scripts (`rlce_trl.scripts.train_prefeval`, `rlce_trl.scripts.train_hba`) share.
+"""What the training scripts (`rlce_trl.scripts.train_prefeval`, `train_hba`, `train_elect`) share.
 
 The scripts follow the shape of TRL's own `trl/scripts/grpo.py`: a `TrlParser` over (script arguments,
 [`RLCEGRPOConfig`], `trl.ModelConfig`), a `--config recipe.yaml` whose keys are those dataclasses' fields, the trainer,
