@@ -14,8 +14,8 @@ with the same recipe parser as the other training scripts, which is how `rlce-tr
 length filter, the trainer, the saved weights, model card and run report in `output_dir`).
 
 Paper settings (GPU): `--num_generations 4 --beta 0.04 --learning_rate 1e-5 --lora` (r=8, alpha=16, dropout 0.05),
-weight decay 0.1, grad clip 1.0, 2 epochs, `--think_range 64,1024`. The default think range here is (16, 128) tokens, because a 135M model on 8-sentence rows
-thinks briefly (below the lower bound the transparency term is 0).
+weight decay 0.1, grad clip 1.0, 2 epochs, `--think_range 64,1024`. The default think range here is (16, 128)
+tokens, because a 135M model on 8-sentence rows thinks briefly (below the lower bound the transparency term is 0).
 """
 
 from __future__ import annotations
