@@ -39,6 +39,9 @@ def test_recipe_trains_one_step(tiny_model_dir, tmp_path, gate):
     assert len(logged) == 1
     first = "rewards/elect_accuracy/mean" if gate == "gold" else "rewards/rlce_verified/mean"
     assert first in logged[0]
+    # the shared pipeline's tail, for the stock trainer too: weights, model card, curves and the run report
+    for name in ("model.safetensors", "README.md", "trainer_state.json", "report/index.html"):
+        assert (tmp_path / name).is_file(), name
 
 
 @pytest.mark.slow
@@ -46,3 +49,76 @@ def test_rlce_trl_train_runs_the_elect_recipe(tiny_model_dir, tmp_path):
     out = tmp_path / "out"
     assert cli(["train", "--config", RECIPE, "--model_name_or_path", tiny_model_dir, "--output_dir", str(out),
                 "--max_steps", "1", "--rows", "4", "--max_completion_length", "8"]) == 0
+
+
+# -- Elect runs are the shared pipeline (`rlce_trl.scripts.utils.train`) ----------------------------------------------
+def built_trainer(monkeypatch, argv):
+    """`main(argv)` through the shared pipeline up to the trainer, which is built but not trained (what
+    `train_and_save` would do is recorded instead)."""
+    import rlce_trl.scripts.utils as utils
+
+    built = []
+    monkeypatch.setattr(utils, "train_and_save", lambda trainer, training_args: built.append(trainer))
+    trainer = main(argv)
+    assert built == [trainer]
+    return trainer
+
+
+@pytest.mark.parametrize("gate", ["gold", "none", "rlce"])
+def test_elect_runs_build_their_trainer_in_the_shared_pipeline(tiny_model_dir, tmp_path, monkeypatch, gate):
+    """The gold and none gates keep the stock `GRPOTrainer` / `GRPOConfig` (paper-faithful: no RLCE class anywhere),
+    rlce is `RLCEGRPOTrainer`; the Elect rewards and weights are what the run adds to the numbered-evidence rows."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rlce_trl.config import RLCEGRPOConfig
+    from rlce_trl.trainer import RLCEGRPOTrainer
+
+    trainer = built_trainer(monkeypatch, ["--model_name_or_path", tiny_model_dir, "--gate", gate, "--output_dir",
+                                          str(tmp_path), "--rows", "6", "--max_completion_length", "8"])
+    stock = gate != "rlce"
+    assert type(trainer) is (GRPOTrainer if stock else RLCEGRPOTrainer)
+    assert type(trainer.args) is (GRPOConfig if stock else RLCEGRPOConfig)
+    names = [f.__name__ for f in trainer.reward_funcs]
+    assert ("elect_accuracy" in names) == (gate == "gold")
+    assert {"elect_format", "elect_frame_sensitive", "elect_think_transparency", "elect_anti_repetition"} <= set(names)
+    assert len(trainer.train_dataset) == 6
+    assert ("solution" in trainer.train_dataset.column_names) == (gate == "gold")
+    assert "gold" not in trainer.train_dataset.column_names
+    assert trainer.rlce_card_info["dataset"] == "numbered evidence"  # the registry's display name (card_info)
+
+
+def test_the_shared_length_filter_measures_the_elect_prompt(tiny_model_dir, tmp_path, monkeypatch):
+    """`--max_prompt_length` is the pipeline's filter on the chat-templated prompt that is trained on: the kept rows
+    are exactly those at most that long, and none kept is one line before any model loads."""
+    from transformers import AutoTokenizer
+
+    from rlce_trl.data.synthetic import numbered_evidence
+
+    rows = numbered_evidence(8, seed=0, split="train", supervised=True)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    lengths = {}
+    for row in rows:
+        ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True)
+        lengths[row["id"]] = len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    limit = sorted(lengths.values())[len(lengths) // 2]
+    assert min(lengths.values()) <= limit < max(lengths.values())
+    base = ["--model_name_or_path", tiny_model_dir, "--output_dir", str(tmp_path), "--rows", "8"]
+    trainer = built_trainer(monkeypatch, [*base, "--max_prompt_length", str(limit)])
+    assert sorted(trainer.train_dataset["id"]) == sorted(i for i, n in lengths.items() if n <= limit)
+    import rlce_trl.scripts.utils as utils
+
+    monkeypatch.setattr(utils, "train_rlce", lambda *a, **k: pytest.fail("the trainer was built"))
+    with pytest.raises(InputError, match=rf"All 8 rows are longer than max_prompt_length={min(lengths.values()) - 1}"):
+        main([*base, "--max_prompt_length", str(min(lengths.values()) - 1)])
+
+
+def test_lora_is_the_papers_adapter_through_the_model_arguments(tmp_path):
+    """`--lora` reaches the trainer as TRL's `get_peft_config(ModelConfig)`: r=8, alpha=16, dropout 0.05 (§5.1)."""
+    from trl import get_peft_config
+
+    from rlce_trl.scripts.train_elect import elect_run
+
+    model_args = elect_run(parse_args(["--output_dir", str(tmp_path), "--lora"]))[2]
+    lora = get_peft_config(model_args)
+    assert (lora.r, lora.lora_alpha, lora.lora_dropout, str(lora.task_type)) == (8, 16, 0.05, "CAUSAL_LM")
+    assert get_peft_config(elect_run(parse_args(["--output_dir", str(tmp_path)]))[2]) is None

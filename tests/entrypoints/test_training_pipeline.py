@@ -11,7 +11,7 @@ from helpers import CONFIGS, TINY, load_example
 def trained_prompts(script, argv, monkeypatch) -> list:
     """The prompts of the dataset the pipeline hands the trainer (the trainer itself is not built)."""
     seen = []
-    monkeypatch.setattr("rlce_trl.scripts.utils.train_rlce", lambda s, t, m, dataset, *a: seen.append(dataset))
+    monkeypatch.setattr("rlce_trl.scripts.utils.train_rlce", lambda s, t, m, dataset, *a, **k: seen.append(dataset))
     monkeypatch.setattr(sys, "argv", [f"{script}.py", *argv])
     module = load_example(script)
     module.main(*module.make_parser().parse_args_and_config(argv))

@@ -165,7 +165,7 @@ def test_tta_hba_text_only_closed_labels_score_without_a_judge(tiny_model_dir, t
 def test_validation_limit_takes_the_first_rows_of_the_split_for_adaptation_and_evaluation(tmp_path, monkeypatch):
     seen = {}
 
-    def capture(script_args, training_args, model_args, train_dataset, callbacks, dataset):
+    def capture(script_args, training_args, model_args, train_dataset, callbacks, dataset, **run):
         seen["train"], seen["eval"] = list(train_dataset), callbacks[0].rows
 
     monkeypatch.setattr("rlce_trl.scripts.utils.train_rlce", capture)

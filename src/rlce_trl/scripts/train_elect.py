@@ -10,10 +10,12 @@ a CPU): GRPO with the five Elect rewards, either paper-faithful with gold answer
 
 `--config recipe.yaml` reads the flags from a YAML mapping (keys are the flag names; flags on the command line win)
 with the same recipe parser as the other training scripts, which is how `rlce-trl train` runs a recipe that names
-`script: elect`. Paper settings (GPU): `--num_generations 4
---beta 0.04 --learning_rate 1e-5 --lora` (r=8, alpha=16, dropout 0.05), weight decay 0.1, grad clip 1.0, 2 epochs,
-`--think_range 64,1024`. The default think range here is (16, 128) tokens, because a 135M model on 8-sentence rows
-thinks briefly (below the lower bound the transparency term is 0).
+`script: elect`. A run is the scripts' one pipeline (`rlce_trl.scripts.utils.train`: the numbered-evidence rows, the
+length filter, the trainer, the saved weights, model card and run report in `output_dir`).
+
+Paper settings (GPU): `--num_generations 4 --beta 0.04 --learning_rate 1e-5 --lora` (r=8, alpha=16, dropout 0.05),
+weight decay 0.1, grad clip 1.0, 2 epochs, `--think_range 64,1024`. The default think range here is (16, 128)
+tokens, because a 135M model on 8-sentence rows thinks briefly (below the lower bound the transparency term is 0).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rlce_trl.errors import InputError
-from rlce_trl.scripts.utils import RecipeParser, exit_on_bad_input
+from rlce_trl.scripts.utils import RecipeParser, RLCEScriptArguments, TaskRows, exit_on_bad_input, train
 
 
 @dataclass
@@ -46,6 +48,8 @@ class ElectScriptArguments:
                                                          "term."})
     lora: bool = field(default=False, metadata={"help": "LoRA r=8, alpha=16, dropout 0.05 (paper §5.1)."})
     seed: int = field(default=0, metadata={"help": "Seed of the rows and the run."})
+    max_prompt_length: int | None = field(default=None, metadata={
+        "help": "Drop rows whose templated prompt is longer (tokens); None: keep all (the shared length filter)."})
 
 
 def make_parser() -> RecipeParser:
@@ -73,20 +77,34 @@ def check_args(args: ElectScriptArguments) -> ElectScriptArguments:
 
 
 def main(args: ElectScriptArguments | list[str] | None = None):
-    """Train; `args` are the parsed settings, or a command line to parse."""
+    """Train; `args` are the parsed settings, or a command line to parse. The run is the shared pipeline
+    ([`rlce_trl.scripts.utils.train`]) with the numbered-evidence task supplying its rows ([`elect_run`])."""
     args = check_args(args) if isinstance(args, ElectScriptArguments) else parse_args(args)
-    from datasets import Dataset
+    script_args, training_args, model_args, task, reward_funcs, trainer_class = elect_run(args)
+    return train(script_args, training_args, model_args, task, reward_funcs=reward_funcs,
+                 trainer_class=trainer_class)
+
+
+def elect_run(args: ElectScriptArguments):
+    """What [`train`](rlce_trl.scripts.utils.train) gets for an Elect run: the script, training and model arguments,
+    the numbered-evidence task's rows, the Elect reward functions (weights in the training arguments) and the trainer
+    class. `--gate gold` is paper-faithful: a stock `trl.GRPOConfig` and `trl.GRPOTrainer` with the five Elect
+    rewards, the rows carrying `solution`; `--gate none` the same without the accuracy reward; `--gate rlce`:
+    `RLCEGRPOTrainer`, where RLCE's verified answer (weight 0.1) stands in for the accuracy reward."""
     from transformers import AutoTokenizer
+    from trl import ModelConfig
 
     from rlce_trl.data.synthetic import numbered_evidence
+    from rlce_trl.data.tasks import get_task
     from rlce_trl.elect import ElectRewardConfig, make_elect_reward_funcs
     from rlce_trl.models import resolve_model
 
     model = resolve_model(args.model_name_or_path)
-    tokenizer = AutoTokenizer.from_pretrained(model)
     lo, hi = (int(x) for x in args.think_range.split(","))
     rows = numbered_evidence(args.rows, seed=args.seed, split="train", supervised=args.gate == "gold")
-    cfg = ElectRewardConfig(tokenizer=tokenizer, think_range=(lo, hi), gate=args.gate)
+    task = TaskRows(train=rows, validation=[], description=get_task("numbered_evidence").display_name,
+                    free_text=False)
+    cfg = ElectRewardConfig(tokenizer=AutoTokenizer.from_pretrained(model), think_range=(lo, hi), gate=args.gate)
     common = {
         "output_dir": args.output_dir, "num_generations": args.num_generations,
         "per_device_train_batch_size": args.per_device_train_batch_size, "max_steps": args.max_steps,
@@ -95,27 +113,23 @@ def main(args: ElectScriptArguments | list[str] | None = None):
         "report_to": "none", "bf16": False, "use_cpu": True, "gradient_checkpointing": False, "save_strategy": "no",
         "seed": args.seed,
     }
-    peft_config = None
-    if args.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05, task_type="CAUSAL_LM")
     if args.gate == "rlce":
         from rlce_trl.config import RLCEGRPOConfig
         from rlce_trl.trainer import RLCEGRPOTrainer
 
         funcs, weights = make_elect_reward_funcs(cfg, include_accuracy=False)
-        trainer = RLCEGRPOTrainer(
-            model=model, reward_funcs=funcs, train_dataset=Dataset.from_list(rows), peft_config=peft_config,
-            args=RLCEGRPOConfig(**common, reward_weights=weights, rlce_verified_weight=0.1, rlce_format_weight=0.0))
+        training_args = RLCEGRPOConfig(**common, reward_weights=weights, rlce_verified_weight=0.1,
+                                       rlce_format_weight=0.0)
+        trainer_class = RLCEGRPOTrainer
     else:
         from trl import GRPOConfig, GRPOTrainer
 
         funcs, weights = make_elect_reward_funcs(cfg)
-        trainer = GRPOTrainer(model=model, reward_funcs=funcs, train_dataset=Dataset.from_list(rows),
-                              peft_config=peft_config, args=GRPOConfig(**common, reward_weights=weights))
-    trainer.train()
-    return trainer
+        training_args, trainer_class = GRPOConfig(**common, reward_weights=weights), GRPOTrainer
+    model_args = ModelConfig(model_name_or_path=model, use_peft=args.lora, lora_r=8, lora_alpha=16,
+                             lora_dropout=0.05, lora_task_type="CAUSAL_LM")
+    script_args = RLCEScriptArguments(script="elect", max_prompt_length=args.max_prompt_length)
+    return script_args, training_args, model_args, task, funcs, trainer_class
 
 
 def main_cli(argv=None) -> None:

@@ -1,4 +1,4 @@
-"""What the training scripts (`rlce_trl.scripts.train_prefeval`, `rlce_trl.scripts.train_hba`) share.
+"""What the training scripts (`rlce_trl.scripts.train_prefeval`, `train_hba`, `train_elect`) share.
 
 The scripts follow the shape of TRL's own `trl/scripts/grpo.py`: a `TrlParser` over (script arguments,
 [`RLCEGRPOConfig`], `trl.ModelConfig`), a `--config recipe.yaml` whose keys are those dataclasses' fields, the trainer,
@@ -250,11 +250,11 @@ def prepare_run(script_args, training_args, model_args) -> None:
     """Resolve model aliases, apply the model arguments the way TRL's script does, size a co-located verifier's
     context from the prompt filter, and keep secrets out of the saved training arguments."""
     model_args.model_name_or_path = resolve_model(model_args.model_name_or_path)
-    training_args.verifier_model_name_or_path = resolve_model(training_args.verifier_model_name_or_path)
-    training_args.partner_model_name_or_path = resolve_model(training_args.partner_model_name_or_path)
     check_model_source(model_args.model_name_or_path, "model_name_or_path")
-    check_model_source(training_args.verifier_model_name_or_path, "verifier_model_name_or_path")
-    check_model_source(training_args.partner_model_name_or_path, "partner_model_name_or_path")
+    for name in ("verifier_model_name_or_path", "partner_model_name_or_path"):  # RLCE's (a stock GRPOConfig: none)
+        if hasattr(training_args, name):
+            setattr(training_args, name, resolve_model(getattr(training_args, name)))
+            check_model_source(getattr(training_args, name), name)
     model_init_kwargs = {
         "revision": model_args.model_revision,
         "trust_remote_code": training_args.trust_remote_code,
@@ -264,7 +264,7 @@ def prepare_run(script_args, training_args, model_args) -> None:
     model_init_kwargs = {k: v for k, v in model_init_kwargs.items() if v is not None}
     model_init_kwargs.update(training_args.model_init_kwargs or {})
     training_args.model_init_kwargs = model_init_kwargs
-    if training_args.verifier_mode == "colocate" and training_args.verifier_max_model_length is None:
+    if getattr(training_args, "verifier_mode", None) == "colocate" and training_args.verifier_max_model_length is None:
         from ..verifiers.sizing import verifier_max_model_length  # the prompt filter bounds the verifier's requests
 
         training_args.verifier_max_model_length = verifier_max_model_length(training_args,
@@ -424,11 +424,13 @@ def policy_prompts(rows: list[dict], script_args, training_args) -> list[dict]:
     """The training rows exactly as the policy is prompted: the prompt suffix, then the method's prompts (the rubric
     baselines' system prompt, [`method_rows`])."""
     rows = add_prompt_suffix(rows, script_args.prompt_suffix)
+    if not hasattr(training_args, "reward_method"):  # a stock GRPOConfig (Elect's gold gate): no reward method
+        return rows
     return method_rows(rows, training_args.reward_method, training_args.rlce_labels_column)
 
 
-def train(script_args, training_args, model_args, task: TaskRows):
-    """The one training pipeline of the scripts (PrefEval, HBA; any task's rows), in a fixed order:
+def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=None, trainer_class=None):
+    """The one training pipeline of the scripts (PrefEval, HBA, Elect; any task's rows), in a fixed order:
 
     1. the model arguments ([`prepare_run`]);
     2. with `tta_split`, the first `validation_limit` rows of the split are evaluated with their gold after every pass
@@ -439,7 +441,11 @@ def train(script_args, training_args, model_args, task: TaskRows):
        counted only by the processor, so video rows are bounded by the frame cap instead);
     5. no gold in the training rows; the dataset (video frames decoded when a row is read, after the clips are
        checked);
-    6. validation and per-pass callbacks, the trainer, train and save ([`train_rlce`])."""
+    6. validation and per-pass callbacks, the trainer, train and save ([`train_rlce`]).
+
+    What a run adds to its task: `reward_funcs` (TRL's reward functions; their weights are `training_args.
+    reward_weights`) and `trainer_class` (default [`RLCEGRPOTrainer`]; Elect's paper-faithful gold gate passes the
+    stock `trl.GRPOTrainer` with a stock `trl.GRPOConfig`, which has no RLCE settings to apply)."""
     from ..data import to_dataset
     from .tta import adaptation_rows, check_no_gold, tta_callbacks
 
@@ -468,17 +474,22 @@ def train(script_args, training_args, model_args, task: TaskRows):
     if script_args.tta_split:
         judge = make_judge(script_args, eval_rows, task.prefeval_dir) if script_args.judge_base_url else None
         callbacks += tta_callbacks(script_args, training_args, eval_rows, judge, media_root=task.media_root)
-    return train_rlce(script_args, training_args, model_args, train_dataset, callbacks, task.description)
+    return train_rlce(script_args, training_args, model_args, train_dataset, callbacks, task.description,
+                      reward_funcs=reward_funcs, trainer_class=trainer_class)
 
 
-def train_rlce(script_args, training_args, model_args, train_dataset, callbacks, dataset: str):
-    """The training scripts' shared tail: an `RLCEGRPOTrainer` on the model of `model_args` (with its PEFT and
-    quantization settings), the model card's dataset and recipe ([`card_info`]), then [`train_and_save`]."""
+def train_rlce(script_args, training_args, model_args, train_dataset, callbacks, dataset: str, reward_funcs=None,
+               trainer_class=None):
+    """The training scripts' shared tail: an `RLCEGRPOTrainer` (or `trainer_class`) on the model of `model_args`
+    (with its PEFT and quantization settings) and the run's `reward_funcs` if any, the model card's dataset and
+    recipe ([`card_info`]), then [`train_and_save`]."""
     from trl import get_peft_config, get_quantization_config
 
-    from ..trainer import RLCEGRPOTrainer
-
-    trainer = RLCEGRPOTrainer(
+    if trainer_class is None:
+        from ..trainer import RLCEGRPOTrainer as trainer_class
+    extra = {"reward_funcs": reward_funcs} if reward_funcs is not None else {}
+    trainer = trainer_class(
+        **extra,
         model=model_args.model_name_or_path,
         args=training_args,
         train_dataset=train_dataset,
@@ -507,6 +518,9 @@ def train_and_save(trainer, training_args) -> None:
         trainer.create_model_card(model_name=name)  # README.md next to the final weights (main process only)
     if trainer.accelerator.is_main_process:  # the run report: curves, every group's evidence, completions
         from ..report import build_report
+
+        if not os.path.isfile(os.path.join(training_args.output_dir, "trainer_state.json")):
+            trainer.save_state()  # the curves, from a stock GRPOTrainer too (RLCEGRPOTrainer.train writes them)
 
         print(f"Training report: {build_report(training_args.output_dir)[0]} (open it in a browser)")
     end_run(trainer)
