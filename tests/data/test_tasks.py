@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from rlce_trl.data.tasks import TASKS, get_task, load_task, plain_rows
+from rlce_trl.data.tasks import TASKS, get_task, judge_of, load_task, plain_rows
 from rlce_trl.errors import InputError
 from rlce_trl.evaluation.metrics import task_score
 
@@ -114,12 +114,39 @@ def test_a_paper_task_is_defined_in_one_place():
         assert files == ["data/hba.py", "data/tasks.py"], (name, files)
 
 
+def test_prefeval_is_named_in_two_source_files():
+    """Issue 33: PrefEval's task name is written as a string in data/prefeval.py (where its rows come from: the rows'
+    `task`, the `--dataset_name` that builds them) and data/tasks.py (its definition) only; every other wing asks the
+    definition (its judge, its forms) or uses `data.prefeval.TASK`. Counted: string literals equal to the name (a
+    docstring or message that mentions it is not a check), less the recipe's `script:` names (`SCRIPTS`, a script's
+    name, not the task's)."""
+    import ast
+    from pathlib import Path
+
+    import rlce_trl
+    from rlce_trl.data.prefeval import TASK
+
+    def literals(path: Path) -> int:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        script_names = {id(key) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                        and any(isinstance(t, ast.Name) and t.id == "SCRIPTS" for t in node.targets)
+                        and isinstance(node.value, ast.Dict) for key in node.value.keys}
+        return sum(isinstance(node, ast.Constant) and node.value == TASK and id(node) not in script_names
+                   for node in ast.walk(tree))
+
+    root = Path(rlce_trl.__file__).parent
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if literals(p))
+    assert files == ["data/prefeval.py", "data/tasks.py"], files
+
+
 def test_the_wings_read_the_definitions():
     from rlce_trl.comparison import paper
     from rlce_trl.evaluation.evaluate import Judge
     from rlce_trl.methods.baseline_prompts import rubric_task_question
 
     assert TASKS["intentqa"].judge == "reference" and TASKS["prefeval"].judge == "prefeval_checks"
+    assert judge_of("prefeval") == "prefeval_checks" and judge_of("no_such_task") is None
+    assert TASKS["prefeval"].forms == ("explicit", "choice", "persona") and TASKS["mosei"].forms == ()
     question = TASKS["urfunny"].rubric_question
     assert rubric_task_question("Transcript: ...", TASKS["urfunny"].labels).startswith(question)
     assert rubric_task_question("Which is it?", ("a", "b"), "input").startswith("Which is it?")

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..data.hba import HBA_TASKS, load_hba_split
 from ..data.jsonl import read_jsonl_counted
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
+from ..data.tasks import judge_of
 from ..errors import InputError, MissingInputError, first_line
 from ..evaluation.evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 from ..generation.generators import BACKENDS, Generator, make_generator
@@ -181,7 +182,7 @@ def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
             max_reply_bytes=args.judge_max_reply_bytes,
         )
         prompts = None
-        prefeval = rows is None or any(r["task"] == "prefeval" for r in rows)
+        prefeval = rows is None or any(judge_of(r["task"]) == "prefeval_checks" for r in rows)
         if prefeval or args.prefeval_dir:  # fail now, not after the first generated batch
             prompts = load_prefeval_judge_prompts(args.prefeval_dir)
         judge = Judge(client, prompts)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from ..data.jsonl import write_json
+from ..data.tasks import get_task
 from ..errors import InputError
 from ..scripts.recipes import load_recipe
 from . import paper
@@ -56,7 +57,7 @@ def train_arguments(args, plan: dict, method: str, seed: int) -> list[str]:
         argv += ["--validation_limit", str(args.validation_limit)] if args.validation_limit else []
     if plan["task_file"]:
         argv += ["--task", plan["task_file"]]
-    elif plan["task"] == "prefeval":
+    elif get_task(plan["task"]).forms:  # a prepared folder of the task's forms, or the sample
         argv += ["--dataset_name", args.data]
         argv += ["--prefeval_dir", args.prefeval_dir] if args.prefeval_dir else []
     else:
@@ -73,7 +74,7 @@ def eval_arguments(args, plan: dict, checkpoint: str, out: Path, split: str = "t
             "--batch_size", str(args.eval_batch_size), "--no_progress"]
     if plan["task_file"]:
         argv += ["--task", plan["task_file"], "--split", split]
-    elif plan["task"] == "prefeval":
+    elif get_task(plan["task"]).forms:
         argv += ["--data", args.data, "--split", split]
         argv += ["--prefeval_dir", args.prefeval_dir] if args.prefeval_dir else []
     else:

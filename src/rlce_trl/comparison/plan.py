@@ -11,6 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..data.prefeval import TASK as PREFEVAL_TASK
 from ..data.tasks import get_task, is_task_file
 from ..errors import InputError, MissingInputError
 from . import paper
@@ -95,7 +96,7 @@ def make_plan(args: argparse.Namespace) -> dict:
         from ..data.tasks import load_task
 
         task_file = load_task(args.task)
-        recipe_task = args.recipe_task or "prefeval"
+        recipe_task = args.recipe_task or PREFEVAL_TASK  # the paper's text task
         if recipe_task not in paper.TASKS:
             raise InputError(f"--recipe_task {recipe_task!r}: use one of {', '.join(paper.TASKS)} (whose shipped "
                              "recipes `<recipe_task>_<method>.yaml` train on your task).")
@@ -177,7 +178,7 @@ def make_plan(args: argparse.Namespace) -> dict:
         _check_data(args, methods, kinds)
     _check_judge(args, task)
     selection = args.selection if args.selection != "auto" else "checkpoints" if _zero3(launcher) else "in_training"
-    if selection == "checkpoints" and args.validation_limit and task == "prefeval" and args.data != "sample":
+    if selection == "checkpoints" and args.validation_limit and get_task(task).forms and args.data != "sample":
         raise InputError("--validation_limit with checkpoint selection applies to a single validation file, not to a "
                          "PrefEval folder: drop --validation_limit.")
     return {"selection": selection, "task": task, "recipe_task": recipe_task,
@@ -195,14 +196,15 @@ def _check_data(args, methods: list[str], kinds: dict) -> None:
         if not Path(value).is_file():
             raise MissingInputError(f"--{flag} {value!r} does not exist or is not a file: pass an existing JSONL.")
 
-    if args.task == "prefeval":
+    forms = get_task(args.task).forms  # a prepared folder of the task's forms (PrefEval), or `sample`
+    if forms:
         if args.test_limit and args.data and args.data != "sample":
             raise InputError("--test_limit applies to a single test file, not to a PrefEval folder: drop it.")
         if not args.data:
             raise InputError("--task prefeval needs --data: a folder from `rlce-trl prepare-prefeval` or `sample`.")
         if args.data != "sample":
             root = Path(args.data)
-            for form in ("explicit", "choice", "persona"):
+            for form in forms:
                 for split in ("train", "validation", "test"):
                     if not (root / form / f"{split}.jsonl").is_file():
                         raise MissingInputError(f"--data {args.data!r} has no {form}/{split}.jsonl: run `rlce-trl "

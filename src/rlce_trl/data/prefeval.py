@@ -36,6 +36,8 @@ from .prompts import SOLVER_SYSTEM_PROMPT
 FORMS = ("explicit", "choice", "persona")
 SPLITS = ("train", "validation", "test")
 TASK = "prefeval"
+#: The `--dataset_name` value that builds PrefEval's rows from a checkout (`train_prefeval`).
+DATASET_NAME = "prefeval"
 
 #: Where each form lives inside `benchmark_dataset/`.
 FORM_DIRS = {

@@ -58,7 +58,7 @@ def _sample_records() -> list[dict]:
 
 
 def load_preference_sample(split: str = "train", seed: int = 0) -> list[dict]:
-    """The bundled preference sample as GRPO-ready rows (same columns as the PrefEval builder, `task="prefeval"`,
+    """The bundled preference sample as GRPO-ready rows (same columns as the PrefEval builder, PrefEval's `task`,
     `form="explicit"`); `gold` is present on the test split only.
 
     Args:

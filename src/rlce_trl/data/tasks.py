@@ -89,6 +89,9 @@ class Task:
         rubric_question: the rubric judge's one task question (D.3) instead of the row's question; `None`: the row's.
         polarity: label -> negative / neutral / positive, for `binary_weighted_f1`.
         paper: the paper's numbers on the task, if it reports any.
+        forms: the task's forms when its prepared data is a folder `<form>/<split>.jsonl` per form, evaluated one
+            after the other with their macro average (PrefEval's explicit / choice / persona); `()`: a split is one
+            file.
     """
 
     name: str
@@ -101,6 +104,7 @@ class Task:
     rubric_question: str | None = None
     polarity: dict[str, str] | None = None
     paper: PaperResults | None = None
+    forms: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.metric == "judge_accuracy" and self.judge is None:
@@ -131,8 +135,15 @@ def get_task(name: str) -> Task:
     return TASKS[name]
 
 
+def judge_of(name: str) -> str | None:
+    """The judge (a key of [`JUDGES`]) of the registered task `name`; `None` for an unknown or unjudged task."""
+    task = TASKS.get(name)
+    return task.judge if task is not None else None
+
+
 def _register_paper_tasks() -> None:
     from .hba import HBA_TASKS, MOSEI_POLARITY
+    from .prefeval import FORMS as PREFEVAL_FORMS
 
     # Table 1 (means over three seeds) with Table 6's standard deviations, and Tables 3-4's ablations (one training
     # run each, no spread: the RLCE rows of those tables come from one run, not from Table 1's three-seed mean).
@@ -142,7 +153,7 @@ def _register_paper_tasks() -> None:
         {"usc": (41.37, 6.16), "policy_judge": (46.73, 5.21), "video_zero": (43.30, 0.83),
          "visplay": (42.55, 1.66), "rar": (56.45, 0.95), "rler": (56.12, 4.26), "rlac": (55.27, 0.71),
          "rlce": (75.38, 3.32)},
-        {"rlce_static": 46.57, "rlce_pointwise": 68.51}, (48, 16, 20, 1))))
+        {"rlce_static": 46.57, "rlce_pointwise": 68.51}, (48, 16, 20, 1)), forms=PREFEVAL_FORMS))
     register(Task("mosei", "binary_weighted_f1", tuple(HBA_TASKS["mosei"].labels), "CMU-MOSEI sentiment",
                   subject="the speaker's sentiment", polarity=dict(MOSEI_POLARITY),
                   rubric_question="What is the sentiment of the speaker in this video?",  # D.3 quotes it

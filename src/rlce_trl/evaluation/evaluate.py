@@ -27,7 +27,8 @@ from ..credentials import scrub_value
 from ..data.checks import check_rows
 from ..data.jsonl import append_jsonl, read_jsonl, read_jsonl_counted, repair_jsonl_tail, write_json
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
-from ..data.tasks import TASKS
+from ..data.prefeval import TASK as PREFEVAL_TASK
+from ..data.tasks import TASKS, judge_of
 from ..errors import InputError
 from ..generation.generators import Generator
 from .metrics import TASK_METRIC_NAMES, extract_prediction, macro_average, task_score
@@ -172,7 +173,7 @@ def summarize(task: str, rows: Sequence[dict], records: Sequence[dict]) -> dict:
             summary["note"] = "no judge verdicts: pass --judge_base_url and --judge_model to score free text"
             return summary
     summary["score"] = task_score(task, records) if records else None
-    if task in TASKS and TASKS[task].judge == "prefeval_checks" and records:
+    if judge_of(task) == "prefeval_checks" and records:
         from .judges import summarize_prefeval
 
         judged = [r for r in records if "correct_prefeval_rule" in r]
@@ -301,7 +302,7 @@ def evaluate_prefeval_forms(
         per_form[form] = evaluate_rows(rows, generate, output_dir / form, description=f"prefeval {form}", **kwargs)
     scores = [s["score"] for s in per_form.values()]
     summary = {
-        "task": "prefeval",
+        "task": PREFEVAL_TASK,
         "split": split,
         "prefeval_macro": macro_average(scores) if all(s is not None for s in scores) else None,
         "complete": all(s["complete"] for s in per_form.values()),

@@ -95,10 +95,12 @@ class Recipe:
 
     @property
     def task(self) -> str:
-        """The task it trains on: its `hba_task`, `elect` for the Elect script, else `prefeval`."""
+        """The task it trains on: its `hba_task`, `elect` for the Elect script, else PrefEval."""
         if self.values.get("hba_task"):
             return self.values["hba_task"]
-        return "elect" if self.values.get("script") == "elect" else "prefeval"
+        from ..data.prefeval import TASK as PREFEVAL_TASK
+
+        return "elect" if self.values.get("script") == "elect" else PREFEVAL_TASK
 
     def module(self) -> str:
         """The training script that runs it (module under `rlce_trl.scripts`): the one its top-level `script` key
@@ -109,8 +111,9 @@ class Recipe:
                              f"{self.coevolve_method} --config {self.path.stem} --train_file ... --output_dir ...`.")
         script = self.values.get("script")
         if script is None:
-            raise InputError(f"{self.name} names no training script: add a top-level `script: prefeval` line (or "
-                             f"{', '.join(s for s in SCRIPTS if s != 'prefeval')}).")
+            first, *others = SCRIPTS
+            raise InputError(f"{self.name} names no training script: add a top-level `script: {first}` line (or "
+                             f"{', '.join(others)}).")
         if script not in SCRIPTS:
             raise InputError(f"{self.name}: `script: {script}` is not a training script; use one of "
                              f"{', '.join(SCRIPTS)}.")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
-from rlce_trl.data.prefeval import FORMS
+from rlce_trl.data.prefeval import DATASET_NAME, FORMS
 from rlce_trl.data.tasks import looks_like_hub_id
 from rlce_trl.errors import InputError
 from rlce_trl.scripts.utils import RecipeParser, RLCEScriptArguments, TaskRows, run_script, task_file_rows, train
@@ -48,7 +48,7 @@ class PrefEvalScriptArguments(RLCEScriptArguments):
     """
 
     dataset_name: str = field(
-        default="prefeval",
+        default=DATASET_NAME,
         metadata={"help": "'prefeval' (from a checkout), 'sample' (bundled) or a prepare-prefeval output folder."},
     )
     prefeval_dir: str | None = field(default=None, metadata={"help": "PrefEval checkout (default: $PREFEVAL_DIR)."})
@@ -72,7 +72,7 @@ def load_rows(script_args) -> TaskRows:
         splits = {n: load_preference_sample(n) for n in names}
         description = "rlce-trl preference sample"
     else:
-        if script_args.dataset_name == "prefeval":
+        if script_args.dataset_name == DATASET_NAME:
             built = build_prefeval(script_args.prefeval_dir, forms=forms, seed=script_args.prefeval_seed)
             splits = {s: [r for f in forms for r in built[f][s]] for s in names}
         elif os.path.isfile(script_args.dataset_name) or looks_like_hub_id(script_args.dataset_name):

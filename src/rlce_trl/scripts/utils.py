@@ -352,12 +352,13 @@ def make_judge(script_args, rows: list[dict], prefeval_dir=None):
             "Validation of free-text rows needs an LLM judge: set judge_base_url and judge_model (any "
             "OpenAI-compatible endpoint, e.g. `vllm serve`), or unset validation_steps."
         )
+    from ..data.tasks import judge_of
     from ..evaluation.evaluate import Judge
     from ..evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
 
     client = OpenAIJudgeClient(script_args.judge_base_url, script_args.judge_model,
                                api_key_env=script_args.judge_api_key_env)
-    prompts = load_prefeval_judge_prompts(prefeval_dir) if rows[0].get("task") == "prefeval" else None
+    prompts = load_prefeval_judge_prompts(prefeval_dir) if judge_of(rows[0].get("task")) == "prefeval_checks" else None
     return Judge(client, prompts)
 
 
