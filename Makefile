@@ -30,7 +30,7 @@ quickstart: setup
 	$(BIN)/python examples/train_prefeval.py --config configs/quickstart.yaml
 
 test: setup vllm-env
-	$(BIN)/python -m pytest -m "not gpu" -p no:cacheprovider
+	$(BIN)/python -m pytest -m "not gpu" -p no:cacheprovider --durations=25
 	$(MAKE) test-vllm-env
 
 test-fast: setup
