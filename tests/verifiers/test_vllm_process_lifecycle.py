@@ -115,8 +115,11 @@ PARENT = textwrap.dedent("""
 def test_no_orphans_when_the_trainer_ends(fake_vllm_env, how):
     """The server dies with the process that started it: normal exit, exception, Ctrl-C, SIGTERM, even SIGKILL."""
     mode = how if how in ("exit", "error") else "wait"
+    # Ctrl-C as a terminal delivers it: a shell that starts the tests in the background (`cmd &`, nohup) leaves SIGINT
+    # ignored, and Python then installs no KeyboardInterrupt handler; the trainer under test must see the default.
     parent = subprocess.Popen([sys.executable, "-c", PARENT, json.dumps(fake_vllm_env), mode],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert parent.stdout.readline().strip() == "READY", parent.stderr.read()
         pids = _pids(fake_vllm_env)
