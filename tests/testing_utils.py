@@ -339,6 +339,12 @@ def validation_probes(contexts: list[str], claims: list[str], max_tokens: int = 
     return [validation_request(c, claim, max_tokens) for c in contexts for claim in claims]
 
 
+def same_replies(new, old) -> None:
+    """Two backends' (or two paths') replies to the same requests are the same, text, finish reason and length."""
+    for a, b in zip(new, old, strict=True):
+        assert (a.texts, a.finish_reasons, a.num_tokens) == (b.texts, b.finish_reasons, b.num_tokens)
+
+
 def equivalence_probes(contexts: list[str], answers: list[str], max_tokens: int = 256) -> list:
     """One equivalence request per context, over `answers`."""
     from rlce_trl.evidence.canonicalization import equivalence_request
@@ -394,6 +400,22 @@ def make_video(path, seconds, fps=10, width=64, height=48):
         for packet in stream.encode():
             container.mux(packet)
     return path
+
+
+def video_split(root: Path, seconds, problem: str, answer: str = "to greet", name: str = "split.jsonl"):
+    """Clips of the given lengths in `root/media` and their rows in the HBA JSONL layout (`problem` formatted with
+    `k`, the clip's index): returns (split file, media root)."""
+    import json
+
+    media = root / "media"
+    media.mkdir()
+    rows = []
+    for k, length in enumerate(seconds):
+        make_video(media / f"c{k}.mp4", seconds=length)
+        rows.append({"problem": problem.format(k=k), "answer": answer, "videos": [f"c{k}.mp4"]})
+    split = root / name
+    split.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return split, media
 
 
 def build_tool_chat_model(directory: Path) -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from testing_utils import same_replies, validation_probes
 
 from rlce_trl.evidence.prompts import VERDICTS, equivalence_messages, equivalence_schema, validation_messages
 from rlce_trl.generation.kv_decoding import plan_prefixes
@@ -43,18 +44,8 @@ def both(verifier, requests):
     return new, old, work
 
 
-def same_replies(new, old):
-    for a, b in zip(new, old, strict=True):
-        assert (a.texts, a.finish_reasons, a.num_tokens) == (b.texts, b.finish_reasons, b.num_tokens)
-
-
-def validation_requests(max_tokens=16):
-    return [Request(messages=validation_messages(c, t), sampling=Sampling(max_tokens=max_tokens), choices=VERDICTS,
-                    stage="validation") for c in CONTEXTS for t in CLAIMS]
-
-
 def test_verdicts_equal_generate_and_the_shared_context_is_read_once(verifier):
-    requests = validation_requests()
+    requests = validation_probes(CONTEXTS, CLAIMS)
     new, old, work = both(verifier, requests)
     same_replies(new, old)
     assert len({r.texts[0] for r in new}) >= 2  # the decisions vary: the comparison can fail
@@ -67,7 +58,7 @@ def test_verdicts_equal_generate_and_the_shared_context_is_read_once(verifier):
 
 
 def test_a_verdict_cut_by_max_tokens_equals_generate(verifier):
-    new, old, _ = both(verifier, validation_requests(max_tokens=2))  # `unknown` takes 3 tokens here
+    new, old, _ = both(verifier, validation_probes(CONTEXTS, CLAIMS, max_tokens=2))  # `unknown` takes 3 tokens here
     same_replies(new, old)
     assert "length" in {r.finish_reasons[0] for r in new}
 
@@ -88,7 +79,7 @@ def test_equivalence_json_equals_generate(verifier):
 
 
 def test_choice_logprobs_are_the_logits_at_the_decision_slot(verifier):
-    requests = validation_requests()[:4]
+    requests = validation_probes(CONTEXTS, CLAIMS)[:4]
     replies = verifier.generate(requests)
     tok, model = verifier.tokenizer, verifier.model
     for request, reply in zip(requests, replies, strict=True):
@@ -201,7 +192,7 @@ def test_a_session_reads_each_context_once_across_calls_with_the_same_replies(ve
     """Validation, then construction-like free text, then validation again over the same contexts: inside a session
     the later calls continue the cached context instead of reading it again, and reply exactly as without it."""
     free = [Request(messages=validation_messages(c, "x"), sampling=Sampling(max_tokens=6)) for c in CONTEXTS]
-    calls = [validation_requests()[:6], free, validation_requests()[6:]]
+    calls = [validation_probes(CONTEXTS, CLAIMS)[:6], free, validation_probes(CONTEXTS, CLAIMS)[6:]]
     plain = []
     for requests in calls:
         plain.append(verifier.generate(requests))

@@ -32,7 +32,7 @@ from testing_utils import (
     build_tiny_chat_model,
     build_tiny_vlm,
     free_port,
-    make_video,
+    video_split,
     vllm_env_available,
     vllm_env_serves_vlm,
 )
@@ -271,14 +271,7 @@ def test_hba_video_recipe_zero3_two_ranks_with_a_colocated_vllm_vlm_verifier_per
     rehearsals assert, and every verifier request carried its row's clip, all of its frames."""
     pytest.importorskip("av")
     model = build_tiny_vlm(tmp_path / "tiny-vlm", servable=True)
-    media = tmp_path / "media"
-    media.mkdir()
-    rows = []
-    for k, seconds in enumerate(VIDEO_SECONDS):
-        make_video(media / f"c{k}.mp4", seconds=seconds)
-        rows.append({"problem": VIDEO_PROBLEM.format(k=k), "answer": "to greet", "videos": [f"c{k}.mp4"]})
-    split = tmp_path / "train.jsonl"
-    split.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    split, media = video_split(tmp_path, VIDEO_SECONDS, VIDEO_PROBLEM, name="train.jsonl")
     out = tmp_path / "video"
     recipe = ROOT / "configs" / "intentqa_rlce.yaml"
     env = rehearsal_env(tmp_path)

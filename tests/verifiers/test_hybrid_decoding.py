@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from testing_utils import build_bpe_tokenizer
+from testing_utils import build_bpe_tokenizer, same_replies, validation_probes
 from tiny_families import HYBRIDS, build_family
 
 from rlce_trl.evidence.prompts import VERDICTS, equivalence_messages, equivalence_schema, validation_messages
@@ -44,22 +44,12 @@ def plain_generate(verifier, requests):
         verifier.shared_prefixes, verifier.batch_size = True, 4
 
 
-def same_replies(new, old):
-    for a, b in zip(new, old, strict=True):
-        assert (a.texts, a.finish_reasons, a.num_tokens) == (b.texts, b.finish_reasons, b.num_tokens)
-
-
-def validation_requests(max_tokens=16):
-    return [Request(messages=validation_messages(c, t), sampling=Sampling(max_tokens=max_tokens), choices=VERDICTS,
-                    stage="validation") for c in CONTEXTS for t in CLAIMS]
-
-
 def test_hybrids_take_the_recurrent_path(verifier):
     assert verifier.decoding_path == "recurrent"
 
 
 def test_verdicts_equal_plain_generate_and_each_context_is_read_once(verifier):
-    requests = validation_requests()
+    requests = validation_probes(CONTEXTS, CLAIMS)
     new = verifier.generate(requests)
     work = verifier.last_work
     same_replies(new, plain_generate(verifier, requests))
@@ -109,7 +99,7 @@ def test_free_text_through_refilled_batches_equals_plain_generate(verifier):
 
 def test_a_session_continues_a_cached_prefix_state_with_the_same_replies(verifier):
     free = [Request(messages=validation_messages(c, "x"), sampling=Sampling(max_tokens=6)) for c in CONTEXTS]
-    calls = [validation_requests()[:4], free, validation_requests()[:4]]
+    calls = [validation_probes(CONTEXTS, CLAIMS)[:4], free, validation_probes(CONTEXTS, CLAIMS)[:4]]
     plain = [verifier.generate(requests) for requests in calls]
     with verifier.session():
         reused = [(verifier.generate(requests), verifier.last_work) for requests in calls]
@@ -128,7 +118,7 @@ def test_a_cache_the_backend_does_not_know_gets_one_line_naming_the_way_out(tmp_
     verifier = TransformersVerifier(model, tokenizer)
     verifier.decoding_path = "keys-values"  # what every model got before: a bare key/value cache
     with pytest.raises(VerifierUnavailableError, match=r"qwen3_5_text model's cache .*verifier_mode: server") as error:
-        verifier.generate(validation_requests()[:1])
+        verifier.generate(validation_probes(CONTEXTS, CLAIMS)[:1])
     assert "\n" not in str(error.value)
 
 

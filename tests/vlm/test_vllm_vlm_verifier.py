@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 import pytest
-from testing_utils import VLLM_PYTHON, build_tiny_vlm, make_video, vllm_env_serves_vlm, wait_gone
+from testing_utils import VLLM_PYTHON, build_tiny_vlm, video_split, vllm_env_serves_vlm, wait_gone
 
 pytestmark = [
     pytest.mark.slow,
@@ -74,14 +74,7 @@ def trained(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("vllm-vlm")
     model = build_tiny_vlm(root / "tiny-vlm", servable=True)
-    media = root / "media"
-    media.mkdir()
-    rows = []
-    for k, seconds in enumerate(SECONDS):
-        make_video(media / f"c{k}.mp4", seconds=seconds)
-        rows.append({"problem": PROBLEM.format(k=k), "answer": "to greet", "videos": [f"c{k}.mp4"]})
-    split = root / "split.jsonl"
-    split.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    split, media = video_split(root, SECONDS, PROBLEM)
     argv = ["--config", str(ROOT / "configs" / "intentqa_rlce.yaml"), "--model_name_or_path", str(model),
             "--output_dir", str(root / "run"), "--train_file", str(split), "--media_root", str(media),
             "--max_steps", "2", "--save_strategy", "no", "--use_cpu", "true", "--bf16", "false",
