@@ -114,6 +114,28 @@ def test_a_paper_task_is_defined_in_one_place():
         assert files == ["data/hba.py", "data/tasks.py"], (name, files)
 
 
+
+def test_the_video_tasks_titles_are_data_of_their_definitions():
+    """The titles under which tables and plots show the video tasks ("MOSEI", "UR-FUNNY", "IntentQA") are string
+    values in data/tasks.py only (with the paper's numbers there); elsewhere they may appear in docstrings, where they
+    decide nothing."""
+    import ast
+    from pathlib import Path
+
+    import rlce_trl
+
+    def values(path: Path) -> set[str]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        return {title for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in docstrings for title in ("MOSEI", "UR-FUNNY", "IntentQA") if title in node.value}
+
+    root = Path(rlce_trl.__file__).parent
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if values(p)) == ["data/tasks.py"]
+
 def test_prefeval_is_named_in_two_source_files():
     """Issue 33: PrefEval's task name is written as a string in data/prefeval.py (where its rows come from: the rows'
     `task`, the `--dataset_name` that builds them) and data/tasks.py (its definition) only; every other wing asks the

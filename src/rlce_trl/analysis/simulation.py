@@ -34,14 +34,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.hba import URFUNNY_LABELS
+from ..data.tasks import TASKS
 from ..evidence.answers import extract_boxed, normalize_answer
 from ..evidence.state import EvidenceTest, Group
 from ..verifiers.base import Reply, Request, Verifier
 from .composition import CurvePoint, accuracy_vs_incorrect_fraction, accuracy_vs_num_tests
 
-#: The paper's measured points (section 4.3, Fig. 3 left), to set beside simulated curves.
-PAPER_NUM_TESTS = {"MOSEI": {1: 0.54, 12: 0.69}, "UR-FUNNY": {1: 0.56, 12: 0.66}}
-PAPER_INCORRECT_FRACTION = {"MOSEI": {"0-20%": 0.96, "20-40%": 0.87}, "UR-FUNNY": {"0-20%": 1.00, "20-40%": 0.86}}
+
+def paper_points(kind: str) -> dict[str, dict]:
+    """The paper's measured points (section 4.3, Fig. 3), to set beside simulated curves: task title -> points, in
+    Table 1's column order. `kind` is `"by_num_tests"` (composed tests -> accuracy, Fig. 3 left) or
+    `"by_incorrect_fraction"` (share of incorrect tests -> accuracy, right); the points live in each task's
+    definition ([`rlce_trl.data.tasks.PaperResults`])."""
+    papers = sorted((t.paper for t in TASKS.values() if t.paper is not None), key=lambda p: p.column)
+    return {p.title: getattr(p, kind) for p in papers if getattr(p, kind)}
 
 
 # -- test-level simulation --------------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--validation_file", default=None, help="HBA tasks: the validation split (with gold).")
     data.add_argument("--test_file", default=None, help="HBA tasks: the test split (with gold).")
     data.add_argument("--media_root", default=None, help="HBA tasks: the folder the clip paths are relative to.")
-    judge = parser.add_argument_group("LLM judge (PrefEval and IntentQA: validation and test scoring)")
+    judge = parser.add_argument_group("LLM judge (free-text tasks such as PrefEval: validation and test scoring)")
     judge.add_argument("--judge_base_url", default=None, help="OpenAI-compatible judge endpoint (.../v1).")
     judge.add_argument("--judge_model", default=None, help="Model name at the judge endpoint.")
     judge.add_argument("--judge_api_key_env", default="OPENAI_API_KEY", help="Variable holding the judge's key.")

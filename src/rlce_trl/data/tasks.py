@@ -63,6 +63,8 @@ class PaperResults:
         table1: method -> (mean over three seeds, std) (percent).
         ablations: method -> score of the single ablation run (Tables 3-4).
         rlce_schedule: (examples per cycle, PPO mini-batch, max cycles, tests per direction).
+        by_num_tests: composed tests -> verdict accuracy measured on the task (section 4.3, Fig. 3 left), if any.
+        by_incorrect_fraction: share of incorrect tests -> verdict accuracy (Fig. 3 right), if any.
     """
 
     column: int
@@ -72,6 +74,8 @@ class PaperResults:
     table1: dict[str, tuple[float, float]]
     ablations: dict[str, float]
     rlce_schedule: tuple[int, int, int, int]
+    by_num_tests: dict[int, float] = field(default_factory=dict)
+    by_incorrect_fraction: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -162,7 +166,8 @@ def _register_paper_tasks() -> None:
                       {"usc": (66.84, 1.28), "policy_judge": (67.35, 1.77), "video_zero": (64.80, 0.21),
                        "visplay": (65.00, 0.56), "rar": (65.03, 0.17), "rler": (65.19, 0.33), "rlac": (67.15, 0.03),
                        "rlce": (70.93, 1.13)},
-                      {"rlce_static": 69.40}, (320, 32, 45, 3))))
+                      {"rlce_static": 69.40}, (320, 32, 45, 3),
+                      by_num_tests={1: 0.54, 12: 0.69}, by_incorrect_fraction={"0-20%": 0.96, "20-40%": 0.87})))
     register(Task("urfunny", "weighted_f1", tuple(HBA_TASKS["urfunny"].labels), "UR-FUNNY",
                   subject="whether the speaker is being humorous",
                   rubric_question="Is the punchline of this video humorous?",  # ours (D.3 quotes MOSEI's only)
@@ -171,7 +176,8 @@ def _register_paper_tasks() -> None:
                       {"usc": (59.86, 1.96), "policy_judge": (60.44, 2.20), "video_zero": (62.91, 0.92),
                        "visplay": (64.96, 0.66), "rar": (64.72, 1.58), "rler": (64.52, 0.04), "rlac": (61.96, 0.40),
                        "rlce": (69.46, 2.21)},
-                      {}, (96, 16, 25, 6))))
+                      {}, (96, 16, 25, 6),
+                      by_num_tests={1: 0.56, 12: 0.66}, by_incorrect_fraction={"0-20%": 1.00, "20-40%": 0.86})))
     register(Task("intentqa", "judge_accuracy", None, "IntentQA", judge="reference", paper=PaperResults(
         0, "IntentQA", "LLM-judge accuracy", 55.25,
         {"usc": (56.77, 0.89), "policy_judge": (57.33, 0.50), "video_zero": (55.06, 0.13),
