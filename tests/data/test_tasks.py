@@ -114,7 +114,6 @@ def test_a_paper_task_is_defined_in_one_place():
         assert files == ["data/hba.py", "data/tasks.py"], (name, files)
 
 
-
 def test_the_video_tasks_titles_are_data_of_their_definitions():
     """The titles under which tables and plots show the video tasks ("MOSEI", "UR-FUNNY", "IntentQA") are string
     values in data/tasks.py only (with the paper's numbers there); elsewhere they may appear in docstrings, where they
@@ -135,6 +134,7 @@ def test_the_video_tasks_titles_are_data_of_their_definitions():
 
     root = Path(rlce_trl.__file__).parent
     assert sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if values(p)) == ["data/tasks.py"]
+
 
 def test_prefeval_is_named_in_two_source_files():
     """Issue 33: PrefEval's task name is written as a string in data/prefeval.py (where its rows come from: the rows'

@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .simulation import SimulationResult, paper_points
+from .simulation import PAPER_INCORRECT_FRACTION, PAPER_NUM_TESTS, SimulationResult
 from .tables import REFERENCES
 
 
@@ -115,13 +115,13 @@ def _composition(axes, curves: dict, bars: dict, *, titles: tuple[str, str], inc
 
 
 def _paper_num_tests(ax) -> None:
-    for (task, points), style in zip(paper_points("by_num_tests").items(), ("k--", "k:"), strict=True):
+    for (task, points), style in zip(PAPER_NUM_TESTS.items(), ("k--", "k:"), strict=True):
         xs = sorted(points)
         ax.plot(xs, [100 * points[x] for x in xs], style, marker="s", alpha=0.6, label=f"paper, {task} (1 and 12)")
 
 
 def _paper_incorrect(ax, labels: Sequence[str]) -> None:
-    for (task, points), marker in zip(paper_points("by_incorrect_fraction").items(), ("s", "D"), strict=True):
+    for (task, points), marker in zip(PAPER_INCORRECT_FRACTION.items(), ("s", "D"), strict=True):
         xs = [labels.index(b) for b in points if b in labels]
         ax.scatter(xs, [100 * points[b] for b in points if b in labels], marker=marker, color="k", zorder=3,
                    label=f"paper, {task}")

@@ -34,20 +34,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.hba import URFUNNY_LABELS
-from ..data.tasks import TASKS
+from ..data.tasks import paper_tasks
 from ..evidence.answers import extract_boxed, normalize_answer
 from ..evidence.state import EvidenceTest, Group
 from ..verifiers.base import Reply, Request, Verifier
 from .composition import CurvePoint, accuracy_vs_incorrect_fraction, accuracy_vs_num_tests
 
-
-def paper_points(kind: str) -> dict[str, dict]:
-    """The paper's measured points (section 4.3, Fig. 3), to set beside simulated curves: task title -> points, in
-    Table 1's column order. `kind` is `"by_num_tests"` (composed tests -> accuracy, Fig. 3 left) or
-    `"by_incorrect_fraction"` (share of incorrect tests -> accuracy, right); the points live in each task's
-    definition ([`rlce_trl.data.tasks.PaperResults`])."""
-    papers = sorted((t.paper for t in TASKS.values() if t.paper is not None), key=lambda p: p.column)
-    return {p.title: getattr(p, kind) for p in papers if getattr(p, kind)}
+#: The paper's measured points (section 4.3, Fig. 3), to set beside simulated curves: task title -> composed tests ->
+#: verdict accuracy (left), and -> share of incorrect tests -> accuracy (right). The numbers live in the tasks'
+#: definitions ([`rlce_trl.data.tasks.PaperResults`]).
+PAPER_NUM_TESTS = {t.paper.title: t.paper.by_num_tests for t in paper_tasks() if t.paper.by_num_tests}
+PAPER_INCORRECT_FRACTION = {t.paper.title: t.paper.by_incorrect_fraction for t in paper_tasks()
+                            if t.paper.by_incorrect_fraction}
 
 
 # -- test-level simulation --------------------------------------------------------------------------------------------

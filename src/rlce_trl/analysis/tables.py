@@ -15,7 +15,7 @@ from .composition import (
     overall_verdict_accuracy,
 )
 from .reversals import reversal_rate
-from .simulation import SimulationResult, paper_points
+from .simulation import PAPER_INCORRECT_FRACTION, PAPER_NUM_TESTS, SimulationResult
 from .variation import pairwise_ordering, variation_share
 
 REFERENCES = ("usc", "policy_judge")
@@ -177,7 +177,7 @@ def simulation_table(results: Sequence[SimulationResult]) -> str:
     for result in results:
         cells = ["–" if p.accuracy is None else f"{100 * p.accuracy:.1f}%" for p in result.by_num_tests]
         lines.append(f"| {result.error_rate:.0%} | " + " | ".join(cells) + " |")
-    for task, points in paper_points("by_num_tests").items():
+    for task, points in PAPER_NUM_TESTS.items():
         lines.append(f"| paper {task} | " + " | ".join(
             f"{100 * points[k]:.0f}%" if k in points else "" for k in ks) + " |")
     lines += ["", "| error rate | " + " | ".join(p.x for p in results[0].by_incorrect_fraction) + " |",
@@ -186,7 +186,7 @@ def simulation_table(results: Sequence[SimulationResult]) -> str:
         cells = ["–" if p.accuracy is None else f"{100 * p.accuracy:.1f}% (n={p.groups})"
                  for p in result.by_incorrect_fraction]
         lines.append(f"| {result.error_rate:.0%} | " + " | ".join(cells) + " |")
-    for task, points in paper_points("by_incorrect_fraction").items():
+    for task, points in PAPER_INCORRECT_FRACTION.items():
         lines.append(f"| paper {task} | " + " | ".join(
             f"{100 * points[p.x]:.0f}%" if p.x in points else "" for p in results[0].by_incorrect_fraction) + " |")
     return "\n".join(lines)

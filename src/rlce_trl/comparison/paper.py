@@ -8,7 +8,7 @@ assembles them into the tables. Scores are percentages on the test split with ea
 
 from __future__ import annotations
 
-from ..data.tasks import TASKS as TASK_REGISTRY
+from ..data.tasks import paper_tasks
 
 #: The model every method of Table 1 starts from; the paper's numbers are shown beside ours only for this model.
 PAPER_MODEL = "Qwen/Qwen3.5-9B"
@@ -31,29 +31,24 @@ METHODS = {
 }
 
 
-def _columns() -> list:
-    """The tasks the paper reports, in Table 1's column order (their numbers live in the task registry)."""
-    return sorted((t for t in TASK_REGISTRY.values() if t.paper is not None), key=lambda t: t.paper.column)
-
-
 #: Table 1's columns: task key -> (column title, metric).
-TASKS = {t.name: (t.paper.title, t.paper.metric) for t in _columns()}
+TASKS = {t.name: (t.paper.title, t.paper.metric) for t in paper_tasks()}
 
 #: Table 1 / Table 6: the base model's test scores.
-BASE = {t.name: t.paper.base for t in _columns()}
+BASE = {t.name: t.paper.base for t in paper_tasks()}
 
 #: Table 1 (means over three seeds) with Table 6's standard deviations: method -> task -> (mean, std).
-TABLE1 = {m: {t.name: t.paper.table1[m] for t in _columns() if m in t.paper.table1}
-          for m in METHODS if any(m in t.paper.table1 for t in _columns())}
+TABLE1 = {m: {t.name: t.paper.table1[m] for t in paper_tasks() if m in t.paper.table1}
+          for m in METHODS if any(m in t.paper.table1 for t in paper_tasks())}
 
 #: Tables 3-4 (one training run each, no spread): method -> task -> score. The RLCE rows of these tables come from
 #: the same single run (77.77 on PrefEval), not from Table 1's three-seed mean.
-ABLATIONS = {m: {t.name: t.paper.ablations[m] for t in _columns() if m in t.paper.ablations}
-             for m in METHODS if any(m in t.paper.ablations for t in _columns())}
+ABLATIONS = {m: {t.name: t.paper.ablations[m] for t in paper_tasks() if m in t.paper.ablations}
+             for m in METHODS if any(m in t.paper.ablations for t in paper_tasks())}
 
 #: RLCE's schedule per task (appendix C.2, in prompts): (examples per cycle, PPO mini-batch, max cycles, tests per
 #: direction). One cycle is `examples // mini-batch` optimizer steps; RLCE is validated every second cycle.
-RLCE_SCHEDULE = {t.name: t.paper.rlce_schedule for t in _columns()}
+RLCE_SCHEDULE = {t.name: t.paper.rlce_schedule for t in paper_tasks()}
 
 #: Table 10 (Evolving and Static Rubrics): the settings that differ from RLCE's.
 RUBRIC_SETTINGS = {

@@ -139,6 +139,11 @@ def get_task(name: str) -> Task:
     return TASKS[name]
 
 
+def paper_tasks() -> list[Task]:
+    """The tasks the paper reports, in Table 1's column order (each with its `paper` numbers)."""
+    return sorted((t for t in TASKS.values() if t.paper is not None), key=lambda t: t.paper.column)
+
+
 def judge_of(name: str) -> str | None:
     """The judge (a key of [`JUDGES`]) of the registered task `name`; `None` for an unknown or unjudged task."""
     task = TASKS.get(name)
