@@ -128,17 +128,17 @@ def raw_decode_tokens_per_s(backend, prompt_ids: list[int], rows: int, steps: in
     import torch
     from transformers import DynamicCache
 
-    from rlce_trl.generation.kv_decoding import _cache_kwarg
+    from rlce_trl.generation.caches import cache_kwarg
 
     model = backend.model
     with torch.inference_mode():
         cache = DynamicCache()
         ids = torch.tensor([prompt_ids] * rows, device=model.device)
-        out = model(input_ids=ids, use_cache=True, logits_to_keep=1, **{_cache_kwarg(model): cache})
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=1, **{cache_kwarg(model): cache})
         token = out.logits[:, -1].argmax(-1, keepdim=True)
         start = time.perf_counter()
         for _ in range(steps):
-            out = model(input_ids=token, use_cache=True, logits_to_keep=1, **{_cache_kwarg(model): cache})
+            out = model(input_ids=token, use_cache=True, logits_to_keep=1, **{cache_kwarg(model): cache})
             token = out.logits[:, -1].argmax(-1, keepdim=True)
         return rows * steps / (time.perf_counter() - start)
 

@@ -95,7 +95,7 @@ def test_the_paper_run_builds_the_papers_hybrid_family_at_the_2b_size_class(gpu_
     import torch
     from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
-    from rlce_trl.generation.kv_decoding import decoding_path
+    from rlce_trl.generation.caches import decoding_path
 
     config = Qwen3_5TextConfig(**gpu_check.ARCHS["qwen3.5-2b"])
     assert config.layer_types.count("full_attention") == 6 and config.layer_types.count("linear_attention") == 18

@@ -15,7 +15,7 @@ from testing_utils import build_bpe_tokenizer, same_replies, validation_probes
 from tiny_families import HYBRIDS, build_family
 
 from rlce_trl.evidence.prompts import VERDICTS, equivalence_messages, equivalence_schema, validation_messages
-from rlce_trl.generation.kv_decoding import decoding_path
+from rlce_trl.generation.caches import decoding_path
 from rlce_trl.verifiers import Request, Sampling, TransformersVerifier, VerifierUnavailableError, load_frozen_model
 from rlce_trl.verifiers.from_config import frozen_verifier
 

@@ -17,7 +17,8 @@ NemotronH's and Falcon-H1's Mamba, LFM2's convolutions; `decoding_path(model) ==
 prefix is read once into the cache the model's config builds, and every continuation starts from its own copy of
 that state (recurrent state is updated in place and cannot be cut back to a shorter prefix). Their rows are fed one
 at a time (a masked pad in the middle of a row would still move the recurrent state); only single-token decode
-steps run rows together. Models whose cache this module does not know take `model.generate` (`"generate"`).
+steps run rows together. Models whose cache this module does not know take `model.generate` (`"generate"`); which
+kind a model's cache is, and the helpers that build and copy it, live in [`rlce_trl.generation.caches`].
 
 Nothing here changes what is decided: a decision is the arg-max over the allowed tokens of the logits at its slot,
 exactly as a constrained `generate` takes it; only the work around it (recomputing the shared context, decoding
@@ -26,11 +27,12 @@ forced text token by token, padding, finished rows) is gone.
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass, field
 
 import torch
+
+from .caches import cache_kwarg, copy_state, forward, is_kv_layer, is_state_layer, kv_layers, map_states, new_cache
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -77,116 +79,6 @@ class Work:
     @property
     def padding_share(self) -> float:
         return self.pad_tokens / self.prefill_tokens if self.prefill_tokens else 0.0
-
-
-def _cache_kwarg(model) -> str:
-    """`cache` (transformers >= 5.24) or `past_key_values` (before), as the model's forward names it."""
-    import inspect
-
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # a PEFT model passes it through
-    return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
-
-
-#: How a model's requests are decoded: `"keys-values"` (every layer holds keys and values: prefixes shared, rows
-#: batched with masked pads), `"recurrent"` (some layers hold recurrent or convolution state: prefixes shared, each
-#: continuation on its own copy of the prefix state, fed alone), `"generate"` (a cache this module does not know:
-#: every request through `model.generate`, no prefix shared).
-DECODING_PATHS = ("keys-values", "recurrent", "generate")
-
-
-def _state_layer_class():
-    """transformers' base class of cache layers that hold recurrent / convolution state (None where it has none)."""
-    from transformers import cache_utils
-
-    return getattr(cache_utils, "LinearAttentionCacheLayerMixin", None)
-
-
-def _is_state_layer(layer) -> bool:
-    state = _state_layer_class()
-    return state is not None and isinstance(layer, state)
-
-
-def _is_kv_layer(layer) -> bool:
-    from transformers.cache_utils import DynamicLayer
-
-    return isinstance(layer, DynamicLayer)
-
-
-def model_type(model) -> str:
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return getattr(getattr(inner, "config", None), "model_type", None) or type(inner).__name__
-
-
-def new_cache(model):
-    """An empty cache of the kind `model.generate` starts from: one layer per decoder layer, each of the type the
-    config says (keys and values, sliding window, recurrent / convolution state)."""
-    from transformers import DynamicCache
-
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return DynamicCache(config=inner.config)
-
-
-def decoding_path(model) -> str:
-    """Which of `DECODING_PATHS` a model takes, read from the cache its config builds (no forward is run)."""
-    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
-
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    supports = getattr(inner, "_supports_default_dynamic_cache", None)
-    if supports is not None and not supports():  # a model with its own cache class (MiniMax, xLSTM, RWKV, ...)
-        return "generate"
-    try:
-        layers = new_cache(model).layers
-    except Exception:  # noqa: BLE001 - a config the dynamic cache cannot read: leave the cache to `generate`
-        return "generate"
-    if not layers:
-        return "keys-values"  # the cache grows its layers as the model writes them: keys and values only
-    if all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in layers):
-        return "keys-values"
-    # recurrent layers beside full attention; sliding-window or indexed attention next to them is left to `generate`
-    from transformers import cache_utils
-
-    odd = tuple(c for c in (DynamicSlidingWindowLayer, getattr(cache_utils, "DynamicIndexedLayer", None)) if c)
-
-    def known(layer) -> bool:
-        return (_is_state_layer(layer) and not isinstance(layer, odd)) or type(layer) is DynamicLayer
-
-    if any(_is_state_layer(layer) for layer in layers) and all(known(layer) for layer in layers):
-        return "recurrent"
-    return "generate"
-
-
-def _map_states(cache, fn) -> None:
-    """Apply `fn` to every recurrent and convolution state tensor of `cache` (batch first), in place of it."""
-    for layer in cache.layers:
-        if _is_state_layer(layer):
-            for i in range(layer.number_of_states):
-                if layer.conv_states[i] is not None:
-                    layer.conv_states[i] = fn(layer.conv_states[i])
-                if layer.recurrent_states[i] is not None:
-                    layer.recurrent_states[i] = fn(layer.recurrent_states[i])
-
-
-def _kv_layers(cache) -> list:
-    """The layers of `cache` that hold keys and values (already written)."""
-    return [layer for layer in cache.layers if _is_kv_layer(layer) and getattr(layer, "keys", None) is not None]
-
-
-class UnsupportedCacheError(RuntimeError):
-    """The model looked for cache state this module did not build (a layer kind it does not know)."""
-
-
-def forward(model, **kwargs):
-    """`model(**kwargs)` over a cache built here; an error raised where a layer looks for cache state that is not
-    there (IndexError, KeyError, AttributeError inside transformers) becomes [`UnsupportedCacheError`]."""
-    try:
-        return model(**kwargs)
-    except (IndexError, KeyError, AttributeError) as error:
-        raise UnsupportedCacheError(f"{type(error).__name__}: {error}") from error
-
-
-def copy_state(cache):
-    """A copy of a prefix's cache that a continuation may update in place (its recurrent state is)."""
-    return copy.deepcopy(cache)
 
 
 class PrefixCache:
@@ -238,7 +130,7 @@ def prefill_prefix(model, ids: list[int], work: Work, cache: PrefixCache | None 
         kv = DynamicCache(ddp_cache_data=[(k[:, :, :start], v[:, :, :start]) for k, v in cached]) if start else \
             DynamicCache()
     if len(ids) > start:
-        forward(model, input_ids=torch.tensor([ids[start:]], device=model.device), **{_cache_kwarg(model): kv},
+        forward(model, input_ids=torch.tensor([ids[start:]], device=model.device), **{cache_kwarg(model): kv},
                 use_cache=True, logits_to_keep=1)
         work.prefill_tokens += len(ids) - start
         work.forward_calls += 1
@@ -269,7 +161,7 @@ class Rows:
         from transformers import DynamicCache
 
         self.model, self.pad_id, self.work = model, pad_id, work
-        self.cache_kwarg = _cache_kwarg(model)
+        self.cache_kwarg = cache_kwarg(model)
         device = model.device
         if recurrent:
             if len(prefixes) != 1:
@@ -334,14 +226,14 @@ class Rows:
         if len(rows) == len(self):
             return
         index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
-        for layer in _kv_layers(self.cache):
+        for layer in kv_layers(self.cache):
             layer.keys, layer.values = layer.keys[index], layer.values[index]
-        _map_states(self.cache, lambda state: state.index_select(0, index))
+        map_states(self.cache, lambda state: state.index_select(0, index))
         self.mask, self.next_pos = self.mask[index], self.next_pos[index]
         first = int(self.mask.any(0).long().argmax())
         if first:
             self.mask = self.mask[:, first:]
-            for layer in _kv_layers(self.cache):
+            for layer in kv_layers(self.cache):
                 layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
 
     def extend(self, other: Rows) -> None:
@@ -351,13 +243,13 @@ class Rows:
             pad = width - rows.mask.shape[1]
             if pad:
                 rows.mask = torch.nn.functional.pad(rows.mask, (pad, 0))
-                for layer in _kv_layers(rows.cache):
+                for layer in kv_layers(rows.cache):
                     layer.keys = torch.nn.functional.pad(layer.keys, (0, 0, pad, 0))
                     layer.values = torch.nn.functional.pad(layer.values, (0, 0, pad, 0))
         for mine, theirs in zip(self.cache.layers, other.cache.layers, strict=True):
-            if _is_kv_layer(mine) and getattr(mine, "keys", None) is not None:
+            if is_kv_layer(mine) and getattr(mine, "keys", None) is not None:
                 mine.keys, mine.values = torch.cat([mine.keys, theirs.keys]), torch.cat([mine.values, theirs.values])
-            if _is_state_layer(mine):
+            if is_state_layer(mine):
                 for i in range(mine.number_of_states):
                     for states in ("conv_states", "recurrent_states"):
                         ours, others = getattr(mine, states), getattr(theirs, states)
@@ -369,9 +261,9 @@ class Rows:
     def repeat(self, n: int) -> None:
         """Each row becomes `n` consecutive rows (independent samples of one prompt)."""
         if n > 1:
-            for layer in _kv_layers(self.cache):
+            for layer in kv_layers(self.cache):
                 layer.keys, layer.values = layer.keys.repeat_interleave(n, 0), layer.values.repeat_interleave(n, 0)
-            _map_states(self.cache, lambda state: state.repeat_interleave(n, dim=0))
+            map_states(self.cache, lambda state: state.repeat_interleave(n, dim=0))
             self.mask = self.mask.repeat_interleave(n, dim=0)
             self.next_pos = self.next_pos.repeat_interleave(n, dim=0)
 

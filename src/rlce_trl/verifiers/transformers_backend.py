@@ -18,7 +18,7 @@ with `prefix_allowed_tokens_fn`, as before.
 
 Hybrid models (recurrent or convolution state in the cache: Qwen3.5, NemotronH, Falcon-H1, LFM2, ...) share prefixes
 as well, each continuation on its own copy of the prefix state, and feed their prompts one at a time
-(`kv_decoding.decoding_path`); models whose cache `kv_decoding` does not know are answered through `model.generate`.
+(`caches.decoding_path`); models whose cache `kv_decoding` does not know are answered through `model.generate`.
 """
 
 from __future__ import annotations
@@ -30,16 +30,14 @@ from collections.abc import Callable
 
 import torch
 
+from ..generation.caches import UnsupportedCacheError, decoding_path, model_type
 from ..generation.hf import eos_token_ids, evaluating, generate_kwargs, load_frozen_model  # noqa: F401 - load_frozen_model: public here
 from ..generation.kv_decoding import (
     PrefixCache,
     Rows,
     Stream,
-    UnsupportedCacheError,
     Work,
-    decoding_path,
     greedy_walk,
-    model_type,
     plan_prefixes,
     prefill_prefix,
     sample_tokens,
@@ -193,7 +191,7 @@ class TransformersVerifier(Verifier):
         #: Prompt-prefix tokens whose keys and values a session keeps across calls (0: none kept).
         self.prefix_cache_tokens = 16384
         self._prefixes: PrefixCache | None = None
-        #: How requests are decoded (`kv_decoding.DECODING_PATHS`), read from the cache the model's config builds.
+        #: How requests are decoded (`caches.DECODING_PATHS`), read from the cache the model's config builds.
         self.decoding_path = decoding_path(model)
 
     @contextlib.contextmanager
