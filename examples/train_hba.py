@@ -5,8 +5,8 @@
     accelerate launch --config_file configs/accelerate/zero3.yaml examples/train_hba.py --config configs/<recipe>.yaml
 """
 
+from rlce_trl.scripts.arguments import run_script
 from rlce_trl.scripts.train_hba import main, make_parser
-from rlce_trl.scripts.utils import run_script
 
 if __name__ == "__main__":
     run_script(make_parser, main)

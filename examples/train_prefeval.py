@@ -6,8 +6,8 @@
         --config configs/<recipe>.yaml
 """
 
+from rlce_trl.scripts.arguments import run_script
 from rlce_trl.scripts.train_prefeval import main, make_parser
-from rlce_trl.scripts.utils import run_script
 
 if __name__ == "__main__":
     run_script(make_parser, main)

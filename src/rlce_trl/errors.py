@@ -7,6 +7,14 @@ from __future__ import annotations
 import argparse
 
 
+def did_you_mean(word: str, choices) -> str:
+    """`: did you mean 'x'?` for the closest of `choices` (difflib), or an empty string."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f": did you mean {close[0]!r}?" if close else ""
+
+
 def first_line(error: BaseException, limit: int = 300) -> str:
     """An error's first non-empty line, at most `limit` characters (its type name when the message is empty): what a
     counted-and-skipped failure records."""

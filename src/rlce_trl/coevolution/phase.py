@@ -29,7 +29,7 @@ from typing import Any
 from trl import ModelConfig, get_peft_config
 
 from ..config import RLCEGRPOConfig
-from ..scripts.utils import RLCEScriptArguments
+from ..scripts.arguments import RLCEScriptArguments
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class CoevolveArguments(RLCEScriptArguments):
 
 
 def make_parser():
-    from ..scripts.utils import RecipeParser  # the training scripts' parser: recipe read once, one-line errors
+    from ..scripts.arguments import RecipeParser  # the training scripts' parser: recipe read once, one-line errors
 
     return RecipeParser((CoevolveArguments, RLCEGRPOConfig, ModelConfig))
 

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError, MissingInputError
+from ..errors import InputError, MissingInputError, did_you_mean
 
 #: Metric name -> what it scores (the functions are in `rlce_trl.evaluation.metrics.METRIC_FUNCTIONS`).
 METRICS = {
@@ -359,13 +358,6 @@ def looks_like_hub_id(text: str) -> bool:
     return bool(re.fullmatch(r"[\w.-]+/[\w.-]+", text)) and not Path(text).exists()
 
 
-def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f": did you mean {close[0]!r}?" if close else ""
-
-
 def load_task(path: str | os.PathLike) -> TaskFile:
     """A user's task file, checked and registered (so that evaluation scores its rows with its metric)."""
     import yaml
@@ -384,7 +376,7 @@ def load_task(path: str | os.PathLike) -> TaskFile:
         raise InputError(f"task file {path} must be a YAML mapping (name, data, prompt, labels, gold, metric).")
     for key in spec:
         if key not in _KEYS:
-            raise InputError(f"{path.name}: unknown key {key!r}{_did_you_mean(str(key), _KEYS) or ''}; the keys "
+            raise InputError(f"{path.name}: unknown key {key!r}{did_you_mean(str(key), _KEYS) or ''}; the keys "
                              f"are {', '.join(_KEYS)}.")
     name = spec.get("name")
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_]+", name):
@@ -401,7 +393,7 @@ def load_task(path: str | os.PathLike) -> TaskFile:
             raise InputError(f"{path.name}: `labels` names an option twice: list each once.")
     metric = spec.get("metric") or ("accuracy" if labels else "exact_match")
     if metric not in METRICS:
-        raise InputError(f"{path.name}: unknown metric {metric!r}{_did_you_mean(str(metric), METRICS)}; use one of "
+        raise InputError(f"{path.name}: unknown metric {metric!r}{did_you_mean(str(metric), METRICS)}; use one of "
                          f"{', '.join(METRICS)}.")
     if metric == "binary_weighted_f1":
         raise InputError(f"{path.name}: binary_weighted_f1 is MOSEI's polarity metric: use weighted_f1.")

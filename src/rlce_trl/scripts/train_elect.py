@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rlce_trl.errors import InputError
-from rlce_trl.scripts.utils import RecipeParser, RLCEScriptArguments, TaskRows, exit_on_bad_input, train
+from rlce_trl.scripts.arguments import RecipeParser, RLCEScriptArguments, exit_on_bad_input
+from rlce_trl.scripts.utils import TaskRows, train
 
 
 @dataclass

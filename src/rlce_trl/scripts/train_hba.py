@@ -26,7 +26,8 @@ from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.data.hba import HBA_TASKS
 from rlce_trl.data.tasks import get_task
 from rlce_trl.errors import InputError
-from rlce_trl.scripts.utils import RecipeParser, RLCEScriptArguments, TaskRows, run_script, task_file_rows, train
+from rlce_trl.scripts.arguments import RecipeParser, RLCEScriptArguments, run_script
+from rlce_trl.scripts.utils import TaskRows, task_file_rows, train
 
 #: The HBA tasks this script trains on (their facts are in the task registry, `rlce_trl.data.tasks`).
 DATASETS = tuple(HBA_TASKS)
