@@ -36,6 +36,7 @@ and checked on held-out seeds there.
 
 - `metrics`: what the monitor reads of each group ([`GroupSummary`]) and the metrics, pure functions;
 - `rules`: [`HealthThresholds`], one `check_*` per rule, [`Alarm`];
+- `signal`: whether a step has a learning signal at all, in absolute terms ([`signal_verdict`]: cause and fix);
 - `monitor`: [`HealthMonitor`], the alarms file ([`read_alarms`]) and the model card's section ([`card_section`]).
 """
 
@@ -86,9 +87,11 @@ from .rules import (
     reward_signal_divergence,
     threshold_problems,
 )
+from .signal import CAUSES, SignalVerdict, group_signal, signal_verdict
 
 __all__ = [
     "Alarm",
+    "CAUSES",
     "Check",
     "ENTRENCHMENT_METHODS",
     "GroupSummary",
@@ -96,6 +99,7 @@ __all__ = [
     "HealthMonitor",
     "HealthThresholds",
     "MAX_POOL",
+    "SignalVerdict",
     "StepRecord",
     "answer_entropy",
     "answered_share",
@@ -111,6 +115,7 @@ __all__ = [
     "entrenchment_threshold",
     "entropy_bits",
     "evaluate_rules",
+    "group_signal",
     "jaccard",
     "near_duplicate_rate",
     "one_answer_share",
@@ -118,6 +123,7 @@ __all__ = [
     "read_alarms",
     "reward_signal_divergence",
     "signal_share",
+    "signal_verdict",
     "summarize_group",
     "task_reward",
     "threshold_problems",
