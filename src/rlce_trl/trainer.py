@@ -313,6 +313,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         inputs = [{**ex, **{name: values[i] for name, values in columns.items()}} for i, ex in enumerate(inputs)]
 
         self._log_rlce_metrics(mode, [r.stats for r in reports], [r.work for r in reports])
+        unscored = sum(all(v is None for v in result.verified) for result in results)  # the documented treatment
+        self._metrics[mode][metric_key(self.method_name, "unscored_fraction")].append(unscored / max(len(results), 1))
         # State built across steps (static tests, rubric buffers) follows the prompt, whichever process scored it.
         for report in reports:
             if report.rank != rank and report.state_updates:
@@ -382,6 +384,16 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         if failures:
             logger.info("%s: %d unreadable verdicts counted as abstentions (%s).", prefix, sum(failures.values()),
                         ", ".join(f"{k}={v}" for k, v in sorted(failures.items())))
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """[`~trl.GRPOTrainer.log`], leaving out a metric with no value in the logging window instead of logging
+        `None` (TRL's value when every entry is NaN): a window or an evaluation in which no group was scored has no
+        `rewards/rlce_verified/mean`, and `<method>/unscored_fraction` says how many groups went unscored. So
+        `trainer.evaluate()` then `log_metrics` / `save_metrics` (the HF example scripts' tail) never meet a None."""
+        metrics = self._metrics["train" if self.model.training else "eval"]
+        for key in [k for k, values in metrics.items() if not any(v == v for v in values)]:  # all NaN, or none
+            del metrics[key]
+        super().log(logs, start_time)
 
     # -- model card ---------------------------------------------------------------------------------------------------
     #: Dataset and recipe names for the model card; the example scripts fill it (`{"dataset": ..., "recipe": ...}`).
