@@ -10,6 +10,9 @@ from fakes import FakeOpenAIServer
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+# Most tests train tiny random policies that never write an answer: the no-learning-signal stop is off for them by
+# default; tests/health/test_no_signal.py turns it on (RLCEGRPOConfig.health_signal_patience).
+os.environ.setdefault("RLCE_HEALTH_SIGNAL_PATIENCE", "0")
 
 
 @pytest.fixture

@@ -28,6 +28,12 @@ VERIFIER_MODES = ("transformers", "server", "colocate")
 PARTNER_MODES = ("transformers", "server")
 
 
+def _default_signal_patience() -> int:
+    from .health.signal import default_signal_patience  # lazily: the config module stays light
+
+    return default_signal_patience()
+
+
 @dataclass
 class RLCEGRPOConfig(GRPOConfig):
     r"""
@@ -169,6 +175,12 @@ class RLCEGRPOConfig(GRPOConfig):
         health_thresholds (`dict`, *optional*):
             Thresholds of the alarm rules to override, by name (`rlce_trl.health.HealthThresholds`, e.g.
             `{"collapse_share": 0.9}`); a JSON object on the command line.
+        health_signal_patience (`int`, *optional*, defaults to `2`):
+            Stop the run when none of its first this-many steps had a learning signal (no group whose rewards
+            differ): the checkpoint is saved, the report and the model card say "no learning signal", and `train()`
+            raises `NoLearningSignalError` with the cause and the fix (non-zero exit). `0` turns the stop off (every
+            step without signal is still logged). The default can be changed with `$RLCE_HEALTH_SIGNAL_PATIENCE`.
+            Needs `health_monitor`.
 
         > Parameters that control video rows (Human Behavior Atlas tasks)
 
@@ -356,6 +368,11 @@ class RLCEGRPOConfig(GRPOConfig):
         metadata={"help": "Health alarm thresholds to override, as a JSON object (e.g. '{\"collapse_share\": 0.9}'); "
                   "names in rlce_trl.health.HealthThresholds."},
     )
+    health_signal_patience: int = field(
+        default_factory=lambda: _default_signal_patience(),
+        metadata={"help": "Stop the run (non-zero exit) when none of its first N steps had a learning signal; 0: "
+                  "never (steps without signal are still logged). Default 2, or $RLCE_HEALTH_SIGNAL_PATIENCE."},
+    )
 
     # Parameters that control video rows (Human Behavior Atlas tasks)
     video_input: str = field(
@@ -507,6 +524,8 @@ class RLCEGRPOConfig(GRPOConfig):
 
         problems = [f"{name} must be >= 1." for name in ("health_warmup_steps", "health_window")
                     if getattr(self, name) < 1]
+        if self.health_signal_patience < 0:
+            problems.append(f"health_signal_patience={self.health_signal_patience}: use 0 (no stop) or more steps.")
         if isinstance(self.health_thresholds, str):
             try:
                 text = self.health_thresholds

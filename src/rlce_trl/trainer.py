@@ -17,7 +17,7 @@ from .data.checks import check_datasets
 from .data.prompts import completion_text
 from .errors import InputError
 from .evidence.prompts import render_context
-from .health import HealthMonitor, HealthThresholds
+from .health import HealthMonitor, HealthThresholds, NoLearningSignalError
 from .methods import build_scorer, method_hook, scorer_name
 from .model_card import PAPER
 from .rewards import build_groups, completion_columns, metric_key, rlce_format
@@ -260,7 +260,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         monitor = HealthMonitor(
             self.method_name, HealthThresholds.from_dict(args.health_thresholds), args.health_warmup_steps,
             args.health_window, args.health_stop, args.output_dir, self._metrics["train"],
-            self.evidence.log if args.rlce_evidence else None, self.accelerator.is_main_process)
+            self.evidence.log if args.rlce_evidence else None, self.accelerator.is_main_process,
+            signal_patience=args.health_signal_patience)
         self.add_callback(monitor)
         return monitor
 
@@ -423,6 +424,11 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         if self.is_world_process_zero():  # the metrics `rlce-trl report` draws, also for a run without checkpoints
             os.makedirs(self.args.output_dir, exist_ok=True)
             self.state.save_to_json(os.path.join(self.args.output_dir, "trainer_state.json"))
+        if self.health is not None and self.health.stopped_without_signal is not None:
+            self.verifier.close()
+            if self.partner is not None:
+                self.partner.close()
+            raise NoLearningSignalError(self.health.stopped_without_signal.line)  # the checkpoint is saved
         return output
 
     # -- scorer state across checkpoints ---------------------------------------------------------------------------

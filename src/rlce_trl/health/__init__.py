@@ -21,7 +21,15 @@ groups each step scored and logs under `health/*`:
 - `health/entrenchment_cusum` (RLCE): a CUSUM of the groups since the reference whose verified answer is (not) the
   majority: it grows while the verified answer differs from the vote markedly less often than in the first steps,
   for groups whose votes split alike;
-- `health/alarms`: number of rules that fire at this step.
+- `health/alarms`: number of rules that fire at this step;
+- `health/step_signal`: 1 when this step, on its own, had a learning signal (some group's rewards differ), else 0.
+
+The rules compare a run with its own first steps, so they cannot see a run that never had a signal. That is checked
+in absolute terms from the first step ([`signal_verdict`]): every step without signal logs one line naming the cause
+and the fix (the policy does not write the answer format; every rollout gives the same answer; the verifier
+abstained on everything), and a run none of whose first `health_signal_patience` steps (default 2) had one stops:
+its checkpoint is saved, the report and the model card say "no learning signal", and `RLCEGRPOTrainer.train` raises
+[`NoLearningSignalError`] with that line (`rlce-trl train`: `error: no learning signal: ...`, exit status 2).
 
 Every value is computed over the last `window` steps pooled (the entrenchment CUSUM over every step since the
 reference); the *reference* is the first `warmup` steps pooled
@@ -69,7 +77,9 @@ from .monitor import (
     HealthMonitor,
     card_section,
     evaluate_rules,
+    no_signal_line,
     read_alarms,
+    read_signal,
 )
 from .rules import (
     Alarm,
@@ -87,7 +97,15 @@ from .rules import (
     reward_signal_divergence,
     threshold_problems,
 )
-from .signal import CAUSES, SignalVerdict, group_signal, signal_verdict
+from .signal import (
+    CAUSES,
+    SIGNAL_PATIENCE,
+    NoLearningSignalError,
+    SignalVerdict,
+    default_signal_patience,
+    group_signal,
+    signal_verdict,
+)
 
 __all__ = [
     "Alarm",
@@ -99,6 +117,8 @@ __all__ = [
     "HealthMonitor",
     "HealthThresholds",
     "MAX_POOL",
+    "NoLearningSignalError",
+    "SIGNAL_PATIENCE",
     "SignalVerdict",
     "StepRecord",
     "answer_entropy",
@@ -111,6 +131,7 @@ __all__ = [
     "check_reward_signal_divergence",
     "check_verifier_drift",
     "check_within_group_collapse",
+    "default_signal_patience",
     "entrenchment_cusum",
     "entrenchment_threshold",
     "entropy_bits",
@@ -118,9 +139,11 @@ __all__ = [
     "group_signal",
     "jaccard",
     "near_duplicate_rate",
+    "no_signal_line",
     "one_answer_share",
     "pooled",
     "read_alarms",
+    "read_signal",
     "reward_signal_divergence",
     "signal_share",
     "signal_verdict",

@@ -40,6 +40,7 @@ from .rules import (
     entrenchment_cusum,
     reward_signal_divergence,
 )
+from .signal import SignalVerdict, group_signal
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,9 @@ class HealthMonitor(TrainerCallback):
         warmup: steps pooled as the reference (the base model's behaviour).
         window: steps pooled for each check.
         stop: end the run cleanly at the first alarm (checkpoint saved, the model card says why).
+        signal_patience: end the run cleanly when none of its first `signal_patience` steps had a learning signal
+            ([`~rlce_trl.health.signal.signal_verdict`]; checkpoint saved, then the trainer raises
+            `NoLearningSignalError`); 0: never (every step without signal is still logged).
         output_dir: where `rlce_health.jsonl` goes (`None`: no file).
         metrics: a `name -> list` mapping the metrics are appended to (`None`: not logged).
         evidence_log: an `audit.EvidenceLog` the alarms are appended to (`None`: not written).
@@ -106,9 +110,11 @@ class HealthMonitor(TrainerCallback):
 
     def __init__(self, method: str = "rlce", thresholds: HealthThresholds | None = None, warmup: int = 3,
                  window: int = 3, stop: bool = False, output_dir: str | None = None, metrics=None,
-                 evidence_log=None, is_main: bool = True):
+                 evidence_log=None, is_main: bool = True, signal_patience: int = 0):
         if warmup < 1 or window < 1:
             raise ValueError("health_warmup_steps and health_window must be >= 1.")
+        if signal_patience < 0:
+            raise ValueError("health_signal_patience must be >= 0 (0 turns the no-signal stop off).")
         self.method = method
         self.thresholds = thresholds or HealthThresholds()
         self.warmup, self.window, self.stop = warmup, window, stop
@@ -119,6 +125,10 @@ class HealthMonitor(TrainerCallback):
         self.alarms: list[Alarm] = []
         self.history: list[dict] = []  # per step: the metrics
         self.stopped_by: Alarm | None = None
+        self.signal_patience = signal_patience
+        self.signals: list[tuple[int, SignalVerdict]] = []  # per record: its step and its learning-signal verdict
+        #: the verdict of the step the no-signal stop ended the run at (`None`: it did not)
+        self.stopped_without_signal: SignalVerdict | None = None
         self._reference: dict | None = None
         self._file_started = False
         self.last_inputs: tuple | None = None  # what the rules read at the last checked step
@@ -192,6 +202,9 @@ class HealthMonitor(TrainerCallback):
                     self.alarms.append(Alarm(check.rule, check.metric, check.value, check.threshold, record.step,
                                              check.reference))
         logged["health/alarms"] = float(sum(c.fired for c in checks))
+        signal = group_signal(record.groups, record.verdict_mix())
+        self.signals.append((record.step, signal))
+        logged["health/step_signal"] = float(signal.has_signal)
         self.history.append({"step": record.step, **logged})
         return logged, checks
 
@@ -211,14 +224,24 @@ class HealthMonitor(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         self._resume_step = state.global_step  # alarms of later steps in the file are dropped at the first write
 
+    @property
+    def had_signal(self) -> bool | None:
+        """Whether any step seen had a learning signal (`None`: no step seen yet)."""
+        return any(v.has_signal for _, v in self.signals) if self.signals else None
+
+    def last_silent(self) -> tuple[int, SignalVerdict] | None:
+        """The last step without a learning signal and its verdict (`None`: every step had one, or none ran)."""
+        return next(((step, v) for step, v in reversed(self.signals) if not v.has_signal), None)
+
     def on_step_end(self, args, state, control, **kwargs):
         pending, self.pending = self.pending, []
-        before = len(self.alarms)
+        before, seen = len(self.alarms), len(self.signals)
         for record in pending:
             logged, _ = self.add(record)
             if self.metrics is not None:
                 for name, value in logged.items():
                     self.metrics[name].append(value)
+        signal_records = self._check_signal(state, control, self.signals[seen:])
         new = self.alarms[before:]
         if new and self.stop and self.stopped_by is None:
             self.stopped_by = new[0]
@@ -229,8 +252,35 @@ class HealthMonitor(TrainerCallback):
             if self.is_main:
                 logger.warning(alarm.message + (" -- stopping the run (health_stop)." if alarm is self.stopped_by
                                                 else ""))
-        self._write([a.record(stopped=a is self.stopped_by) for a in new])
+        self._write([a.record(stopped=a is self.stopped_by) for a in new] + signal_records)
         return control
+
+    def _check_signal(self, state, control, new: list[tuple[int, SignalVerdict]]) -> list[dict]:
+        """Log every new step without a learning signal (one line: cause and fix) and, when no step since this run
+        started has had one after `signal_patience` steps, stop the run. The records for `rlce_health.jsonl`: the
+        steps without signal, and the first step with one."""
+        records, first_signal = [], not any(v.has_signal for _, v in self.signals[: len(self.signals) - len(new)])
+        for step, verdict in new:
+            if verdict.has_signal:
+                if first_signal:
+                    records.append(_signal_record(step, verdict))
+                    first_signal = False
+                continue
+            if self.is_main:
+                logger.warning("step %d: %s", step, verdict.line)
+            records.append(_signal_record(step, verdict))
+        steps_run = state.global_step - getattr(self, "_resume_step", 0)
+        if (new and self.signal_patience and steps_run >= self.signal_patience and not self.had_signal
+                and self.stopped_without_signal is None):
+            self.stopped_without_signal = new[-1][1]
+            control.should_training_stop = True
+            control.should_save = True  # the checkpoint of the step the run stops at (and its model card)
+            control.should_log = True
+            records[-1]["stopped"] = True
+            if self.is_main:
+                logger.warning("No step of the first %d had a learning signal: stopping the run "
+                               "(health_signal_patience: 0 turns this off).", steps_run)
+        return records
 
     def _write(self, records: list[dict]) -> None:
         if not self.is_main:
@@ -240,10 +290,11 @@ class HealthMonitor(TrainerCallback):
             if not self._file_started:  # a fresh run drops earlier alarms, a resumed one those after its step
                 self._file_started = True
                 resume_step = getattr(self, "_resume_step", 0)
-                truncate_jsonl(path, lambda r: _is_alarm(r) and r["step"] <= resume_step)  # atomic: a rename
+                truncate_jsonl(path, lambda r: (_is_alarm(r) or _is_signal(r)) and r["step"] <= resume_step)
             append_jsonl(records, path)
-        if self.evidence_log is not None and records:
-            self.evidence_log.write(records)
+        alarms = [r for r in records if _is_alarm(r)]  # the trail holds the alarms; the signal lines stay here
+        if self.evidence_log is not None and alarms:
+            self.evidence_log.write(alarms)
 
 
 def read_alarms(path: str) -> list[dict]:
@@ -257,11 +308,42 @@ def _is_alarm(record: dict) -> bool:
     return record.get("type") == "health_alarm" and isinstance(record.get("step"), int)
 
 
+def _is_signal(record: dict) -> bool:
+    return record.get("type") == "health_signal" and isinstance(record.get("step"), int)
+
+
+def _signal_record(step: int, verdict: SignalVerdict) -> dict:
+    return {"type": "health_signal", "step": step, "has_signal": verdict.has_signal, "cause": verdict.cause,
+            "line": verdict.line, "stopped": False}
+
+
+def read_signal(path: str) -> list[dict]:
+    """The learning-signal records of a `rlce_health.jsonl` (steps without signal, the first step with one, the
+    stop); [] when there is no file."""
+    if not os.path.exists(path):
+        return []
+    return [record for record in read_jsonl_lenient(path, "health alarms file")[0] if _is_signal(record)]
+
+
+def no_signal_line(records: list[dict]) -> str | None:
+    """The line of a run that never had a learning signal (its last step without one), from [`read_signal`]'s
+    records; `None` when some step had signal or nothing was recorded."""
+    if not records or any(r.get("has_signal") for r in records):
+        return None
+    return str(records[-1].get("line") or "no learning signal")
+
+
 def card_section(monitor: HealthMonitor | None, steps: int) -> str:
     """The model card's "Training health" markdown: the alarms raised, and why the run stopped if it did."""
     if monitor is None:
         return ("### Training health\n\nThe training-health monitor was off for this run (`health_monitor: false`).\n")
     lines = ["### Training health", ""]
+    silent = monitor.last_silent()
+    if monitor.stopped_without_signal is not None:
+        lines += [f"**Training was stopped at step {silent[0]}: no learning signal** in any of its first steps "
+                  f"(`health_signal_patience: {monitor.signal_patience}`). {monitor.stopped_without_signal.line}.", ""]
+    elif monitor.had_signal is False:
+        lines += [f"**No learning signal**: no step of this run had one. {silent[1].line}.", ""]
     if monitor.stopped_by is not None:
         lines += [f"**Training was stopped early at step {monitor.stopped_by.step} by the training-health monitor "
                   f"(`health_stop: true`)**: {monitor.stopped_by.message}.", ""]

@@ -12,11 +12,34 @@ the line at every step without signal and stops a run that has had none after `s
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..errors import InputError
 from .metrics import GroupSummary, _spread
+
+#: Steps a run may go without any learning signal before it stops (`health_signal_patience`; 0 turns the stop off).
+SIGNAL_PATIENCE = 2
+#: An environment variable that changes that default (e.g. `0` for a test suite of tiny random models).
+SIGNAL_PATIENCE_ENV = "RLCE_HEALTH_SIGNAL_PATIENCE"
+
+
+def default_signal_patience() -> int:
+    """`health_signal_patience`'s default: [`SIGNAL_PATIENCE`], or `$RLCE_HEALTH_SIGNAL_PATIENCE` when set."""
+    value = os.environ.get(SIGNAL_PATIENCE_ENV, "").strip()
+    try:
+        return int(value) if value else SIGNAL_PATIENCE
+    except ValueError:
+        raise InputError(f"{SIGNAL_PATIENCE_ENV}={value!r}: use a whole number of steps (0 turns the stop off)."
+                         ) from None
+
+
+class NoLearningSignalError(InputError):
+    """The run had no learning signal in its first `health_signal_patience` steps and was stopped; the message is the
+    monitor's line (cause and fix). Raised by `RLCEGRPOTrainer.train` after the checkpoint of the stop step is
+    saved; `rlce-trl train` and the scripts print it as their last line and exit with status 2."""
 
 #: Verdict keys that mean the verifier decided nothing: `"unknown"` (its explicit abstention), and unreadable replies
 #: (counted `"invalid"` by the scorers, `"none"` in the group summaries).

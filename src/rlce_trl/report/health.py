@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from html import escape
 
-from ..health import HEALTH_FILE, read_alarms
+from ..health import HEALTH_FILE, no_signal_line, read_alarms, read_signal
 from .plots import svg_panel
 
 PANELS = [
@@ -24,12 +24,25 @@ def run_alarms(run_dir: str, trail_alarms: list[dict] | None = None) -> list[dic
     return read_alarms(path) if os.path.exists(path) else list(trail_alarms or [])
 
 
+def run_no_signal(run_dir: str, log_history: list[dict]) -> str | None:
+    """The "no learning signal" line of a run none of whose steps had one (`rlce_health.jsonl`'s signal lines, else
+    the logged `health/step_signal`); `None` when some step had a signal or the run did not record it."""
+    line = no_signal_line(read_signal(os.path.join(run_dir, HEALTH_FILE)))
+    if line is not None:
+        return line
+    steps = [e["health/step_signal"] for e in log_history if "health/step_signal" in e]
+    return "no learning signal: no step had a group whose rewards differ" if steps and not any(steps) else None
+
+
 def health_section(run_dir: str, log_history: list[dict], trail_alarms: list[dict] | None = None) -> str:
     """The panel's HTML; "" for a run without health metrics or alarms (monitor off, or an older run)."""
     keys = {k for entry in log_history for k in entry if k.startswith("health/")}
     alarms = run_alarms(run_dir, trail_alarms)
     if not keys and not alarms:
         return ""
+    silent = run_no_signal(run_dir, log_history)
+    signal = (f'<p id="health-signal"><strong>No learning signal</strong>: no step of this run had a group whose '
+              f"rewards differ, so the policy was not trained. {escape(silent)}.</p>" if silent else "")
     svgs = "".join(svg_panel(title, log_history, [k for k in names if k in keys])
                    for title, names in PANELS if any(k in keys for k in names))
     if alarms:
@@ -44,7 +57,7 @@ def health_section(run_dir: str, log_history: list[dict], trail_alarms: list[dic
         table = '<p class="muted" id="health-alarms">No alarm was raised.</p>'
     return (f'<section id="health"><h2>Training health</h2><p class="muted">Collapse, verifier drift, '
             f"reward-vs-signal divergence and entrenchment, over the last steps against the first steps (rules in "
-            f'docs/health.md).</p><div class="curves">{svgs}</div><h3>Alarms</h3>{table}</section>')
+            f'docs/health.md).</p>{signal}<div class="curves">{svgs}</div><h3>Alarms</h3>{table}</section>')
 
 
 def _num(value) -> str:

@@ -287,12 +287,28 @@ def train_rlce(script_args, training_args, model_args, train_dataset, callbacks,
 
 def train_and_save(trainer, training_args) -> None:
     """TRL's script tail: train (resuming if asked), save, push from every rank, end. The dataset is named in the
-    RLCE section of the model card ([`card_info`]); TRL's own card line would link it as a Hub dataset."""
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    RLCE section of the model card ([`card_info`]); TRL's own card line would link it as a Hub dataset.
+
+    A run the training-health monitor stopped for lack of a learning signal saves no final model (its checkpoint
+    holds the weights): its card and report say "no learning signal", and the error's line is the last one printed."""
+    from ..health import NoLearningSignalError
+
+    try:
+        trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    except NoLearningSignalError:
+        _report(trainer, training_args, push=False)
+        end_run(trainer)
+        raise
     trainer.accelerator.print("Training completed.")
     trainer.save_model(training_args.output_dir)
     trainer.accelerator.print(f"Model saved to {training_args.output_dir}.")
-    if training_args.push_to_hub:
+    _report(trainer, training_args, push=training_args.push_to_hub)
+    end_run(trainer)
+
+
+def _report(trainer, training_args, push: bool) -> None:
+    """The model card (or the push to the Hub), then the run report."""
+    if push:
         # Every rank calls it: saving is a collective under ZeRO-3; only the main process uploads.
         trainer.push_to_hub()
         trainer.accelerator.print(f"Model pushed to the Hub as {trainer.hub_model_id}.")
@@ -306,7 +322,6 @@ def train_and_save(trainer, training_args) -> None:
             trainer.save_state()  # the curves, from a stock GRPOTrainer too (RLCEGRPOTrainer.train writes them)
 
         print(f"Training report: {build_report(training_args.output_dir)[0]} (open it in a browser)")
-    end_run(trainer)
 
 
 def end_run(trainer) -> None:
