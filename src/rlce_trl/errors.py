@@ -77,3 +77,59 @@ class InputError(ValueError):
 
 class MissingInputError(InputError, FileNotFoundError):
     """A file or folder the user named does not exist (or is not what it should be); the message names the fix."""
+
+
+# -- Ctrl-C ----------------------------------------------------------------------------------------------------------
+#: Ctrl-C presses seen by the handler [`watch_interrupts`] installs (a library that catches KeyboardInterrupt while a
+#: model loads cannot make one vanish: the trainer checks this before its first step).
+_INTERRUPTS: list[float] = []
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during training: what was saved. `checkpoint`: the folder of the last finished step (`None`: nothing
+    was saved, e.g. before the first step finished); `step`: that step; `output_dir`: the run's folder; `report`:
+    the run report's page, when one was written."""
+
+    def __init__(self, checkpoint: str | None = None, step: int = 0, output_dir: str | None = None):
+        super().__init__(checkpoint or "")
+        self.checkpoint, self.step, self.output_dir, self.report = checkpoint, step, output_dir, None
+
+
+def watch_interrupts() -> None:
+    """Install a SIGINT handler that records each Ctrl-C before raising KeyboardInterrupt as Python's own does; only
+    where Python's default handler is in place (the main thread, no handler of the user's), and the record starts
+    empty."""
+    import signal
+    import threading
+    import time
+
+    _INTERRUPTS.clear()
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+
+    def on_sigint(signum, frame):
+        _INTERRUPTS.append(time.monotonic())
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+
+
+def raise_if_interrupted() -> None:
+    """KeyboardInterrupt if a Ctrl-C was recorded since [`watch_interrupts`]: one pressed while models loaded ends
+    the run even if a library swallowed it."""
+    if _INTERRUPTS:
+        raise KeyboardInterrupt
+
+
+def interrupt_message(error: BaseException) -> str:
+    """What `rlce-trl` and the training scripts print on Ctrl-C: where the run was saved and that the same command
+    resumes it, or that nothing was saved."""
+    checkpoint = getattr(error, "checkpoint", None)
+    if checkpoint:
+        report = getattr(error, "report", None)
+        saved = f"checkpoint {checkpoint}" + (f", report {report}" if report else "")
+        return (f"interrupted after step {error.step}: saved {saved} (evidence trail and metrics in "
+                f"{error.output_dir}); rerun the same command to resume at step {error.step + 1}")
+    return "interrupted: nothing was saved (no training step had finished); rerun the same command to start again"

@@ -15,9 +15,10 @@ from .audit import EVIDENCE_FILE, EvidenceRecorder
 from .config import RLCEGRPOConfig
 from .data.checks import check_datasets
 from .data.prompts import completion_text
-from .errors import InputError
+from .errors import InputError, raise_if_interrupted
 from .evidence.prompts import render_context
 from .health import HealthMonitor, HealthThresholds, NoLearningSignalError
+from .interrupted import clear_interrupted, interrupted_checkpoint, save_interrupted
 from .methods import build_scorer, method_hook, scorer_name
 from .model_card import PAPER
 from .rewards import build_groups, completion_columns, metric_key, rlce_format
@@ -411,11 +412,21 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             add_rlce_section(self, os.path.join(self.args.output_dir, "README.md"), dataset_name,
                              report=card_section(self.args.output_dir))
 
-    def train(self, *args, **kwargs):
+    def train(self, resume_from_checkpoint=None, *args, **kwargs):
         """[`~trl.GRPOTrainer.train`]; on an error the verifier (a server process the trainer started) is stopped
-        before the error propagates, so nothing is left running."""
+        before the error propagates, so nothing is left running. A Ctrl-C saves the checkpoint of the last finished
+        step and raises `TrainingInterrupted` naming it; the next `train()` in the same `output_dir` resumes from it
+        (`rlce_trl.interrupted`). A Ctrl-C recorded while models loaded ends the run here."""
+        raise_if_interrupted()
+        resume_from_checkpoint = interrupted_checkpoint(self.args.output_dir, resume_from_checkpoint)
         try:
-            output = super().train(*args, **kwargs)
+            output = super().train(resume_from_checkpoint, *args, **kwargs)
+        except KeyboardInterrupt as error:
+            saved = save_interrupted(self)
+            self.verifier.close()
+            if self.partner is not None:
+                self.partner.close()
+            raise saved from error
         except BaseException:
             self.verifier.close()
             if self.partner is not None:
@@ -424,6 +435,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         if self.is_world_process_zero():  # the metrics `rlce-trl report` draws, also for a run without checkpoints
             os.makedirs(self.args.output_dir, exist_ok=True)
             self.state.save_to_json(os.path.join(self.args.output_dir, "trainer_state.json"))
+            clear_interrupted(self.args.output_dir)
         if self.health is not None and self.health.stopped_without_signal is not None:
             self.verifier.close()
             if self.partner is not None:

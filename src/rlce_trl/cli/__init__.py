@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from ..errors import watch_interrupts
+
+    watch_interrupts()  # a Ctrl-C while models load ends the run even if a library swallows it
     try:
         argv = [os.fspath(a) if isinstance(a, os.PathLike) else a for a in argv]
         parser = build_parser()
@@ -64,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         leave_process_group()
         print(f"error: {scrub_message(error)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted: rerun the same command to resume where it stopped", file=sys.stderr)
+    except KeyboardInterrupt as error:  # what was saved and how to resume, or that nothing was (rlce_trl.errors)
+        from ..errors import interrupt_message
+
+        print(interrupt_message(error), file=sys.stderr)
         return 130
 
 

@@ -118,10 +118,15 @@ def exit_on_bad_input(body):
     """`body()`, except that bad input ([`InputError`], an unreachable verifier) ends the process with one
     `error: <message>` line (scrubbed of credentials) and exit status 2, with no traceback: what `rlce-trl` does,
     for the scripts run as `python examples/<script>.py` or `python -m rlce_trl.scripts.<script>`."""
+    from ..errors import interrupt_message, watch_interrupts
     from ..verifiers.base import VerifierUnavailableError
 
+    watch_interrupts()
     try:
         return body()
+    except KeyboardInterrupt as error:  # Ctrl-C: where the run was saved and how to resume, no traceback
+        print(interrupt_message(error), file=sys.stderr)
+        raise SystemExit(130) from None
     except (InputError, VerifierUnavailableError) as error:
         from ..credentials import scrub_message
         from ..errors import leave_process_group

@@ -299,6 +299,15 @@ def train_and_save(trainer, training_args) -> None:
         _report(trainer, training_args, push=False)
         end_run(trainer)
         raise
+    except KeyboardInterrupt as error:  # the checkpoint of the last finished step is saved: add the report
+        if getattr(error, "checkpoint", None) and trainer.accelerator.is_main_process:
+            from ..report import build_report
+
+            try:
+                error.report = build_report(training_args.output_dir)[0]
+            except Exception as failure:  # noqa: BLE001 -- the checkpoint is what matters
+                logger.warning("No report for the interrupted run: %s", failure)
+        raise
     trainer.accelerator.print("Training completed.")
     trainer.save_model(training_args.output_dir)
     trainer.accelerator.print(f"Model saved to {training_args.output_dir}.")

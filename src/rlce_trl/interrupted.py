@@ -1,0 +1,64 @@
+"""Ctrl-C during training tells the truth: the checkpoint of the last finished step is saved (with the trainer state
+that resuming needs), `<output_dir>/rlce_interrupted.json` names it, and the next `train()` in the same output folder
+resumes from it unless told otherwise (`resume_from_checkpoint`), so rerunning the same command goes on at the next
+step. Before the first step has finished nothing is saved, and the error says so
+([`~rlce_trl.errors.TrainingInterrupted`])."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+from .errors import _INTERRUPTS, TrainingInterrupted
+
+logger = logging.getLogger(__name__)
+
+MARKER = "rlce_interrupted.json"
+
+
+def save_interrupted(trainer) -> TrainingInterrupted:
+    """Save what can be saved after a Ctrl-C and return the error that says where. A single process saves the
+    checkpoint of the last finished step (the weights of an interrupted step are not yet updated: the optimizer
+    step closes it); with several processes only an existing checkpoint of that step is named (saving is a collective
+    a lone interrupted rank could hang in)."""
+    _INTERRUPTS.clear()  # this Ctrl-C is handled here
+    args, step = trainer.args, trainer.state.global_step
+    folder = os.path.join(args.output_dir, f"checkpoint-{step}")
+    if step > 0 and not os.path.isdir(folder) and trainer.accelerator.num_processes == 1:
+        try:
+            trainer._save_checkpoint(trainer.model, trial=None)
+        except Exception as error:  # noqa: BLE001 -- a failed save is reported as nothing saved
+            logger.warning("Could not save a checkpoint after Ctrl-C: %s", error)
+    if step == 0 or not os.path.isfile(os.path.join(folder, "trainer_state.json")):
+        return TrainingInterrupted(None, step, args.output_dir)
+    if trainer.is_world_process_zero():
+        trainer.state.save_to_json(os.path.join(args.output_dir, "trainer_state.json"))  # the report's curves
+        with open(os.path.join(args.output_dir, MARKER), "w", encoding="utf-8") as f:
+            json.dump({"checkpoint": folder, "step": step}, f)
+    return TrainingInterrupted(folder, step, args.output_dir)
+
+
+def interrupted_checkpoint(output_dir: str, resume_from_checkpoint):
+    """`resume_from_checkpoint`, or, when it is unset (`None`) and the last run in `output_dir` was interrupted, the
+    checkpoint that run saved."""
+    path = os.path.join(output_dir, MARKER)
+    if resume_from_checkpoint is not None or not os.path.isfile(path):
+        return resume_from_checkpoint
+    try:
+        with open(path, encoding="utf-8") as f:
+            marker = json.load(f)
+        folder = marker["checkpoint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return resume_from_checkpoint
+    if not os.path.isdir(folder):
+        return resume_from_checkpoint
+    logger.warning("Resuming the interrupted run from %s (step %s).", folder, int(marker.get("step", 0)) + 1)
+    return folder
+
+
+def clear_interrupted(output_dir: str) -> None:
+    """The run finished: the next one in this folder starts afresh."""
+    path = os.path.join(output_dir, MARKER)
+    if os.path.isfile(path):
+        os.remove(path)
