@@ -3,6 +3,7 @@ package's training config; the rules of the video settings are in `config_video.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,6 @@ from .data.hba import FRAME_FPS, FRAME_SIZE, MAX_FRAMES, MIN_FRAMES
 from .data.media import VIDEO_INPUTS
 from .evidence.state import MODES as RLCE_MODES
 from .evidence.validation import REDACTION_MODES
-from .verifiers.base import Sampling
 
 if TYPE_CHECKING:  # the registry and the evidence pipeline are imported when used, never with the config
     from .evidence.pipeline import EvidenceSettings
@@ -32,6 +32,16 @@ def _default_signal_patience() -> int:
     from .health.signal import default_signal_patience  # lazily: the config module stays light
 
     return default_signal_patience()
+
+
+def _tracker_problems(report_to) -> list[str]:
+    """`report_to` naming trackio without trackio installed: the fix, before any model loads (transformers would fail
+    later, inside the trainer, with a traceback)."""
+    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    if "trackio" in names and importlib.util.find_spec("trackio") is None:
+        return ["report_to=trackio needs the trackio package: pip install 'rlce-trl[trackio]' (or drop trackio from "
+                "report_to)."]
+    return []
 
 
 @dataclass
@@ -153,6 +163,11 @@ class RLCEGRPOConfig(GRPOConfig):
             `rlce_trl.audit`); `rlce-trl report` shows it. Baselines record what they have (judgments, rubrics).
         rlce_evidence_max_mb (`float`, *optional*, defaults to `1024`):
             Size limit of the trail in MB; past it no more groups are recorded. `0`: no limit.
+        rlce_trackio_groups (`int`, *optional*, defaults to `8`):
+            With `report_to="trackio"`: rollout groups sent to trackio per logged step, each as a `trackio.Trace`
+            (prompt, distinct answers, one span per verifier call with its tests and verdicts, rewards as metadata;
+            `rlce_trl.tracking`). A step with more groups sends this many, sampled at random (seeded by the step).
+            `0`: no traces (metrics and alerts are still sent).
         rlce_prompts_file (`str`, *optional*):
             Verifier prompts as data (`evidence/prompt_set.py`): construction / validation text and few-shot examples.
             Label-light (VeriFine-style calibration); the paper-reproduction recipes never set it.
@@ -340,6 +355,11 @@ class RLCEGRPOConfig(GRPOConfig):
     rlce_evidence_max_mb: float = field(
         default=1024.0, metadata={"help": "Size limit of the evidence audit trail in MB (0: no limit)."}
     )
+    rlce_trackio_groups: int = field(
+        default=8,
+        metadata={"help": "With report_to trackio: rollout groups per logged step sent to trackio as traces (tests, "
+                  "verdicts, rewards), sampled when a step has more; 0: none."},
+    )
     rlce_prompts_file: str | None = field(
         default=None,
         metadata={"help": "Verifier prompts file (JSON/YAML: construction / validation text, few-shot examples), e.g. "
@@ -475,6 +495,9 @@ class RLCEGRPOConfig(GRPOConfig):
                 problems.append(f"{name} must be >= 1.")
         if self.rlce_evidence_max_mb < 0:
             problems.append("rlce_evidence_max_mb must be >= 0 (0: no limit; rlce_evidence=False: no trail).")
+        if self.rlce_trackio_groups < 0:
+            problems.append(f"rlce_trackio_groups={self.rlce_trackio_groups}: use 0 (no traces) or more groups.")
+        problems += _tracker_problems(self.report_to)
         if self.verifier_batch_size < 1:
             problems.append("verifier_batch_size must be >= 1.")
         problems += self._health_problems()
@@ -500,6 +523,9 @@ class RLCEGRPOConfig(GRPOConfig):
         super().__post_init__()
         mirror_activation_checkpointing(self)
         self._warn_vllm_only_sampling()
+        from .credentials import scrub  # the names every tracker (trackio, wandb, ...) shows, sent as they are
+
+        self.run_name, self.project = scrub(self.run_name), scrub(self.project)
 
     def _partner_problems(self) -> list[str]:
         """Invalid partner settings, each with its fix."""
@@ -609,26 +635,14 @@ class RLCEGRPOConfig(GRPOConfig):
 
     def evidence_settings(self) -> EvidenceSettings:
         """The pipeline settings these fields describe."""
-        from .evidence.pipeline import EvidenceSettings
-        from .evidence.prompt_set import load_prompts
+        from .evidence.pipeline import settings_from_fields
 
-        return EvidenceSettings(
-            mode=self.rlce_mode,
-            tests_per_direction=self.rlce_tests_per_direction,
-            tie_break_tests_per_direction=self.rlce_tie_break_tests_per_direction,
-            construction_sampling=Sampling(
-                temperature=self.rlce_construction_temperature,
-                top_p=self.rlce_construction_top_p,
-                top_k=self.rlce_construction_top_k,
-                max_tokens=self.rlce_construction_max_tokens,
-            ),
-            validation_max_tokens=self.rlce_validation_max_tokens,
-            equivalence_max_tokens=self.rlce_equivalence_max_tokens,
-            redact_answers=self.rlce_redact_answers,
-            redaction=self.rlce_redaction,
-            answer_fallback=self.rlce_answer_fallback,
-            prompts=load_prompts(self.rlce_prompts_file) if self.rlce_prompts_file else None,
-        )
+        return settings_from_fields(vars(self))
+
+    def reward_options(self) -> dict:
+        """The settings the reward object [`~rlce_trl.RLCEReward`] reads (every `rlce_*` and `verifier_*` field), as a
+        plain, picklable dict."""
+        return {k: v for k, v in vars(self).items() if k.startswith(("rlce_", "verifier_"))}
 
     #: `args.frame_kwargs()`: the frame sampling of the `video_*` fields, as `rlce_trl.data.hba.with_frames` takes it.
     frame_kwargs = frame_kwargs

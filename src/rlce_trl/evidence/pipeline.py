@@ -52,6 +52,30 @@ class EvidenceSettings:
             )
 
 
+def settings_from_fields(fields) -> EvidenceSettings:
+    """The pipeline settings that the `rlce_*` fields of a mapping describe (an `RLCEGRPOConfig`'s, or the plain
+    settings of the reward object `rlce_trl.RLCEReward`); the one place these names map to the pipeline."""
+    from .prompt_set import load_prompts
+
+    return EvidenceSettings(
+        mode=fields["rlce_mode"],
+        tests_per_direction=fields["rlce_tests_per_direction"],
+        tie_break_tests_per_direction=fields["rlce_tie_break_tests_per_direction"],
+        construction_sampling=Sampling(
+            temperature=fields["rlce_construction_temperature"],
+            top_p=fields["rlce_construction_top_p"],
+            top_k=fields["rlce_construction_top_k"],
+            max_tokens=fields["rlce_construction_max_tokens"],
+        ),
+        validation_max_tokens=fields["rlce_validation_max_tokens"],
+        equivalence_max_tokens=fields["rlce_equivalence_max_tokens"],
+        redact_answers=fields["rlce_redact_answers"],
+        redaction=fields["rlce_redaction"],
+        answer_fallback=fields["rlce_answer_fallback"],
+        prompts=load_prompts(fields["rlce_prompts_file"]) if fields.get("rlce_prompts_file") else None,
+    )
+
+
 class EvidenceStepStats(StepStats):
     """[`StepStats`] with the RLCE rates. Counts in `extra`: `initial_ties` (groups tied before the extra round),
     `initial_no_winner` (groups with no scored answer before it, e.g. every test abstained), `extra_round_groups`,

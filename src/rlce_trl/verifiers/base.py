@@ -11,6 +11,7 @@ Nothing here imports torch: the method core depends on this module only.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -21,6 +22,26 @@ from ..generation.sampling import Sampling
 
 class VerifierUnavailableError(RuntimeError):
     """The verifier failed persistently (server unreachable, process dead): the run cannot produce rewards."""
+
+
+_DEADLINE = threading.local()
+
+
+@contextlib.contextmanager
+def deadline(at: float | None):
+    """Verifier calls made inside, from this thread, end by the monotonic time `at` (nested deadlines: the earliest);
+    a request still open then fails. Server backends honour it; an in-process forward pass cannot be cut short."""
+    previous = current_deadline()
+    _DEADLINE.at = at if previous is None or at is None else min(previous, at)
+    try:
+        yield
+    finally:
+        _DEADLINE.at = previous
+
+
+def current_deadline() -> float | None:
+    """The deadline [`deadline`] set for this thread, or `None`."""
+    return getattr(_DEADLINE, "at", None)
 
 
 def first_line_ended(text: str) -> bool:

@@ -82,3 +82,30 @@ def remote_verifier(args, model_source: str, local_rank: int, *, multimodal: boo
         )
         return ColocatedVLLMVerifier(process, sleep_between_calls=args.verifier_enable_sleep_mode, **client)
     raise ValueError(f"verifier_mode={args.verifier_mode!r} is built in process (verifiers.factory), not here.")
+
+
+def is_server_description(description: str) -> bool:
+    """Whether a verifier description names servers (`http://` / `https://` URLs, comma-separated), not a model."""
+    return description.strip().lower().startswith(("http://", "https://"))
+
+
+def described_verifier(description: str, options) -> Verifier:
+    """The verifier a description names, built in the calling process (the reward object [`~rlce_trl.RLCEReward`]
+    builds it where TRL calls it: the trainer's process, or the asynchronous trainer's rollout child): one or several
+    server URLs, a [`ServerVerifier`] with the `verifier_*` client settings of `options`; else a model folder or Hub
+    id, a frozen transformers copy on this process's GPU (`LOCAL_RANK`) when one is visible, else on the CPU.
+    `options`: an object with the `verifier_*` fields (an `RLCEGRPOConfig`, or a namespace of them); `None`: each
+    backend's defaults."""
+    if is_server_description(description):
+        from .server import ServerVerifier
+
+        if options is None:  # the client's own defaults
+            return ServerVerifier(description)
+        return ServerVerifier(description, model=options.verifier_server_model, **client_settings(options))
+    import os
+
+    import torch
+
+    device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if torch.cuda.is_available() else "cpu"
+    return frozen_verifier(description, device=device, **({} if options is None else {
+        "batch_size": options.verifier_batch_size}))

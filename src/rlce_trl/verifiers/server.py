@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from ..credentials import clean_url
 from ..data.media import openai_messages
-from .base import Reply, Request, Verifier, VerifierUnavailableError
+from .base import Reply, Request, Verifier, VerifierUnavailableError, current_deadline
 from .decisions import decide
 from .openai_http import HTTPRequestError, OpenAIHTTPClient, TransportStats
 from .routing import assign_urls, normalize_base_url, prefix_blocks  # noqa: F401  (prefix_blocks: public here)
@@ -306,19 +306,19 @@ class ServerVerifier(Verifier):
             with self._lock:
                 self._inflight[url] -= 1
 
-    def _one(self, request: Request, preferred: str) -> Reply:
+    def _one(self, request: Request, preferred: str, call_deadline: float | None = None) -> Reply:
         n = request.sampling.n
         structured = self.structured_output != "none"
         tried: set[str] = set()
         last = "no attempt"
         attempt = 0
-        deadlines = [d for d in (self._deadline, self.http.new_deadline()) if d is not None]
+        deadlines = [d for d in (call_deadline, self.http.new_deadline()) if d is not None]
         deadline = min(deadlines) if deadlines else None
         while attempt <= self.max_retries:
             if self._closed:
                 return Reply.failed(n, "verifier closed")
             if deadline is not None and time.monotonic() >= deadline:
-                which = "call" if deadline == self._deadline else "request"
+                which = "call" if deadline == call_deadline else "request"
                 return Reply.failed(n, f"{which} deadline exceeded; last error: {last}")
             url = self._pick_url(preferred, tried)
             if url is None:
@@ -395,8 +395,12 @@ class ServerVerifier(Verifier):
         self._before_call()
         self._revive()
         order, urls = self._assign(requests)
-        self._deadline = time.monotonic() + self.call_timeout_s if self.call_timeout_s else None
-        futures = {i: self._pool.submit(self._one, requests[i], urls[i]) for i in order}
+        # The call's deadline: call_timeout_s, and an outer one the caller set (`base.deadline`: the reward object's
+        # per-group deadline); passed to each request, so concurrent calls from several threads keep their own.
+        ends = [d for d in (time.monotonic() + self.call_timeout_s if self.call_timeout_s else None,
+                            current_deadline()) if d is not None]
+        self._deadline = min(ends) if ends else None
+        futures = {i: self._pool.submit(self._one, requests[i], urls[i], self._deadline) for i in order}
         replies: list[Reply] = []
         for i in range(len(requests)):
             try:
