@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..models import check_model_source, resolve_model
 from .arguments import recipe_from_argv
+from .disk import CheckpointSizeCallback, folder_bytes, human, link_final_weights
 
 logger = logging.getLogger(__name__)
 
@@ -276,7 +277,7 @@ def train_rlce(script_args, training_args, model_args, train_dataset, callbacks,
         model=model_args.model_name_or_path,
         args=training_args,
         train_dataset=train_dataset,
-        callbacks=callbacks,
+        callbacks=[*callbacks, CheckpointSizeCallback()],
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )
@@ -311,6 +312,11 @@ def train_and_save(trainer, training_args) -> None:
     trainer.accelerator.print("Training completed.")
     trainer.save_model(training_args.output_dir)
     trainer.accelerator.print(f"Model saved to {training_args.output_dir}.")
+    if trainer.accelerator.is_main_process:  # one copy of the weights: the last checkpoint shares the final model's
+        freed = link_final_weights(training_args.output_dir)
+        if freed:
+            print(f"The last checkpoint shares the final model's weights (hard links, {human(freed)} saved); "
+                  f"{training_args.output_dir} takes {human(folder_bytes(training_args.output_dir))}.")
     _report(trainer, training_args, push=training_args.push_to_hub)
     end_run(trainer)
 
