@@ -32,7 +32,9 @@ def test_rows_in_the_package_format_and_gold_only_for_evaluation(folder):
     train = task.rows("train", with_gold=False)
     assert train[0] == {"id": "parity-train-0", "task": "parity", "question": "Is 10 even or odd?",
                         "prompt": [{"role": "user", "content": "Is 10 even or odd?"}],
-                        "answer_options": ["even", "odd"]}
+                        "answer_options": ["even", "odd"],
+                        "answer_instruction": "Answer with exactly one of even or odd, and end your response with "
+                                              "\\boxed{even} or \\boxed{odd}."}
     assert all("gold" not in r and "parity" not in r for r in train)
     test = task.rows("test", with_gold=True)
     assert [r["gold"] for r in test[:2]] == ["even", "odd"]

@@ -24,11 +24,11 @@ import argparse
 import os
 import sys
 
-from . import analyze, calibrate, coevolve, compare, data, evaluate, report, sample, select, train
+from . import analyze, calibrate, check, coevolve, compare, data, evaluate, report, sample, select, train
 from ._args import CLIParser, check_unknown_flags, leaf_parser
 
 #: The command groups, in the order of `rlce-trl --help`.
-COMMANDS = [data, evaluate, analyze, report, sample, select, calibrate, train, coevolve, compare]
+COMMANDS = [data, evaluate, analyze, report, sample, select, calibrate, check, train, coevolve, compare]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,6 +20,7 @@ from ..errors import InputError, MissingInputError, first_line
 from ..evaluation.evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 from ..generation.generators import BACKENDS, Generator, make_generator
 from ._args import positive_int
+from ._prompting import add_config_argument, policy_rows, resolve_prompting, say_prompting
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -49,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", default=None,
                         help="Your own task file (YAML): evaluate its --split with its metric (instead of --data).")
     parser.add_argument("--split", default="test", help="Split to read from a prepare-prefeval folder or --task.")
+    add_config_argument(parser)
     parser.add_argument("--output_dir", required=True, help="Where predictions.jsonl and summary.json go.")
     parser.add_argument(
         "--hba_task",
@@ -72,7 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='JSON object passed to vllm.LLM, e.g. \'{"max_model_len": 8192, "gpu_memory_utilization": 0.8}\'.',
     )
     parser.add_argument("--max_new_tokens", type=positive_int, default=512, help="Most tokens generated per answer.")
-    parser.add_argument("--batch_size", type=positive_int, default=8, help="Rows per generation call (and per write).")
+    parser.add_argument("--batch_size", type=positive_int, default=None,
+                        help="Rows per generation call (and per write and progress step); default 8 on a GPU, 1 on "
+                        "CPU (progress row by row).")
     parser.add_argument("--limit", type=positive_int, default=None,
                         help="Evaluate only the first N rows (smoke tests).")
     parser.add_argument("--judge_base_url", default=None, help="OpenAI-compatible judge endpoint, e.g. .../v1.")
@@ -91,6 +95,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_flags(args: argparse.Namespace) -> None:
     """Every flag problem at once, as one [`InputError`]."""
     problems = []
+    if args.batch_size is None:
+        import torch
+
+        args.batch_size = 8 if torch.cuda.is_available() else 1
     for name, low in (("batch_size", 1), ("max_new_tokens", 1), ("judge_concurrency", 1),
                       ("judge_max_reply_bytes", 64)):
         if getattr(args, name) < low:
@@ -171,6 +179,14 @@ def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
 
     check_flags(args)
     rows = _read_rows(args)
+    prompting, source = resolve_prompting(args.config, args.model_name_or_path)
+    if rows is not None:
+        rows = policy_rows(rows, prompting)  # exactly the training prompt (suffix, answer instruction, method)
+    elif source is not None and (prompting.prompt_suffix or prompting.reward_method not in (None, "rlce")):
+        print(f"warning: a PrefEval folder is evaluated on its prompts as built: the training prompting of {source} "
+              "is not applied; evaluate a prepared split file (--data <folder>/<form>/<split>.jsonl) for that.",
+              file=sys.stderr)
+    say_prompting(prompting, source)
     judge = None
     if args.judge_base_url:
         client = OpenAIJudgeClient(
@@ -208,6 +224,10 @@ def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
             first = first_line(error)
             raise MissingInputError(f"cannot load --model_name_or_path {args.model_name_or_path!r} ({first}): pass "
                                     "a local checkpoint folder.") from None
+    if source is not None and hasattr(generator, "chat_template_kwargs"):
+        generator.chat_template_kwargs = dict(prompting.chat_template_kwargs or {})  # as TRL rendered in training
+    print(f"writing {Path(args.output_dir) / 'predictions.jsonl'} and summary.json ({len(rows) if rows else 'all'} "
+          f"rows, {args.batch_size} per step)", file=sys.stderr, flush=True)
     kwargs = {"judge": judge, "batch_size": args.batch_size, "progress": not args.no_progress}
     if rows is not None:
         summary = evaluate_rows(rows, generator, args.output_dir, media_root=args.media_root, **kwargs)
@@ -217,6 +237,9 @@ def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
     if "forms" in summary:
         for form, s in summary["forms"].items():
             print(f"{form:<10} {s['score']}")
+    out = Path(args.output_dir)
+    print(f"Predictions (with the prompt of each row): {out / 'predictions.jsonl'}; summary: {out / 'summary.json'}",
+          file=sys.stderr)
     return 0
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..data.jsonl import read_jsonl
 from ..errors import InputError, MissingInputError, first_line
 from ._args import nonnegative_int, positive_int
+from ._prompting import add_config_argument, policy_rows, resolve_prompting, say_prompting
 
 
 def _load_rows(args) -> list[dict]:
@@ -53,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--task", help="Your own task file (YAML): sample on its test split (with its gold).")
     parser.add_argument("--hba_task", default=None, choices=sorted(HBA_TASKS),
                         help="Read --data as a Human Behavior Atlas split (`problem`, `answer`, `videos`).")
+    add_config_argument(parser)
     parser.add_argument("--media_root", default=None, help="Folder the `videos` paths of video rows are relative to.")
     parser.add_argument("--video_fps", type=float, default=FRAME_FPS, help="Frames sampled per second of clip.")
     parser.add_argument("--video_min_frames", type=positive_int, default=MIN_FRAMES, help="Fewest frames per clip.")
@@ -191,6 +193,13 @@ def main(args: argparse.Namespace, sampler=None) -> int:
     rows = _load_rows(args)[: args.limit]
     _check_rows(rows, args)
     video = any(isinstance(r, dict) and r.get("videos") for r in rows)
+    from ..models import resolve_model
+
+    prompting, source = resolve_prompting(getattr(args, "config", None),
+                                          None if sampler is not None else resolve_model(args.model_name_or_path))
+    if getattr(args, "task", None) or (source is not None and args.data and not video):
+        rows = policy_rows([r for r in rows if isinstance(r, dict)], prompting)  # the training prompt
+        say_prompting(prompting, source)
     expand = None
     if video:
         if not args.media_root:
@@ -222,9 +231,15 @@ def main(args: argparse.Namespace, sampler=None) -> int:
                 kwargs = dict(args.vllm_kwargs or {})
                 if args.dtype != "auto":
                     kwargs.setdefault("dtype", args.dtype)
-                sampler = VLLMGenerator(path, max_new_tokens=args.max_new_tokens, **kwargs).sample
+                generator = VLLMGenerator(path, max_new_tokens=args.max_new_tokens, **kwargs)
+                if source is not None:
+                    generator.chat_template_kwargs = dict(prompting.chat_template_kwargs or {})
+                sampler = generator.sample
             else:
-                sampler = TransformersGenerator.from_pretrained(path, args.max_new_tokens, dtype=args.dtype).sample
+                generator = TransformersGenerator.from_pretrained(path, args.max_new_tokens, dtype=args.dtype)
+                if source is not None:  # rendered as TRL rendered the training prompts
+                    generator.chat_template_kwargs = dict(prompting.chat_template_kwargs or {})
+                sampler = generator.sample
         except (OSError, TypeError, ValueError) as error:  # not a checkpoint, missing files, unknown vLLM argument
             if isinstance(error, InputError):
                 raise
@@ -233,6 +248,8 @@ def main(args: argparse.Namespace, sampler=None) -> int:
                              "local checkpoint folder" + (" and vllm.LLM arguments in --vllm_kwargs"
                                                           if args.backend == "vllm" else "") + ".") from None
     extra = {"model": args.model_name_or_path, "max_new_tokens": args.max_new_tokens, "backend": args.backend}
+    if source is not None:  # a resume must not mix prompts; `select --task` checks the pool against it
+        extra["prompting"] = prompting.to_dict()
     if video:
         extra.update(frames={**args.frame_kwargs, "size": list(args.frame_kwargs["size"])}, style=args.style)
     elif args.synthetic:
@@ -243,13 +260,18 @@ def main(args: argparse.Namespace, sampler=None) -> int:
 
         schedule = eq13_schedule(args.n, args.seed, greedy_too=not args.no_greedy)
         extra["diversify"] = describe()
-    try:
+    print(f"sampling {len(rows)} rows into {Path(args.output_dir) / 'pool.jsonl'}", file=sys.stderr, flush=True)
+    try:  # transformers samples a prompt at a time: progress row by row; vLLM batches a few
         counts = sample_pool(rows, sampler, args.output_dir, n=args.n, temperature=args.temperature,
                              top_p=args.top_p, top_k=args.top_k, seed=args.seed, greedy_too=not args.no_greedy,
-                             settings_extra=extra, expand=expand, schedule=schedule)
+                             settings_extra=extra, expand=expand, schedule=schedule,
+                             batch_size=4 if args.backend == "vllm" else 1,
+                             log=lambda line: print(line, file=sys.stderr, flush=True))
     except ValueError as error:
         raise InputError(str(error)) from None
     print(json.dumps(counts))
+    print(f"Pool: {Path(args.output_dir) / 'pool.jsonl'} (settings in sample_settings.json); select with "
+          f"`rlce-trl select --pool {args.output_dir} --output_dir ...`", file=sys.stderr)
     return 0
 
 

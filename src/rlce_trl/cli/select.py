@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..data.jsonl import read_jsonl, write_json
 from ..errors import InputError, MissingInputError, positive_int
+from ._prompting import add_config_argument, policy_rows, resolve_prompting
 from .sample import check_vision_language
 
 DEFAULT_SELECTORS = "greedy,single,majority,elect,elect_noframes,oracle"
@@ -21,7 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Folder of selections.jsonl, summary.json and summary.md; rerunning resumes it.")
     parser.add_argument("--task", default=None,
                         help="Your own task file (YAML) the pool was sampled from (`rlce-trl sample --task`): the "
-                        "pool's rows are checked against it (task, labels, gold) and the summary names it.")
+                        "pool's rows are checked against it (task, labels, gold, and the prompt: the training "
+                        "prompt of --config, else the one the pool was sampled with) and the summary names it.")
+    add_config_argument(parser)
     parser.add_argument("--selectors", default=DEFAULT_SELECTORS,
                         help="Comma-separated: greedy, single, majority, usc, policy_judge, rlce, elect, "
                         f"elect_noframes, oracle (default {DEFAULT_SELECTORS}).")
@@ -138,13 +141,15 @@ def _check_resume(args, out: Path) -> Path:
     return path
 
 
-def _check_task(path: str, rows) -> dict:
+def _check_task(path: str, rows, config: str | None = None, pool: str | None = None) -> dict:
     """The task file the pool was sampled from, checked against the pool's rows: every row of that task, with its
-    labels (or none, for free text) and a gold answer; a judge-scored task is refused (a selection
+    labels (or none, for free text), a gold answer and the training prompt (the task's prompt as `--config`'s recipe
+    prompts it, else with the prompting the pool was sampled with); a judge-scored task is refused (a selection
     is scored by matching its answer with the gold). Returns the summary's `task` entry."""
     from ..data.tasks import load_task
 
-    task = load_task(path).task
+    task_file = load_task(path)
+    task = task_file.task
     others = sorted({r.task or "(none)" for r in rows if r.task != task.name})
     if others:
         raise InputError(f"--pool holds rows of task {', '.join(others)}, not {task.name} (--task {path}): sample "
@@ -161,7 +166,45 @@ def _check_task(path: str, rows) -> dict:
             raise InputError(f"--pool row {row.id} has the answer options {', '.join(row.labels or ()) or 'none'}, "
                              f"not the task's {', '.join(task.labels or ()) or 'none (free text)'}: sample the pool "
                              "with this task file.")
+    _check_prompts(task_file, rows, config, pool)
     return {"name": task.name, "display_name": task.display_name, "metric": task.metric}
+
+
+def _check_prompts(task_file, rows, config: str | None, pool: str | None) -> None:
+    """Every pool row's prompt is the task row's training prompt ([`policy_rows`]) under `--config`'s prompting, else
+    the prompting the pool records (`rlce-trl sample --config` / a trained model's record), else none."""
+    from ..data.prompts import Prompting
+    from ..selection.pool import SETTINGS_FILE
+
+    prompting, source = resolve_prompting(config, None)
+    if source is None and pool is not None:
+        settings = Path(pool) / SETTINGS_FILE if Path(pool).is_dir() else Path(pool).parent / SETTINGS_FILE
+        try:
+            recorded = json.loads(settings.read_text(encoding="utf-8")).get("prompting") if settings.is_file() \
+                else None
+        except (OSError, ValueError):
+            recorded = None
+        if isinstance(recorded, dict):
+            prompting, source = Prompting.from_dict(recorded), str(settings)
+    from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
+
+    expected, was_enabled = {}, is_progress_bar_enabled()
+    disable_progress_bar()  # reading the task's small files is no progress worth a bar on stderr
+    try:
+        for split in task_file.splits():
+            expected.update({str(r["id"]): r["prompt"]
+                             for r in policy_rows(task_file.rows(split, with_gold=False), prompting)})
+    finally:
+        if was_enabled:
+            enable_progress_bar()
+    for row in rows:
+        want = expected.get(str(row.id))
+        if want is not None and row.prompt != want:
+            where = f"the prompting of {source}" if source else "no recipe's prompting"
+            raise InputError(f"--pool row {row.id} was sampled with another prompt than the task's training prompt "
+                             f"({where}): sample the pool with `rlce-trl sample --task {task_file.path} --config "
+                             "<the training recipe>` (or from the trained model's folder), or pass the recipe that "
+                             "prompted it as --config.")
 
 
 def _rows_short(summary: dict) -> dict[str, int]:
@@ -184,7 +227,7 @@ def main(args: argparse.Namespace, verifier=None) -> int:
     if not rows:
         raise InputError(f"no readable rows in {args.pool} ({len(problems)} unreadable lines"
                          + (f", first: {problems[0]}" if problems else "") + "): sample one with `rlce-trl sample`.")
-    task = _check_task(args.task, rows) if args.task else None
+    task = _check_task(args.task, rows, args.config, args.pool) if args.task else None
     sizes = sorted({len(r.candidates) for r in rows})
     if max(sizes) == 0:
         raise InputError(f"no row of {args.pool} has candidates: sample them with `rlce-trl sample`.")

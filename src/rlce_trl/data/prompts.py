@@ -1,7 +1,13 @@
-"""The trainable policy's side of the prompts: its system prompt (paper figure 13) and how a completion's text is
-read. The frozen verifier's prompts live in `rlce_trl.evidence.prompts`."""
+"""The trainable policy's side of the prompts: its system prompt (paper figure 13), how a completion's text is read,
+the answer instruction of a closed-label task, and the record of how a trained policy was prompted ([`Prompting`]).
+The frozen verifier's prompts live in `rlce_trl.evidence.prompts`."""
 
 from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 
 #: System prompt of the trainable policy (figure 13): reason, then end with the answer in \boxed{}.
 SOLVER_SYSTEM_PROMPT = (
@@ -26,3 +32,87 @@ def _text(content) -> str:
         parts = [part for part in content if isinstance(part, dict) and part.get("type") == "text"]
         return "".join(part.get("text") or "" for part in parts)
     return ""
+
+
+# -- the answer instruction of a task with closed labels -----------------------------------------------------------
+#: A task file's default answer instruction when it has `labels` (`answer_instruction: auto`): the labels, and the
+#: `\boxed{}` format RLCE and evaluation read answers from, with every label as its own example (no single example a
+#: small model would copy).
+LABELS_INSTRUCTION = "Answer with exactly one of {labels}, and end your response with {boxed}."
+
+
+def labels_instruction(labels, template: str = LABELS_INSTRUCTION) -> str:
+    """The answer instruction of a closed-label task: `template` with `{labels}` ("billing, shipping or technical")
+    and `{boxed}` ("\\boxed{billing}, \\boxed{shipping} or \\boxed{technical}") filled in."""
+    return template.replace("{labels}", _one_of(list(labels))).replace(
+        "{boxed}", _one_of([f"\\boxed{{{label}}}" for label in labels]))
+
+
+def _one_of(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
+# -- how a policy was prompted in training (recorded in its output folder) -----------------------------------------
+#: The file in a training run's output folder that records how the policy was prompted ([`Prompting`]).
+PROMPTING_FILE = "rlce_prompting.json"
+
+
+@dataclass(frozen=True)
+class Prompting:
+    """How the policy is prompted, beyond its rows' own messages: what the training pipeline adds to every prompt
+    (`rlce_trl.scripts.utils.policy_rows`) and how it renders them (TRL's chat template with
+    `chat_template_kwargs`). A training run records it in its output folder ([`PROMPTING_FILE`]); `rlce-trl
+    evaluate`, `sample`, `select` and `check` prompt with it, so a trained model is evaluated on its training prompt.
+
+    Args:
+        prompt_suffix: the recipe's `prompt_suffix`, appended to the last user turn of rows without their own answer
+            instruction.
+        reward_method: the recipe's reward method (the rubric baselines rewrite the system prompt).
+        labels_column: the rows' answer-options column.
+        chat_template_kwargs: TRL's `chat_template_kwargs` (`None`: rendered as given, nothing added).
+        recipe: the recipe's file name, for messages.
+    """
+
+    prompt_suffix: str | None = None
+    reward_method: str | None = None
+    labels_column: str = "answer_options"
+    chat_template_kwargs: dict | None = None
+    recipe: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> Prompting:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+def save_prompting(prompting: Prompting, folder: str | os.PathLike) -> Path:
+    """Write `prompting` into `folder` ([`PROMPTING_FILE`])."""
+    from .jsonl import write_json
+
+    path = Path(folder) / PROMPTING_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(prompting.to_dict(), path)
+    return path
+
+
+def find_prompting(model_path: str | os.PathLike) -> tuple[Prompting, Path] | None:
+    """The prompting recorded for a trained model: in its folder, or in the folder above (a `checkpoint-N` or `best`
+    inside a run's output folder); `None` when neither records one (a model not trained by rlce-trl). An unreadable
+    record is an [`InputError`]."""
+    from ..errors import InputError
+
+    folder = Path(os.path.expanduser(os.fspath(model_path)))
+    for candidate in (folder / PROMPTING_FILE, folder.parent / PROMPTING_FILE):
+        if candidate.is_file():
+            try:
+                values = json.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError) as error:
+                raise InputError(f"{candidate} is unreadable ({type(error).__name__}): restore it from the run, "
+                                 "delete it, or pass --config <the recipe it was trained with>.") from None
+            if not isinstance(values, dict):
+                raise InputError(f"{candidate} is not a prompting record: delete it, or pass --config <recipe>.")
+            return Prompting.from_dict(values), candidate
+    return None

@@ -16,6 +16,14 @@ evaluation scores its rows with its metric. A task file:
     labels: [positive, negative]            # the answer options; leave out for free text
     gold: label                             # the gold column: evaluation only, never in a training row
     metric: accuracy                        # accuracy | weighted_f1 (labels); exact_match | judge_accuracy (free text)
+    answer_instruction: auto                # optional: how the policy is told the answer format (below)
+
+`answer_instruction` is added to the last user turn of every prompt, in training, evaluation, sampling and `rlce-trl
+check` alike (`rlce_trl.scripts.utils.policy_rows`), in place of a recipe's `prompt_suffix`. `auto` (the default):
+with `labels`, "Answer with exactly one of positive or negative, and end your response with \\boxed{positive} or
+\\boxed{negative}." ([`~rlce_trl.data.prompts.labels_instruction`]); free text gets none (a recipe's
+`prompt_suffix` applies). `none`: no instruction. Any other text is the instruction (`{labels}` and `{boxed}` are
+filled in from the labels).
 
 Every problem (an unknown key, a missing column, a gold column the prompt would show, an unknown metric, an empty
 split, a gold value outside the labels) is one [`InputError`], raised before any model loads.
@@ -193,7 +201,8 @@ def _register_paper_tasks() -> None:
 
 _register_paper_tasks()
 
-_KEYS = ("name", "display_name", "data", "prompt", "prompt_column", "system_prompt", "labels", "gold", "metric")
+_KEYS = ("name", "display_name", "data", "prompt", "prompt_column", "system_prompt", "labels", "gold", "metric",
+         "answer_instruction")
 _FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
 
 
@@ -207,6 +216,8 @@ class TaskFile:
     prompt: str | None = None
     prompt_column: str | None = None
     system_prompt: str | None = None
+    #: the answer instruction every prompt gets (`answer_instruction`, resolved); `None`: none
+    answer_instruction: str | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -236,8 +247,10 @@ class TaskFile:
 
     def rows(self, split: str, with_gold: bool) -> list[dict]:
         """`split` as package rows: `id`, `task`, the conversational `prompt`, `answer_options` for closed labels,
-        and `gold` only when `with_gold` (evaluation). Checked: a non-empty split, the prompt's columns present in
-        every row, the gold column present (and a label, for closed labels) when asked for."""
+        `answer_instruction` when the task has one (added to the prompt by the pipeline in place of a recipe's
+        `prompt_suffix`: `rlce_trl.scripts.utils.policy_rows`), and `gold` only when `with_gold` (evaluation).
+        Checked: a non-empty split, the prompt's columns present in every row, the gold column present (and a label,
+        for closed labels) when asked for."""
         records = self.records(split)
         where = f"{self.path.name} ({split} split)"
         if not records:
@@ -249,6 +262,8 @@ class TaskFile:
                    "question": _last_user_text(prompt)}
             if self.task.labels is not None:
                 row["answer_options"] = list(self.task.labels)
+            if self.answer_instruction:
+                row["answer_instruction"] = self.answer_instruction
             if with_gold:
                 gold = record.get(self.task.gold)
                 if gold is None:
@@ -437,10 +452,28 @@ def load_task(path: str | os.PathLike) -> TaskFile:
     system_prompt = spec.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise InputError(f"{path.name}: `system_prompt` must be text.")
+    instruction = _answer_instruction(spec.get("answer_instruction", "auto"), labels, path.name)
     task = Task(name, metric, labels, str(spec.get("display_name") or name), gold)
     _USER_TASKS.add(name)
     register(task)
-    return TaskFile(path, task, data, prompt, prompt_column, system_prompt)
+    return TaskFile(path, task, data, prompt, prompt_column, system_prompt, instruction)
+
+
+def _answer_instruction(value, labels: tuple[str, ...] | None, where: str) -> str | None:
+    """A task file's `answer_instruction`, resolved: `auto` -> the labels' instruction (none for free text), `none`
+    -> none, text -> that text with `{labels}` / `{boxed}` filled in."""
+    from .prompts import labels_instruction
+
+    if value is None or value is False or value == "none":
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{where}: `answer_instruction` must be auto, none or the instruction's text, not {value!r}.")
+    if value == "auto":
+        return labels_instruction(labels) if labels else None
+    if not labels and ("{labels}" in value or "{boxed}" in value):
+        raise InputError(f"{where}: `answer_instruction` names {{labels}} but the task has no `labels`: add them, or "
+                         "write the instruction out.")
+    return labels_instruction(labels, value.strip()) if labels else value.strip()
 
 
 _USER_TASKS: set[str] = set()

@@ -34,7 +34,7 @@ from ..generation.generators import Generator
 from .metrics import TASK_METRIC_NAMES, extract_prediction, macro_average, task_score
 
 #: The fields of a record written before judging (a re-judged row keeps these and gets fresh verdict fields).
-_GENERATED = ("id", "task", "form", "topic", "question", "gold", "response", "prediction")
+_GENERATED = ("id", "task", "form", "topic", "question", "prompt", "prompt_text", "gold", "response", "prediction")
 
 
 # --------------------------------------------------------------------------------------------------------- judging
@@ -257,6 +257,7 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
         batch = todo[start : start + batch_size]
         responses = generate([prompt_of(r) for r in batch])
         new = []
+        render = getattr(generate, "render", None) if media_root is None else None
         for row, response in zip(batch, responses, strict=True):
             new.append(
                 {
@@ -264,6 +265,8 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
                     "task": task,
                     **{k: row[k] for k in ("form", "topic") if k in row},
                     "question": row.get("question", ""),
+                    "prompt": row["prompt"],  # the messages generated from (video rows: the clips' paths)
+                    **({"prompt_text": render(row["prompt"])} if render is not None else {}),
                     "gold": row["gold"],
                     "response": response,
                     "prediction": extract_prediction(response, row.get("answer_options") or []),

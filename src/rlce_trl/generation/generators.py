@@ -41,6 +41,15 @@ def _no_thinking(render: Callable, messages, **kwargs):
         return render(messages, **kwargs)
 
 
+def render_prompt(render: Callable, messages, chat_template_kwargs: dict | None = None, **kwargs):
+    """A prompt through its chat template (`render`: a tokenizer's or processor's `apply_chat_template`).
+    `chat_template_kwargs=None`: thinking off where the template reads it (the evaluation protocol); a dict (a trained
+    model's recorded `chat_template_kwargs`, `{}` included): exactly those, as TRL rendered the training prompts."""
+    if chat_template_kwargs is None:
+        return _no_thinking(render, messages, **kwargs)
+    return render(messages, **kwargs, **chat_template_kwargs)
+
+
 def _load_dtype(dtype: str):
     import torch
 
@@ -62,9 +71,17 @@ class TransformersGenerator:
     ([`TransformersGenerator`] with `model` and `tokenizer`, as the checkpoint-selection callback does).
     """
 
+    #: `chat_template_kwargs` of [`render_prompt`]: `None` (thinking off) unless set to a training run's.
+    chat_template_kwargs: dict | None = None
+
     def __init__(self, model, tokenizer, max_new_tokens: int = 512, batch_size: int = 8):
         self.model, self.tokenizer = model, tokenizer
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
+
+    def render(self, prompt: list[dict]) -> str:
+        """The prompt's text as the model reads it (chat template and generation prompt)."""
+        return render_prompt(self.tokenizer.apply_chat_template, list(prompt), self.chat_template_kwargs,
+                             tokenize=False, add_generation_prompt=True)
 
     @classmethod
     def from_pretrained(cls, path: str, max_new_tokens: int = 512, batch_size: int = 8, dtype: str = "auto"):
@@ -76,10 +93,7 @@ class TransformersGenerator:
         tokenizer = self.tokenizer
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        texts = [
-            _no_thinking(tokenizer.apply_chat_template, list(p), tokenize=False, add_generation_prompt=True)
-            for p in prompts
-        ]
+        texts = [self.render(p) for p in prompts]
 
         def encode(batch):
             return tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False)
@@ -103,8 +117,7 @@ class TransformersGenerator:
         out: list[list[Sampled]] = []
         with evaluating(model):
             for prompt in prompts:
-                text = _no_thinking(tokenizer.apply_chat_template, list(prompt), tokenize=False,
-                                    add_generation_prompt=True)
+                text = self.render(prompt)
                 batch = tokenizer([text], return_tensors="pt", add_special_tokens=False).to(device)
                 row: list[Sampled | None] = [None] * len(specs)
                 for (temperature, top_p, top_k), members in groups.items():
@@ -254,6 +267,9 @@ class VLLMGenerator:
     `engine_kwargs` go to `vllm.LLM` as they are (`dtype`, `enforce_eager`, `gpu_memory_utilization`, ...).
     """
 
+    #: `chat_template_kwargs` as in [`render_prompt`]: `None` (thinking off) unless set to a training run's.
+    chat_template_kwargs: dict | None = None
+
     def __init__(self, path: str, max_new_tokens: int = 512, max_model_len: int | None = None, **engine_kwargs):
         from vllm import LLM, SamplingParams
 
@@ -265,9 +281,12 @@ class VLLMGenerator:
             [list(p) for p in prompts],
             self.params,
             use_tqdm=False,
-            chat_template_kwargs={"enable_thinking": False},
+            chat_template_kwargs=self._template_kwargs(),
         )
         return [o.outputs[0].text for o in outputs]
+
+    def _template_kwargs(self) -> dict:
+        return {"enable_thinking": False} if self.chat_template_kwargs is None else dict(self.chat_template_kwargs)
 
     def sample(self, prompts: Sequence[list[dict]], specs: Sequence[Sampling]) -> list[list[Sampled]]:
         """As [`TransformersGenerator.sample`]: one request per prompt and spec, `logprobs=0` returns the sampled
@@ -282,7 +301,7 @@ class VLLMGenerator:
         ]
         conversations = [list(p) for p in prompts for _ in specs]
         outputs = self.llm.chat(conversations, params * len(prompts), use_tqdm=False,
-                                chat_template_kwargs={"enable_thinking": False})
+                                chat_template_kwargs=self._template_kwargs())
         flat = []
         for o in outputs:
             c = o.outputs[0]

@@ -22,10 +22,12 @@ import logging
 import os
 from dataclasses import dataclass
 
+from ..data.prompts import Prompting, save_prompting
 from ..errors import InputError
 from ..models import check_model_source, resolve_model
 from .arguments import recipe_from_argv
 from .disk import CheckpointSizeCallback, folder_bytes, human, link_final_weights
+from .preflight import preflight_hook
 
 logger = logging.getLogger(__name__)
 
@@ -58,23 +60,29 @@ def prepare_run(script_args, training_args, model_args) -> None:
 
 
 def add_prompt_suffix(rows: list[dict], suffix: str | None) -> list[dict]:
-    """Rows whose last user turn ends with `suffix` (text content or the last text block)."""
-    if not suffix:
+    """Rows whose last user turn ends with `suffix` (text content or the last text block); a row with its own
+    `answer_instruction` (a task file's, [`rlce_trl.data.tasks`]) ends with that instead (a recipe's suffix is a
+    generic format reminder; the task's names its labels)."""
+    if not suffix and not any(row.get("answer_instruction") for row in rows):
         return rows
     out = []
     for row in rows:
+        suffix_of_row = row.get("answer_instruction") or suffix
+        if not suffix_of_row:
+            out.append(row)
+            continue
         prompt = [dict(m) for m in row["prompt"]]
         last = max(i for i, m in enumerate(prompt) if m["role"] == "user")
         content = prompt[last]["content"]
         if isinstance(content, str):
-            prompt[last]["content"] = f"{content} {suffix}"
+            prompt[last]["content"] = f"{content} {suffix_of_row}"
         else:
             blocks = [dict(b) for b in content]
             texts = [i for i, b in enumerate(blocks) if b.get("type") == "text"]
             if texts:
-                blocks[texts[-1]]["text"] = f"{blocks[texts[-1]]['text']} {suffix}"
+                blocks[texts[-1]]["text"] = f"{blocks[texts[-1]]['text']} {suffix_of_row}"
             else:
-                blocks.append({"type": "text", "text": suffix})
+                blocks.append({"type": "text", "text": suffix_of_row})
             prompt[last]["content"] = blocks
         out.append({**row, "prompt": prompt})
     return out
@@ -204,13 +212,46 @@ def task_file_rows(script_args) -> TaskRows:
                     free_text=task.task.needs_judge)
 
 
-def policy_prompts(rows: list[dict], script_args, training_args) -> list[dict]:
-    """The training rows exactly as the policy is prompted: the prompt suffix, then the method's prompts (the rubric
-    baselines' system prompt, [`method_rows`])."""
-    rows = add_prompt_suffix(rows, script_args.prompt_suffix)
-    if not hasattr(training_args, "reward_method"):  # a stock GRPOConfig (Elect's gold gate): no reward method
+def prompting_of(script_args, training_args) -> Prompting:
+    """How a run prompts its policy ([`Prompting`]): the recipe's suffix, the reward method, TRL's chat template
+    keyword arguments. Recorded in the output folder by [`train`]; read by `rlce-trl evaluate` / `sample` /
+    `select` / `check`."""
+    return Prompting(prompt_suffix=script_args.prompt_suffix,
+                     reward_method=getattr(training_args, "reward_method", None),  # a stock GRPOConfig: none
+                     labels_column=getattr(training_args, "rlce_labels_column", "answer_options"),
+                     chat_template_kwargs=dict(training_args.chat_template_kwargs or {}),
+                     recipe=recipe_from_argv())
+
+
+def prompting_from_recipe(recipe) -> Prompting:
+    """The [`Prompting`] a recipe (a [`~rlce_trl.scripts.recipes.Recipe`]) trains with, read from its values with
+    the training arguments' defaults ([`prompting_of`] of the parsed recipe), without building a training config."""
+    from dataclasses import fields
+
+    from ..config import RLCEGRPOConfig
+
+    defaults = {f.name: f.default for f in fields(RLCEGRPOConfig) if f.name in ("reward_method", "rlce_labels_column")}
+    values = recipe.values
+    kwargs = values.get("chat_template_kwargs")
+    return Prompting(prompt_suffix=values.get("prompt_suffix"),
+                     reward_method=values.get("reward_method", defaults.get("reward_method")),
+                     labels_column=values.get("rlce_labels_column", defaults.get("rlce_labels_column")),
+                     chat_template_kwargs=dict(kwargs) if isinstance(kwargs, dict) else {}, recipe=recipe.path.name)
+
+
+def policy_rows(rows: list[dict], prompting: Prompting) -> list[dict]:
+    """THE policy prompt of every row, in training, evaluation, sampling, selection and `rlce-trl check` alike: the
+    row's own answer instruction (a task file's: its labels and the `\\boxed{}` format) or else the recipe's prompt
+    suffix, then the method's prompts (the rubric baselines' system prompt, [`method_rows`])."""
+    rows = add_prompt_suffix(rows, prompting.prompt_suffix)
+    if prompting.reward_method is None:
         return rows
-    return method_rows(rows, training_args.reward_method, training_args.rlce_labels_column)
+    return method_rows(rows, prompting.reward_method, prompting.labels_column)
+
+
+def policy_prompts(rows: list[dict], script_args, training_args) -> list[dict]:
+    """The training rows exactly as the policy is prompted ([`policy_rows`] with the run's [`prompting_of`])."""
+    return policy_rows(rows, prompting_of(script_args, training_args))
 
 
 def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=None, trainer_class=None):
@@ -241,6 +282,8 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
     train_rows = policy_prompts(train_rows, script_args, training_args)
     validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
     eval_rows = add_prompt_suffix(eval_rows, script_args.prompt_suffix)
+    if training_args.process_index == 0 and preflight_hook() is None:  # evaluate/sample prompt as training did
+        save_prompting(prompting_of(script_args, training_args), training_args.output_dir)
     if task.media_root is None:
         train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
                                          training_args.chat_template_kwargs)
@@ -282,6 +325,9 @@ def train_rlce(script_args, training_args, model_args, train_dataset, callbacks,
         quantization_config=get_quantization_config(model_args),
     )
     card_info(trainer, dataset, recipe_from_argv(), script_args)
+    hook = preflight_hook()
+    if hook is not None:  # `rlce-trl check`: the real trainer, one sampled step, no training
+        return hook(trainer)
     train_and_save(trainer, training_args)
     return trainer
 

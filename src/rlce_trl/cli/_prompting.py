@@ -1,0 +1,55 @@
+"""How `evaluate`, `sample` and `select` prompt a trained policy: as its training did. The prompting
+([`~rlce_trl.data.prompts.Prompting`]: the recipe's `prompt_suffix`, the reward method's system prompt, TRL's
+`chat_template_kwargs`) comes from `--config <recipe>`, else from what the model's folder records (`rlce-trl train`
+writes `rlce_prompting.json` into its output folder), else none (the rows as they are, a task file's own answer
+instruction included). The prompts themselves are [`~rlce_trl.scripts.utils.policy_rows`], the training pipeline's
+one function."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+CONFIG_HELP = ("The recipe the model was trained with: prompt exactly as training did (its prompt_suffix, the reward "
+               "method's system prompt, chat_template_kwargs). Default: what the model's folder records "
+               "(rlce_prompting.json, written by `rlce-trl train`), else the rows as they are.")
+
+
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=None, help=CONFIG_HELP)
+
+
+def resolve_prompting(config: str | None, model_path: str | None):
+    """`(prompting, source)`: from `--config`, else the model folder's record, else the default (`source` None)."""
+    from ..data.prompts import Prompting, find_prompting
+
+    if config:
+        from ..scripts.recipes import load_recipe
+        from ..scripts.utils import prompting_from_recipe
+
+        recipe = load_recipe(config)
+        return prompting_from_recipe(recipe), f"recipe {recipe.path.name}"
+    found = find_prompting(model_path) if model_path else None
+    if found is not None:
+        return found[0], str(found[1])
+    return Prompting(), None
+
+
+def policy_rows(rows: list[dict], prompting) -> list[dict]:
+    """The rows as the policy is prompted in training ([`~rlce_trl.scripts.utils.policy_rows`])."""
+    from ..scripts.utils import policy_rows as rows_of
+
+    return rows_of(rows, prompting)
+
+
+def say_prompting(prompting, source: str | None, file=sys.stderr) -> None:
+    """One line: where the prompting came from and what it adds."""
+    if source is None:
+        print("prompting: the rows as they are (pass --config <recipe> to prompt as a recipe trains; a model trained "
+              "by rlce-trl records its own)", file=file)
+        return
+    added = [f"prompt_suffix {prompting.prompt_suffix!r}" if prompting.prompt_suffix else "no prompt_suffix"]
+    if prompting.reward_method:
+        added.append(f"reward_method {prompting.reward_method}")
+    added.append(f"chat_template_kwargs {prompting.chat_template_kwargs or {}}")
+    print(f"prompting as in training ({source}): {', '.join(added)}", file=file)
