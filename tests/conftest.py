@@ -2,6 +2,7 @@
 `testing_utils.py` (tiny models) and `fakes.py` (fakes); `pythonpath = ["tests"]` in pyproject.toml."""
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ from fakes import FakeOpenAIServer
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+# trackio reads its folder once, when first imported: the tests' projects (report_to trackio) never reach the user's.
+os.environ.setdefault("TRACKIO_DIR", tempfile.mkdtemp(prefix="rlce-tests-trackio-"))
 # Most tests train tiny random policies that never write an answer: the no-learning-signal stop is off for them by
 # default; tests/health/test_no_signal.py turns it on (RLCEGRPOConfig.health_signal_patience).
 os.environ.setdefault("RLCE_HEALTH_SIGNAL_PATIENCE", "0")

@@ -29,7 +29,7 @@ import dataclasses
 import logging
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from .data.jsonl import append_jsonl, json_line, truncate_jsonl
@@ -168,7 +168,7 @@ class EvidenceRecorder:
         path: the JSONL file (`<output_dir>/rlce_evidence.jsonl`).
         method: reward method name written into each record.
         max_mb: size limit in MB; 0 or None: no limit.
-        enabled: False records nothing (group ids are still handed out).
+        enabled: False writes no file (group ids are still handed out, records are still built for `listeners`).
         is_main: whether this process writes.
     """
 
@@ -177,6 +177,9 @@ class EvidenceRecorder:
         self.method, self.enabled, self.is_main = method, enabled, is_main
         self._next: dict[tuple[str, int], int] = {}
         self._started = False
+        #: Called on the main process with each call's group records, whether or not the file is written (or past
+        #: its size limit): the trackio traces of `rlce_trl.tracking` are built from them.
+        self.listeners: list[Callable[[list[dict]], None]] = []
 
     def next_ids(self, mode: str, step: int, n: int) -> list[str]:
         start = self._next.get((mode, step), 0)
@@ -184,13 +187,18 @@ class EvidenceRecorder:
         return [group_id(mode, step, start + i) for i in range(n)]
 
     def record(self, group, result, gid: str, step: int, mode: str, scorer=None) -> dict | None:
-        if not self.enabled:
+        if not (self.enabled or self.listeners):
             return None
         return group_record(group, result, group_id=gid, step=step, mode=mode, method=self.method,
                             extra=scorer.record_details(group) if scorer is not None else None)
 
     def write(self, records: Sequence[dict | None], completed_steps: int) -> int:
-        if not (self.enabled and self.is_main):
+        if not self.is_main:
+            return 0
+        records = [r for r in records if r is not None]
+        for listener in self.listeners:
+            listener(records)
+        if not self.enabled:
             return 0
         if not self._started:
             self._started = True
@@ -198,4 +206,4 @@ class EvidenceRecorder:
             if dropped:
                 logger.info("Evidence trail: dropped %d records after step %d (the run resumes there).", dropped,
                             completed_steps)
-        return self.log.write(r for r in records if r is not None)
+        return self.log.write(records)

@@ -23,6 +23,7 @@ from .methods import build_scorer, method_hook, scorer_name
 from .model_card import PAPER
 from .rewards import build_groups, completion_columns, metric_key, rlce_format
 from .scoring import GroupResult, GroupScorer, StepStats, as_group_scorer
+from .tracking import TrackioEvidence, attach_trackio, link_model_card, with_trackio_tags
 from .trainer_video import VideoGRPOMixin
 from .verifiers.base import Verifier, VerifierStats, VerifierUnavailableError
 from .verifiers.factory import VerifierFactory
@@ -234,6 +235,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         self.evidence = self._build_evidence_recorder()
         #: The training-health monitor (`rlce_trl.health`, `health_*` settings), a callback; None when off.
         self.health: HealthMonitor | None = self._build_health_monitor()
+        #: With `report_to="trackio"`: each logged step's evidence as traces, alarms as alerts (`rlce_trl.tracking`).
+        self.tracking: TrackioEvidence | None = attach_trackio(self)
 
     @staticmethod
     def _format_reward(group_scorer, reward_method: str):
@@ -403,14 +406,19 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
         """TRL's card, plus the RLCE section (method and paper, verifier model and mode, reward settings, dataset,
-        recipe), with anything that looks like a credential left out."""
-        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
+        recipe), with anything that looks like a credential left out. A run that logged to a trackio Space gets its
+        badge and tags, as TRL's cards do, also once the trackio run is closed."""
+        tracking = getattr(self, "tracking", None)
+        space = tracking.space_url if tracking is not None else None
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name,
+                                  tags=with_trackio_tags(tags, space))
         if self.is_world_process_zero():
             from .model_card import add_rlce_section
             from .report import card_section  # the training report, built next to the card
 
-            add_rlce_section(self, os.path.join(self.args.output_dir, "README.md"), dataset_name,
-                             report=card_section(self.args.output_dir))
+            readme = os.path.join(self.args.output_dir, "README.md")
+            link_model_card(readme, space)
+            add_rlce_section(self, readme, dataset_name, report=card_section(self.args.output_dir))
 
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
         """[`~trl.GRPOTrainer.train`]; on an error the verifier (a server process the trainer started) is stopped
