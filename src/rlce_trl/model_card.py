@@ -235,12 +235,41 @@ print(answers[-1] if answers else "no boxed answer: " + reply)
 """
 
 
-def fix_quick_start(card: str, target: str, suffix: str | None, max_new_tokens: int | None) -> str:
-    """Replace TRL's quick start (a generic question, the raw reply) with [`quick_start`]."""
+def run_quick_start(target: str, messages: list[dict], dataset: str, max_new_tokens: int | None) -> str:
+    """The card's quick start for a run that recorded its first training prompt: those chat messages, exactly as the
+    policy was prompted in training (system prompt, suffix and all), and the answer read from the last `\\boxed{}`."""
+    tokens = max(256, int(max_new_tokens or 0))
+    shown = json.dumps(messages, ensure_ascii=False, indent=4)
+    return f"""## Quick start
+
+The policy answers the way it was trained on {dataset}: the messages below are its first training prompt, exactly as
+the policy saw it, and RLCE read and rewarded the answer in the last `\\boxed{{}}`.
+
+```python
+import re
+
+from transformers import pipeline
+
+messages = {shown}
+generator = pipeline("text-generation", model="{target}", device_map="auto")
+reply = generator(messages, max_new_tokens={tokens}, return_full_text=False)[0]["generated_text"]
+answers = re.findall(r"\\\\boxed\\{{([^{{}}]*)\\}}", reply)
+print(answers[-1] if answers else "no boxed answer: " + reply)
+```
+
+"""
+
+
+def fix_quick_start(card: str, target: str, suffix: str | None, max_new_tokens: int | None,
+                    example: list[dict] | None = None, dataset: str = "its task") -> str:
+    """Replace TRL's quick start (a generic question, the raw reply) with the run's own first training prompt
+    ([`run_quick_start`]), or [`quick_start`] when the run recorded none."""
     found = find_anchor(card, "quick_start")
     if not found:
         return card
-    return card[: found.start()] + quick_start(target, suffix, max_new_tokens) + card[found.end():]
+    text = (run_quick_start(target, example, dataset, max_new_tokens) if example
+            else quick_start(target, suffix, max_new_tokens))
+    return card[: found.start()] + text + card[found.end():]
 
 
 def demo_line(steps: int) -> str:
@@ -321,7 +350,16 @@ def verifier_source(trainer) -> str:
     return f"a frozen copy of the initial checkpoint ({base_description(base)})"
 
 
-def _label_light(args) -> str | None:
+#: The verdict calibration that ships with the package (`configs/quickstart.yaml` applies it).
+PACKAGED_CALIBRATION = "smollm2-135m-instruct"
+
+
+def _preference_data(dataset: str | None) -> bool:
+    """Whether the run's dataset is preference data, which the packaged calibration's claims come from."""
+    return bool(dataset) and (dataset == "rlce-trl preference sample" or dataset.startswith("PrefEval"))
+
+
+def _label_light(args, dataset: str | None = None) -> str | None:
     """The "label-light" line when the verifier's prompts or verdicts were calibrated on labelled cases."""
     parts = []
     if getattr(args, "rlce_prompts_file", None):
@@ -335,6 +373,10 @@ def _label_light(args) -> str | None:
 
         fitted = VerdictCalibration.load(args.rlce_verdict_calibration_file).fitted_on
         parts.append(f"calibrated verdicts fitted on {fitted} labelled claims")
+        if str(args.rlce_verdict_calibration_file) == PACKAGED_CALIBRATION and not _preference_data(dataset):
+            parts.append(f"the packaged `{PACKAGED_CALIBRATION}` calibration was fitted for that verifier with the "
+                         "built-in prompts on preference claims; it was applied to this run's task anyway, which it "
+                         "was not fitted on")
     return "**label-light**: " + "; ".join(parts) if parts else None
 
 
@@ -372,7 +414,7 @@ def rlce_section(trainer, dataset_name: str | None = None) -> str:
     ]
     if info.get("adaptation"):  # test-time adaptation (rlce_trl.scripts.tta): which split
         rows.insert(6, ("Adaptation", info["adaptation"]))
-    label_light = _label_light(args)
+    label_light = _label_light(args, dataset)
     if label_light:
         rows.insert(2, ("Verifier calibration", label_light))
     table = "\n".join(f"| {k} | {v} |" for k, v in rows)
@@ -405,6 +447,18 @@ is rewarded. {provenance}
     return redact(text)
 
 
+def _example_prompt(trainer) -> list[dict] | None:
+    """The first training row's chat messages (text only), as the policy was prompted; `None` when not readable."""
+    try:
+        prompt = trainer.train_dataset[0].get("prompt")
+    except Exception:  # noqa: BLE001 -- an iterable or empty dataset: the generic quick start
+        return None
+    if not isinstance(prompt, list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str)
+                                               for m in prompt):
+        return None
+    return [{"role": m["role"], "content": m["content"]} for m in prompt]
+
+
 def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str | None = None,
                      report: str = "") -> None:
     """Complete TRL's card at `readme_path`: the real base model and its license, a quick start in the answer
@@ -428,7 +482,8 @@ def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str 
     section = section.replace(END, card_section(getattr(trainer, "health", None), trainer.state.global_step) + END)
     card = fix_base_model(card, name_or_path, trainer.hub_model_id, args.output_dir)
     target = trainer.hub_model_id or f"./{Path(os.path.normpath(args.output_dir)).name}"
-    card = fix_quick_start(card, target, info.get("prompt_suffix"), getattr(args, "max_completion_length", None))
+    card = fix_quick_start(card, target, info.get("prompt_suffix"), getattr(args, "max_completion_length", None),
+                           _example_prompt(trainer), dataset_name or info.get("dataset") or "its task")
     summary = training_summary(trainer, dataset_name or info.get("dataset") or "not recorded",
                                info.get("recipe"))
     card = fill_training_procedure(card, summary)

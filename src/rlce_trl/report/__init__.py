@@ -14,6 +14,7 @@ page = build_report("runs/quickstart")  # runs/quickstart/report/index.html (+ c
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections import Counter
@@ -29,6 +30,20 @@ logger = logging.getLogger(__name__)
 
 REPORT_DIR = "report"
 MAX_GROUPS = 5000
+
+
+#: What a training run records about itself for its report (`{"title": the task's display name}`).
+RUN_FILE = "rlce_run.json"
+
+
+def run_title(run_dir: str) -> str:
+    """The report's title: the task's display name the run recorded in `rlce_run.json`, else the folder's name."""
+    try:
+        with open(os.path.join(run_dir, RUN_FILE), encoding="utf-8") as f:
+            title = json.load(f).get("title")
+    except (OSError, ValueError, AttributeError):
+        title = None
+    return str(title) if title else os.path.basename(os.path.normpath(os.path.abspath(run_dir)))
 
 
 def report_dir(run_dir: str) -> str:
@@ -59,7 +74,7 @@ def build_report(
     chosen = panels(data.log_history)
     svgs = [svg_panel(title, data.log_history, keys) for title, keys in chosen]
     write_pngs(data.log_history, output_dir)
-    title = f"rlce-trl report: {os.path.basename(os.path.normpath(os.path.abspath(run_dir)))}"
+    title = f"rlce-trl report: {run_title(run_dir)}"
     store = TextStore(output_dir)  # long texts: capped on the page, in full beside it
     groups = [store.cap_all(g) for g in data.groups]
     completions = [{k: store.cap(v) if k in ("prompt", "completion") and isinstance(v, str) else v

@@ -158,6 +158,14 @@ def card_info(trainer, dataset: str, recipe: str | None, script_args=None) -> No
     adaptation, the split adapted on; the prompt suffix, for the card's quick start."""
     trainer.rlce_card_info = {"dataset": dataset, "recipe": recipe,
                               "prompt_suffix": getattr(script_args, "prompt_suffix", None)}
+    if trainer.accelerator.is_main_process:  # the report's title: the task's display name
+        import json
+
+        from ..report import RUN_FILE
+
+        os.makedirs(trainer.args.output_dir, exist_ok=True)
+        with open(os.path.join(trainer.args.output_dir, RUN_FILE), "w", encoding="utf-8") as f:
+            json.dump({"title": dataset}, f)
     if script_args is not None and script_args.tta_split:
         from .tta import tta_card_info
 
