@@ -20,7 +20,8 @@ The training-health monitor (`rlce_trl.health`) adds one `{"type": "health_alarm
 Only plain data goes in (no torch, no trainer): `group_record` + [`EvidenceLog`] serve any caller that scores groups,
 the trainer through [`EvidenceRecorder`], inference-time selection directly (`write_group_evidence`). Writing is
 append-only and done by the main process once the groups of a step are gathered; a resumed run first drops the records
-of the steps it is about to redo. A size limit stops the trail (with one marker line) instead of filling the disk.
+of the steps it is about to redo. A size limit stops the trail (with one marker line) or rotates it (`rotate`
+parts kept) instead of filling the disk.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .data.jsonl import append_jsonl, json_line, truncate_jsonl
+from .data.jsonl import append_jsonl, json_line, rotate_jsonl, rotated_paths, truncate_jsonl
 
 logger = logging.getLogger(__name__)
 
@@ -119,24 +120,38 @@ def group_record(group, result, *, group_id: str, step: int, mode: str = "train"
 
 
 class EvidenceLog:
-    """An append-only JSONL file of group records with an optional size limit (`max_bytes`, None: no limit)."""
+    """An append-only JSONL file of group records with an optional size limit (`max_bytes`, None: no limit).
 
-    def __init__(self, path: str | os.PathLike, max_bytes: int | None = None):
+    At the limit the trail stops (`rotate=0`: the start of the run is kept) or rotates (`rotate=N`: the file becomes
+    `rlce_evidence.1.jsonl`, older parts shift up to `rlce_evidence.N.jsonl`, the oldest is removed, and a fresh file
+    begins: the newest records are kept, at most `(N + 1) * max_bytes` on disk)."""
+
+    def __init__(self, path: str | os.PathLike, max_bytes: int | None = None, rotate: int = 0):
         self.path = Path(path)
         self.max_bytes = max_bytes
+        self.rotate = rotate
         self.limit_reached = False
+        self.rotations = 0
 
     def write(self, records: Iterable[dict]) -> int:
-        """Append `records`; returns how many were written. Past the size limit nothing more is written but one
-        `{"type": "limit"}` line that tells the report where the trail stops."""
+        """Append `records`; returns how many were written. Past the size limit the file rotates (`rotate > 0`), or
+        nothing more is written but one `{"type": "limit"}` line that tells the report where the trail stops."""
         if self.limit_reached:
             return 0
         size = self.path.stat().st_size if self.path.exists() else 0
-        kept, limit = [], []
+        kept, limit, written = [], [], 0
         for record in records:
             if self.max_bytes is not None:
-                size += len(json_line(record, allow_nan=False).encode())
-                if size > self.max_bytes:
+                line = len(json_line(record, allow_nan=False).encode())
+                if self.rotate and size + line > self.max_bytes and (size or kept):
+                    written += append_jsonl(kept, self.path, allow_nan=False)
+                    rotate_jsonl(self.path, self.rotate)
+                    self.rotations += 1
+                    logger.info("Evidence trail %s reached %d bytes at step %s: rotated (the %d newest parts are "
+                                "kept).", self.path, self.max_bytes, record.get("step"), self.rotate)
+                    kept, size = [], 0
+                size += line
+                if size > self.max_bytes and not self.rotate:
                     self.limit_reached = True
                     logger.warning("Evidence trail %s reached its size limit (%d bytes) at step %s: no more groups "
                                    "are recorded. Raise rlce_evidence_max_mb to keep more.", self.path,
@@ -145,13 +160,14 @@ class EvidenceLog:
                     break
             kept.append(record)
         append_jsonl(kept + limit, self.path, allow_nan=False)
-        return len(kept)
+        return written + len(kept)
 
     def truncate_after(self, step: int) -> int:
         """Drop the records of steps after `step` (a run resumed from checkpoint `step` redoes them) and any
-        unreadable line; returns how many lines were dropped."""
-        return truncate_jsonl(self.path, lambda r: isinstance(r.get("step"), int) and r["step"] <= step
-                              and r.get("type") != "limit")
+        unreadable line, from the file and its rotated parts; returns how many lines were dropped."""
+        def keep(r):
+            return isinstance(r.get("step"), int) and r["step"] <= step and r.get("type") != "limit"
+        return sum(truncate_jsonl(part, keep) for part in [self.path, *rotated_paths(self.path)])
 
 
 def write_group_evidence(path: str | os.PathLike, records: Iterable[dict], max_bytes: int | None = None) -> int:
@@ -168,12 +184,14 @@ class EvidenceRecorder:
         path: the JSONL file (`<output_dir>/rlce_evidence.jsonl`).
         method: reward method name written into each record.
         max_mb: size limit in MB; 0 or None: no limit.
+        rotate: at the size limit keep this many rotated parts and start a fresh file; 0: stop the trail there.
         enabled: False writes no file (group ids are still handed out, records are still built for `listeners`).
         is_main: whether this process writes.
     """
 
-    def __init__(self, path, method: str, max_mb: float | None = None, enabled: bool = True, is_main: bool = True):
-        self.log = EvidenceLog(path, int(max_mb * 1024 * 1024) if max_mb else None)
+    def __init__(self, path, method: str, max_mb: float | None = None, enabled: bool = True, is_main: bool = True,
+                 rotate: int = 0):
+        self.log = EvidenceLog(path, int(max_mb * 1024 * 1024) if max_mb else None, rotate)
         self.method, self.enabled, self.is_main = method, enabled, is_main
         self._next: dict[tuple[str, int], int] = {}
         self._started = False

@@ -162,7 +162,16 @@ class RLCEGRPOConfig(GRPOConfig):
             group the distinct answers, every test with its direction and verdict, scores, winner and status (see
             `rlce_trl.audit`); `rlce-trl report` shows it. Baselines record what they have (judgments, rubrics).
         rlce_evidence_max_mb (`float`, *optional*, defaults to `1024`):
-            Size limit of the trail in MB; past it no more groups are recorded. `0`: no limit.
+            Size limit of the trail in MB; past it no more groups are recorded (or the trail rotates, see
+            `rlce_evidence_rotate`). `0`: no limit.
+        rlce_evidence_rotate (`int`, *optional*, defaults to `0`):
+            For long runs: at `rlce_evidence_max_mb` the trail becomes `rlce_evidence.1.jsonl` (older parts shift up
+            to `rlce_evidence.<N>.jsonl`, the oldest is removed) and a fresh file begins, so the newest steps are
+            kept and the trail never takes more than `(N + 1) * rlce_evidence_max_mb` MB. `0`: the trail stops at
+            the limit (the start of the run is kept).
+        rlce_completions_keep (`int`, *optional*, defaults to `0`):
+            With `log_completions=True`: keep only the newest N completions tables (`completions/*.parquet`, one per
+            logged step) and remove older ones after each step. `0`: keep all.
         rlce_trackio_groups (`int`, *optional*, defaults to `8`):
             With `report_to="trackio"`: rollout groups sent to trackio per logged step, each as a `trackio.Trace`
             (prompt, distinct answers, one span per verifier call with its tests and verdicts, rewards as metadata;
@@ -355,6 +364,16 @@ class RLCEGRPOConfig(GRPOConfig):
     rlce_evidence_max_mb: float = field(
         default=1024.0, metadata={"help": "Size limit of the evidence audit trail in MB (0: no limit)."}
     )
+    rlce_evidence_rotate: int = field(
+        default=0,
+        metadata={"help": "At rlce_evidence_max_mb rotate the trail, keeping this many older parts "
+                  "(rlce_evidence.1.jsonl, ...); 0: the trail stops at the limit."},
+    )
+    rlce_completions_keep: int = field(
+        default=0,
+        metadata={"help": "With log_completions: keep only the newest N completions tables (one parquet per logged "
+                  "step); 0: keep all."},
+    )
     rlce_trackio_groups: int = field(
         default=8,
         metadata={"help": "With report_to trackio: rollout groups per logged step sent to trackio as traces (tests, "
@@ -495,6 +514,15 @@ class RLCEGRPOConfig(GRPOConfig):
                 problems.append(f"{name} must be >= 1.")
         if self.rlce_evidence_max_mb < 0:
             problems.append("rlce_evidence_max_mb must be >= 0 (0: no limit; rlce_evidence=False: no trail).")
+        if self.rlce_evidence_rotate < 0:
+            problems.append(f"rlce_evidence_rotate={self.rlce_evidence_rotate}: use 0 (stop at the size limit) or "
+                            "the number of rotated parts to keep.")
+        elif self.rlce_evidence_rotate and not self.rlce_evidence_max_mb:
+            problems.append(f"rlce_evidence_rotate={self.rlce_evidence_rotate} needs a size to rotate at: set "
+                            "rlce_evidence_max_mb above 0.")
+        if self.rlce_completions_keep < 0:
+            problems.append(f"rlce_completions_keep={self.rlce_completions_keep}: use 0 (keep every completions "
+                            "table) or the number of newest tables to keep.")
         if self.rlce_trackio_groups < 0:
             problems.append(f"rlce_trackio_groups={self.rlce_trackio_groups}: use 0 (no traces) or more groups.")
         problems += _tracker_problems(self.report_to)

@@ -21,6 +21,7 @@ from .health import HealthMonitor, HealthThresholds, NoLearningSignalError
 from .interrupted import clear_interrupted, interrupted_checkpoint, save_interrupted
 from .methods import build_scorer, method_hook, scorer_name
 from .model_card import PAPER
+from .retention import CompletionsRetention
 from .rewards import build_groups, completion_columns, metric_key, rlce_format
 from .scoring import GroupResult, GroupScorer, StepStats, as_group_scorer
 from .tracking import TrackioEvidence, attach_trackio, link_model_card, with_trackio_tags
@@ -253,8 +254,12 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
 
     def _build_evidence_recorder(self) -> EvidenceRecorder:
         args = self.args
+        if args.rlce_completions_keep:  # the completions tables of a long run (rlce_trl.retention)
+            self.add_callback(CompletionsRetention(args.output_dir, args.rlce_completions_keep,
+                                                   self.accelerator.is_main_process))
         return EvidenceRecorder(os.path.join(args.output_dir, EVIDENCE_FILE), self.method_name,
-                                args.rlce_evidence_max_mb, args.rlce_evidence, self.accelerator.is_main_process)
+                                args.rlce_evidence_max_mb, args.rlce_evidence, self.accelerator.is_main_process,
+                                args.rlce_evidence_rotate)
 
     # -- rewards --------------------------------------------------------------------------------------------------
     def _build_health_monitor(self) -> HealthMonitor | None:

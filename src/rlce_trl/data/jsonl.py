@@ -8,6 +8,9 @@ co-evolution state and corpora, the comparison's cell records).
 - [`append_jsonl`] appends rows to a log a run resumes (optionally `fsync`ed); [`repair_jsonl_tail`] first cuts a
   last line a kill left half-written, so the next append starts on a fresh line instead of gluing a row onto half a
   row.
+- [`rotate_jsonl`] starts a fresh file for a log that reached its size limit: `log.jsonl` becomes `log.1.jsonl`, the
+  older parts shift (`log.1.jsonl` -> `log.2.jsonl`, ...) and the oldest beyond `keep` is removed
+  ([`rotated_paths`] lists the parts on disk, newest first).
 - [`truncate_jsonl`] is a resumed run's truncation: it keeps the rows a predicate accepts (dropping unreadable lines)
   and rewrites the file atomically.
 - [`read_jsonl`] reads one JSON object per line. A **last** line that does not parse (a write cut short by a kill)
@@ -84,6 +87,34 @@ def append_jsonl(rows: Iterable[dict], path: str | os.PathLike, fsync: bool = Fa
         if fsync:
             os.fsync(f.fileno())
     return n
+
+
+def _part(path: Path, k: int) -> Path:
+    """The `k`-th rotated part of `path`: `log.jsonl` -> `log.<k>.jsonl`."""
+    return path.with_name(f"{path.stem}.{k}{path.suffix}")
+
+
+def rotated_paths(path: str | os.PathLike) -> list[Path]:
+    """The rotated parts of `path` on disk (`log.1.jsonl`, `log.2.jsonl`, ...: newest first), without `path`."""
+    path, parts = Path(path), []
+    while _part(path, len(parts) + 1).exists():
+        parts.append(_part(path, len(parts) + 1))
+    return parts
+
+
+def rotate_jsonl(path: str | os.PathLike, keep: int) -> None:
+    """Rotate a log that reached its size limit: `path` becomes part 1, part k becomes part k+1, parts beyond `keep`
+    are removed, and the next append starts a fresh `path`. `keep=0` just removes `path` (and any old parts)."""
+    path = Path(path)
+    for old in rotated_paths(path)[max(keep, 1) - 1:] if keep else rotated_paths(path):
+        old.unlink()  # the oldest parts, beyond what is kept
+    for k in range(len(rotated_paths(path)), 0, -1):
+        os.replace(_part(path, k), _part(path, k + 1))
+    if path.exists():
+        if keep:
+            os.replace(path, _part(path, 1))
+        else:
+            path.unlink()
 
 
 def truncate_jsonl(path: str | os.PathLike, keep: Callable[[dict], bool]) -> int:
