@@ -42,8 +42,9 @@ def policy_rows(rows: list[dict], prompting) -> list[dict]:
     return rows_of(rows, prompting)
 
 
-def say_prompting(prompting, source: str | None, file=sys.stderr) -> None:
-    """One line: where the prompting came from and what it adds."""
+def say_prompting(prompting, source: str | None, file=None) -> None:
+    """One line (on stderr): where the prompting came from and what it adds."""
+    file = file or sys.stderr
     if source is None:
         print("prompting: the rows as they are (pass --config <recipe> to prompt as a recipe trains; a model trained "
               "by rlce-trl records its own)", file=file)

@@ -80,9 +80,10 @@ def show(result, training_args) -> None:
     total = sum(result.verdicts.values())
     mix = ", ".join(f"{k} {v}" for k, v in sorted(result.verdicts.items())) or "none (no group needed evidence)"
     print(f"verifier verdicts:        {mix}" + (f" ({total} in all)" if total else ""))
-    print(f"step time:                {result.seconds:.1f} s to generate and score these groups (a training step "
-          f"of {training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps} rollouts "
-          "adds its backward pass)")
+    verifier = f"; the verifier {result.verifier_seconds:.1f} s of it" if result.verifier_seconds is not None else ""
+    step_rollouts = training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
+    print(f"step time:                {result.seconds:.1f} s to generate and score these groups{verifier} (a "
+          f"training step of {step_rollouts} rollouts adds its backward pass)")
     print(f"one checkpoint on disk:   {_size(result.checkpoint_bytes)}"
           + (" (weights only: save_only_model)" if training_args.save_only_model else " (weights and optimizer "
              "state; save_only_model: true keeps the weights only)")

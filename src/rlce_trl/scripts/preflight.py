@@ -50,6 +50,7 @@ class PreflightResult:
         verdict: the absolute signal verdict (`rlce_trl.health.signal.SignalVerdict`).
         verdicts: the verifier's verdict counts in the step.
         seconds: generation and scoring of the step (the policy's and verifier's work; no backward pass).
+        verifier_seconds: the verifier's share of `seconds` (`None`: the method logs none).
         clipped_share: share of completions cut at `max_completion_length`.
         checkpoint_bytes: the disk one checkpoint will take (weights, plus optimizer state unless
             `save_only_model`).
@@ -63,6 +64,7 @@ class PreflightResult:
     verdict: object
     verdicts: Counter
     seconds: float
+    verifier_seconds: float | None
     clipped_share: float | None
     max_completion_length: int
     num_generations: int
@@ -111,13 +113,16 @@ def sample_step(trainer, rows: int) -> PreflightResult:
     texts = [_decode(tokenizer, ids, mask, skip_special=True)
              for ids, mask in zip(out["completion_ids"], out["completion_mask"], strict=True)]
     completions = [texts[k * size:(k + 1) * size] for k in range(count)]
-    clipped = trainer._metrics["train"].get("completions/clipped_ratio") or [None]
+    metrics = trainer._metrics["train"]
+    clipped = metrics.get("completions/clipped_ratio") or [None]
+    verifier = metrics.get(f"{trainer.method_name}/verifier_seconds") or [None]
     verdict = group_signal(observer.summaries, observer.verdicts or None)
     result = PreflightResult(
         prompts=prompts, messages=[inputs[k * size]["prompt"] for k in range(count)], completions=completions,
         answers=[s.answers for s in observer.summaries], verdict=verdict,
         verdicts=observer.verdicts or sum((s.verdicts for s in observer.summaries), Counter()), seconds=seconds,
-        clipped_share=clipped[-1], max_completion_length=trainer.args.max_completion_length, num_generations=size,
+        verifier_seconds=verifier[-1], clipped_share=clipped[-1],
+        max_completion_length=trainer.args.max_completion_length, num_generations=size,
         checkpoint_bytes=checkpoint_bytes(trainer))
     result.hints = hints(result, trainer.args)
     return result
