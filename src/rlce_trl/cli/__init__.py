@@ -24,11 +24,11 @@ import argparse
 import os
 import sys
 
-from . import analyze, calibrate, check, coevolve, compare, data, evaluate, report, sample, select, train
+from . import analyze, calibrate, check, coevolve, compare, data, env, evaluate, report, sample, select, train
 from ._args import CLIParser, check_unknown_flags, leaf_parser
 
 #: The command groups, in the order of `rlce-trl --help`.
-COMMANDS = [data, evaluate, analyze, report, sample, select, calibrate, check, train, coevolve, compare]
+COMMANDS = [data, evaluate, analyze, report, sample, select, calibrate, check, train, coevolve, compare, env]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except _user_errors() as error:  # bad input: one line that names the fix, no traceback (on every rank)
         from ..credentials import scrub_message
-        from ..errors import leave_process_group
+        from ..errors import leave_process_group, print_error
 
         leave_process_group()
-        print(f"error: {scrub_message(error)}", file=sys.stderr)
+        print_error(scrub_message(error))
         return 2
     except KeyboardInterrupt as error:  # what was saved and how to resume, or that nothing was (rlce_trl.errors)
         from ..errors import interrupt_message

@@ -19,6 +19,7 @@ from ..data.tasks import judge_of
 from ..errors import InputError, MissingInputError, first_line
 from ..evaluation.evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 from ..generation.generators import BACKENDS, Generator, make_generator
+from ..models import ALIAS_NAMES as ALIASES
 from ._args import positive_int
 from ._prompting import add_config_argument, policy_rows, resolve_prompting, say_prompting
 
@@ -38,7 +39,8 @@ def _json_object(text: str) -> dict:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model_name_or_path", required=True, help="Checkpoint to evaluate (a local folder).")
+    parser.add_argument("--model_name_or_path", required=True,
+                        help=f"Checkpoint to evaluate: a local folder, a Hub id, or an offline model ({ALIASES}).")
     parser.add_argument(
         "--data",
         default=None,
@@ -215,6 +217,9 @@ def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
         except ValueError as error:
             raise InputError(" ".join(str(error).split())) from None
     if generator is None:
+        from ..models import resolve_model
+
+        args.model_name_or_path = resolve_model(args.model_name_or_path)  # an offline alias: its converted folder
         _check_model(args.model_name_or_path)
         try:
             generator = make_generator(args.model_name_or_path, args.backend, video=video,

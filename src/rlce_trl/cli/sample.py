@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..data.jsonl import read_jsonl
 from ..errors import InputError, MissingInputError, first_line
+from ..models import ALIAS_NAMES as ALIASES
 from ._args import nonnegative_int, positive_int
 from ._prompting import add_config_argument, policy_rows, resolve_prompting, say_prompting
 
@@ -45,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..data.hba import FRAME_FPS, FRAME_SIZE, HBA_TASKS, MAX_FRAMES, MIN_FRAMES
 
     parser.add_argument("--model_name_or_path", required=True,
-                        help="Checkpoint folder; `smollm2` for the packaged SmolLM2-135M-Instruct. Video rows need a "
+                        help=f"Checkpoint folder, Hub id, or an offline model ({ALIASES}). Video rows need a "
                         "vision-language checkpoint (Qwen3.5, Qwen3-VL).")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="JSONL rows with id, prompt, answer_options (and gold for scoring); rows with "

@@ -340,6 +340,9 @@ def read_records(path: str | os.PathLike, what: str = "--dataset_name") -> list[
     kind = _FORMATS.get(path.suffix.lower())
     if kind is None:
         raise InputError(f"{what} {path.name}: use a .json, .jsonl, .csv or .parquet file.")
+    from .files import check_data_file
+
+    check_data_file(path, kind, what)  # empty, not UTF-8, bad JSON line, one-column CSV: one line each
     import datasets
 
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -24,7 +25,8 @@ class RecipeParser(TrlParser):
     _recipe: str | None = None
 
     def error(self, message):
-        where = f"{os.path.basename(self._recipe)}: " if self._recipe else ""
+        # argparse's own errors about a command-line value name the flag ("argument --max_steps: ..."), not the recipe
+        where = f"{os.path.basename(self._recipe)}: " if self._recipe and not message.startswith("argument -") else ""
         raise InputError(f"{where}{message} (`--help` lists the arguments).")
 
     def parse_args_and_config(self, args=None, return_remaining_strings=False, fail_with_unknown_args=True,
@@ -57,13 +59,34 @@ class RecipeParser(TrlParser):
             os.environ.update({str(k): str(v) for k, v in env.items()})
             self.set_defaults_with_config(**config)
         self._check_flags(args)
+        args = self._join_negative_values(args)
+        given = {self._option_string_actions[w.split("=", 1)[0]].dest for w in args
+                 if w.startswith("--") and w.split("=", 1)[0] in self._option_string_actions}
         try:
-            return self.parse_args_into_dataclasses(args=args)
+            parsed = self.parse_args_into_dataclasses(args=args)
         except InputError:
             raise
         except ValueError as error:  # a setting the configs' own checks refuse (TRL's and RLCE's __post_init__)
-            where = f"{os.path.basename(self._recipe)}: " if self._recipe else ""
-            raise InputError(f"{where}{' '.join(str(error).split())}") from None
+            message = " ".join(str(error).split())
+            flags = sorted(key for key in given if re.search(rf"\b{key}\b", message))
+            where = (f"--{flags[0]}: " if flags else f"{os.path.basename(self._recipe)}: " if self._recipe else "")
+            raise InputError(f"{where}{message}") from None
+        check_run_settings(parsed, lambda key: f"--{key}" if key in given or not self._recipe
+                           else f"{os.path.basename(self._recipe)}: {key}")
+        return parsed
+
+    def _join_negative_values(self, args: list[str]) -> list[str]:
+        """`--learning_rate -1e-6` as `--learning_rate=-1e-6`: argparse takes a word like `-1e-6` for a flag (only
+        `-1` and `-.5` look like numbers to it) and would say "expected one argument"; the value then reaches the
+        checks that name the fix."""
+        out = []
+        for word in args:
+            action = self._option_string_actions.get(out[-1]) if out and out[-1].startswith("--") else None
+            if action is not None and action.nargs is None and _NUMBER.fullmatch(word):
+                out[-1] = f"{out[-1]}={word}"
+            else:
+                out.append(word)
+        return out
 
     def _check_flags(self, args: list[str]) -> None:
         """An unknown flag on the command line is one line with a "did you mean"."""
@@ -103,6 +126,30 @@ class RecipeParser(TrlParser):
                     self.error(f"{key}: {item!r} is not one of {', '.join(map(str, action.choices))}")
 
 
+_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def check_run_settings(parsed, name_of) -> None:
+    """Settings that would fail or do nothing only after both models load, refused while the command line is read:
+    a learning rate <= 0, a `max_steps` (or number of epochs) that trains nothing, an output folder that is a file,
+    cannot be created or is not writable. `name_of(key)` says where the value came from (`--key`, or the recipe's
+    file name and the key) for the message."""
+    from ..errors import output_dir_problem
+
+    training = next((a for a in parsed if hasattr(a, "learning_rate") and hasattr(a, "max_steps")), None)
+    if training is None:
+        return
+    if training.learning_rate <= 0:
+        raise InputError(f"{name_of('learning_rate')} {training.learning_rate:g}: a learning rate must be > 0 (the "
+                         "paper's recipes use 1e-6).")
+    if training.max_steps == 0 or (training.max_steps < 0 and training.num_train_epochs <= 0):
+        key = "max_steps" if training.max_steps == 0 else "num_train_epochs"
+        raise InputError(f"{name_of(key)} {getattr(training, key):g} trains nothing: give max_steps >= 1 (optimizer "
+                         "steps), or leave max_steps at -1 and num_train_epochs > 0.")
+    if training.output_dir and (problem := output_dir_problem(training.output_dir)):
+        raise InputError(f"{name_of('output_dir')} {training.output_dir!r} {problem}.")
+
+
 def _type_name(action) -> str:
     name = getattr(action.type, "__name__", "value")
     return {"string_to_bool": "boolean", "parse": "value"}.get(name, name)
@@ -129,10 +176,10 @@ def exit_on_bad_input(body):
         raise SystemExit(130) from None
     except (InputError, VerifierUnavailableError) as error:
         from ..credentials import scrub_message
-        from ..errors import leave_process_group
+        from ..errors import leave_process_group, print_error
 
         leave_process_group()
-        print(f"error: {scrub_message(error)}", file=sys.stderr)
+        print_error(scrub_message(error))
         raise SystemExit(2) from None
 
 

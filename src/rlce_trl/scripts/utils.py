@@ -89,11 +89,19 @@ def add_prompt_suffix(rows: list[dict], suffix: str | None) -> list[dict]:
 
 
 def filter_long_prompts(
-    rows: list[dict], tokenizer_path: str, max_prompt_length: int | None, chat_template_kwargs=None
+    rows: list[dict], tokenizer_path: str, max_prompt_length: int | None, chat_template_kwargs=None,
+    max_completion_length: int | None = None,
 ):
-    """Rows whose chat-templated prompt (generation prompt included) has at most `max_prompt_length` tokens."""
+    """Rows whose chat-templated prompt (generation prompt included) has at most `max_prompt_length` tokens. Unset,
+    the limit is the model's context (`max_position_embeddings`) less `max_completion_length`: a longer prompt cannot
+    be generated from, so it is dropped with a count and a line saying so (all of them: an [`InputError`])."""
+    limit, what = max_prompt_length, f"max_prompt_length={max_prompt_length}"
     if not max_prompt_length:
-        return rows
+        context = model_context(tokenizer_path)
+        if context is None:
+            return rows
+        limit = context - (max_completion_length or 0)
+        what = f"the model's context ({context} tokens, less max_completion_length={max_completion_length or 0})"
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
@@ -105,16 +113,35 @@ def filter_long_prompts(
         if hasattr(ids, "keys"):  # transformers 5 may return a BatchEncoding
             ids = ids["input_ids"]
         shortest = len(ids) if shortest is None else min(shortest, len(ids))
-        if len(ids) <= max_prompt_length:
+        if len(ids) <= limit:
             kept.append(row)
-    if rows and not kept:
+    if rows and not kept and max_prompt_length:
         raise InputError(f"All {len(rows)} rows are longer than max_prompt_length={max_prompt_length} prompt "
                          f"tokens (the shortest has {shortest}): raise max_prompt_length to at least {shortest}, "
                          "or unset it.")
+    if rows and not kept:
+        raise InputError(f"All {len(rows)} prompts are longer than {what} (the shortest has {shortest} tokens): "
+                         "shorten the prompts, lower max_completion_length, or use a model with a longer context.")
     if len(kept) < len(rows):
-        logger.warning("Dropped %d of %d rows longer than %d prompt tokens.", len(rows) - len(kept), len(rows),
-                       max_prompt_length)
+        line = (f"Dropped {len(rows) - len(kept)} of {len(rows)} rows whose prompt is longer than {limit} tokens "
+                f"({what})" + ("" if max_prompt_length else "; set max_prompt_length to choose the limit") + ".")
+        logger.warning(line)
     return kept
+
+
+def model_context(name_or_path: str) -> int | None:
+    """The model's context in tokens (`max_position_embeddings` of its text config), or `None` when its config does
+    not say or cannot be read (the length filter is then off)."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(name_or_path)
+    except Exception as error:  # noqa: BLE001 - the model loads (or fails, naming why) later; only the filter is off
+        logger.info("No context length for %s (%s): prompts are not checked against it.", name_or_path, error)
+        return None
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    context = getattr(text, "max_position_embeddings", None)
+    return context if isinstance(context, int) and context > 0 else None
 
 
 def validation_callbacks(
@@ -294,7 +321,7 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
         save_prompting(prompting_of(script_args, training_args), training_args.output_dir)
     if task.media_root is None:
         train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
-                                         training_args.chat_template_kwargs)
+                                         training_args.chat_template_kwargs, training_args.max_completion_length)
     elif script_args.max_prompt_length:
         print("max_prompt_length applies to text prompts; video prompts are bounded by the frame cap.")
     check_no_gold(train_rows)
