@@ -103,6 +103,26 @@ def test_nothing_private_reaches_a_trace(monkeypatch):
     assert "<redacted>" in text and "http://host/v1" in text
 
 
+def test_the_recorder_feeds_its_listeners_also_without_a_trail_file(tmp_path):
+    from types import SimpleNamespace
+
+    from rlce_trl.audit import EvidenceRecorder
+
+    group = SimpleNamespace(context="c", labels=None, completions=["a", "b"])
+    result = SimpleNamespace(answers=["a", "b"], verified_answer="a", tests=[], assignment=[0, 1], status="verified",
+                             scores=[1.0, 0.0], verified=[1.0, 0.0])
+    for enabled in (False, True):
+        path = tmp_path / f"trail-{enabled}.jsonl"
+        recorder, seen = EvidenceRecorder(path, "rlce", enabled=enabled), []
+        if not enabled:  # without a file or a listener nothing is built
+            assert recorder.record(group, result, "1-0", 1, "train") is None
+        recorder.listeners.append(seen.extend)
+        record = recorder.record(group, result, "1-0", 1, "train")
+        assert recorder.write([record, None], 0) == (1 if enabled else 0)
+        assert seen == [record] and record["rewards"] == [1.0, 0.0] and path.exists() is enabled
+    assert EvidenceRecorder(tmp_path / "x.jsonl", "rlce", is_main=False).write([record], 0) == 0
+
+
 def test_groups_are_sampled_up_to_the_cap_reproducibly():
     records = [_record(id=f"3-{i}") for i in range(10)]
     assert sample_groups(records[:3], 8, "0:train:3") == records[:3]
@@ -137,6 +157,32 @@ def test_the_space_url_is_read_while_the_run_is_open():
     finally:
         trackio.context_vars.current_run.reset(token)
     assert tracker.space_url == URL
+
+
+def test_the_alarm_that_stopped_the_run_is_an_error(monkeypatch):
+    from types import SimpleNamespace
+
+    from rlce_trl.health import Alarm
+
+    monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
+    first = Alarm("answer_loss", "health/answered_share", 0.1, 0.3, 4, reference=0.6)
+    stop = Alarm("verifier_drift", "health/verdict_drift", 0.4, 0.25, 5)
+    monitor = SimpleNamespace(alarms=[first], stopped_by=None)
+    project = f"rlce-alerts-{os.getpid()}"
+    tracker, state = TrackioEvidence(monitor=monitor), SimpleNamespace(is_world_process_zero=True)
+    trackio.init(project=project)
+    try:
+        tracker.on_step_end(None, state, None)
+        monitor.alarms.append(stop)
+        monitor.stopped_by = stop
+        tracker.on_step_end(None, state, None)
+        tracker.on_step_end(None, state, None)  # nothing new: nothing sent twice
+    finally:
+        trackio.finish()
+    alerts = _rows(project, "SELECT title, level, text FROM alerts ORDER BY timestamp")
+    assert [(t, level) for t, level, _ in alerts] == [("training health: answer loss", "warn"),
+                                                      ("training health: verifier drift", "error")]
+    assert alerts[1][2] == stop.message + " -- the run stops here (health_stop)."
 
 
 # -- the config ----------------------------------------------------------------------------------------------------
@@ -181,8 +227,9 @@ def test_the_config_sent_by_transformers_callback_is_scrubbed(tmp_path, monkeypa
 # -- a real run ----------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def trackio_run(tiny_model_dir, tmp_path_factory):
-    """3 steps of a tiny model with report_to trackio, 2 traces per step, a health alarm forced at the first checked
-    step, a secret in the prompts, and every socket connection and name lookup recorded."""
+    """3 steps of a tiny model with report_to trackio, 2 traces per step, an evaluation at the end, a health alarm
+    forced at the first checked step, a secret in the prompts, and every socket connection and name lookup
+    recorded."""
     from datasets import Dataset
     from testing_utils import preference_rows, tiny_grpo_args
 
@@ -195,13 +242,15 @@ def trackio_run(tiny_model_dir, tmp_path_factory):
     project = f"rlce-run-{os.getpid()}"
     args = tiny_grpo_args(tmp_path_factory.mktemp("run") / "out", report_to="trackio", project=project,
                           max_steps=3, log_completions=True, rlce_trackio_groups=2, health_warmup_steps=1,
-                          health_window=1, health_thresholds={"collapse_share": 0.0, "collapse_margin": -1.0})
+                          health_window=1, health_thresholds={"collapse_share": 0.0, "collapse_margin": -1.0},
+                          eval_strategy="steps", eval_steps=3, per_device_eval_batch_size=16)
     contacted = []
     connect, lookup = socket.socket.connect, socket.getaddrinfo
     socket.socket.connect = lambda self, address: contacted.append(address) or connect(self, address)
     socket.getaddrinfo = lambda host, *a, **k: contacted.append(host) or lookup(host, *a, **k)
     try:
-        trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=Dataset.from_list(rows))
+        trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=Dataset.from_list(rows),
+                                  eval_dataset=Dataset.from_list(rows[:4]))
         trainer.train()
     finally:
         socket.socket.connect, socket.getaddrinfo = connect, lookup
@@ -225,12 +274,18 @@ def test_each_logged_step_sends_its_groups_as_traces(trackio_run):
     traces = _rows(project, "SELECT step, key, metadata, spans FROM traces ORDER BY id")
     metric_steps = [s for s, m in _rows(project, "SELECT step, metrics FROM metrics")
                     if "train/rlce/verified_fraction" in json.loads(m)]
-    assert len(metric_steps) == 3 and trainer.tracking.traces_sent == 6
+    assert len(metric_steps) == 3 and trainer.tracking.traces_sent == 6 + 2
     trail = {r["id"]: r for r in _trail(trainer)}
-    assert len(trail) == 12  # 4 groups a step: 2 sampled
+    assert len(trail) == 12 + 4  # 4 groups a step and 4 in the evaluation: 2 of each sent
+    evaluation = [(s, json.loads(m)) for s, k, m, _ in traces if k == TRACE_KEYS["eval"]]
+    (eval_step,) = [s for s, m in _rows(project, "SELECT step, metrics FROM metrics") if "eval/loss" in json.loads(m)]
+    assert len(evaluation) == 2 and all(s == eval_step for s, _ in evaluation)
+    assert all(m["group"].startswith("eval-3-") and m["mode"] == "eval" for _, m in evaluation)
     by_step: dict[int, list[dict]] = {}
     for step, key, metadata, spans in traces:
         metadata, spans = json.loads(metadata), json.loads(spans)
+        if key == TRACE_KEYS["eval"]:
+            continue
         assert key == TRACE_KEYS["train"]
         record = trail[metadata["group"]]  # a real group of the trail, logged with its step's metrics
         assert step == metric_steps[record["step"] - 1]
@@ -324,8 +379,8 @@ def test_the_dashboard_shows_the_metrics_and_a_groups_evidence(trackio_run):
 
     try:
         # the metrics: the rlce/* and health/* plots, each with its line drawn (coloured pixels on its canvas)
-        b.open(f"{base}/?project={project}&metric_filter=rlce/distinct_answers_mean|rlce/verdict_yes_frac|"
-               "health/answered_share")
+        b.open(f"{base}/?project={project}&metric_filter=^train/(rlce/distinct_answers_mean|rlce/verdict_yes_frac|"
+               "health/answered_share)$")
         drawn = wait(f"(() => {{ const p = {DRAWN_PLOTS}; return p.length === 3 && p.every(x => x[1] > 20) && p; "
                      "})()")
         assert sorted(title for title, _ in drawn) == ["answered_share", "distinct_answers_mean", "verdict_yes_frac"]
@@ -334,9 +389,9 @@ def test_the_dashboard_shows_the_metrics_and_a_groups_evidence(trackio_run):
 
         # the traces: a group with tests opens on its prompt, answers, verifier calls and verdicts
         b.open(f"{base}/traces?project={project}")
-        assert wait("document.querySelectorAll('tr.trace-row').length") == 6
+        assert wait("document.querySelectorAll('tr.trace-row').length") == 8
         opened = None
-        for i in range(6):
+        for i in range(8):
             b.evaluate(f"document.querySelectorAll('tr.trace-row')[{i}].click(), 1")
             detail = wait("document.querySelector('.trace-detail')?.innerText")
             if "validation:" in detail:
