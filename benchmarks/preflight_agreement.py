@@ -123,8 +123,11 @@ def measure(pair: dict, steps: int, check_rows: int, timeout: int) -> dict:
         state = Path(out) / "trainer_state.json"
         logs = json.loads(state.read_text())["log_history"] if state.is_file() else []
     signals = [e["health/step_signal"] for e in logs if "health/step_signal" in e][:steps]
+    step = next((line.split(":", 1)[1].strip() for line in check_out.splitlines() if line.startswith("step time:")),
+                "")
     return {"pair": pair["name"], "kind": pair["kind"], "check_exit": code, "check_seconds": round(check_s, 1),
-            "check_verdict": verdict[:300], "train_exit": train_code, "train_seconds": round(train_s, 1),
+            "check_verdict": verdict[:300], "check_step": step[:200], "train_exit": train_code,
+            "train_seconds": round(train_s, 1),
             "step_signal": signals, "train_tail": "" if train_code == 0 else train_out.strip()[-300:]}
 
 

@@ -78,7 +78,7 @@ def show(result, training_args) -> None:
     share = verdict.spread_share
     print(f"rewards differ in:        {'n/a' if share is None else f'{share:.0%}'} of groups")
     total = sum(result.verdicts.values())
-    mix = ", ".join(f"{k} {v}" for k, v in sorted(result.verdicts.items())) or "none (no group needed evidence)"
+    mix = ", ".join(f"{k} {v}" for k, v in sorted(result.verdicts.items())) or "none (no verifier call in this step)"
     print(f"verifier verdicts:        {mix}" + (f" ({total} in all)" if total else ""))
     verifier = f"; the verifier {result.verifier_seconds:.1f} s of it" if result.verifier_seconds is not None else ""
     step_rollouts = training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps

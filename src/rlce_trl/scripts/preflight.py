@@ -93,8 +93,12 @@ class _Observer:
 def sample_step(trainer, rows: int) -> PreflightResult:
     """One group of `num_generations` rollouts for each of the first `rows` training rows, generated and scored by
     `trainer` exactly as a training step does (`GRPOTrainer._generate_and_score_completions`); nothing is trained."""
+    from ..errors import InputError
     from ..health.signal import group_signal
 
+    if trainer.accelerator.num_processes > 1:  # every process would score every other's copy of the same groups
+        raise InputError("rlce-trl check runs in one process: start it without accelerate launch / torchrun (one GPU "
+                         "or the CPU is enough for a few rows).")
     dataset = trainer.train_dataset
     count = min(rows, len(dataset))
     size = trainer.num_generations
