@@ -159,6 +159,27 @@ def test_the_space_url_is_read_while_the_run_is_open():
     assert tracker.space_url == URL
 
 
+def test_only_the_logged_steps_groups_are_kept_and_sent_at_its_metrics_step():
+    from types import SimpleNamespace
+
+    tracker = TrackioEvidence(max_groups=8)
+    tracker.add([_record(id="1-0", step=1), _record(id="1-1", step=1)])  # a step that is not logged (logging_steps)
+    tracker.add([_record(id="2-0", step=2), {"type": "health_alarm", "step": 2}])
+    tracker.add([_record(id="eval-2-0", step=2, mode="eval")])
+    assert {m: [r["id"] for r in rs] for m, rs in tracker.pending.items()} == {"train": ["2-0"], "eval": ["eval-2-0"]}
+    project = f"rlce-logged-{os.getpid()}"
+    trackio.init(project=project)
+    try:
+        trackio.log({"train/loss": 1.0})
+        trackio.log({"train/loss": 0.5})  # transformers' callback logs the step's metrics first: trackio step 1
+        tracker.on_log(None, SimpleNamespace(is_world_process_zero=True), None, logs={})
+    finally:
+        trackio.finish()
+    rows = [(s, k, json.loads(m)["group"]) for s, k, m in _rows(project, "SELECT step, key, metadata FROM traces")]
+    assert sorted(rows) == [(1, "eval/evidence", "eval-2-0"), (1, "train/evidence", "2-0")]
+    assert tracker.pending == {} and tracker.traces_sent == 2
+
+
 def test_the_alarm_that_stopped_the_run_is_an_error(monkeypatch):
     from types import SimpleNamespace
 

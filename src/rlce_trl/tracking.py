@@ -200,12 +200,16 @@ class TrackioEvidence(TrainerCallback):
         self.completions: dict | None = None
 
     def add(self, records: list[dict]) -> None:
-        """An `EvidenceRecorder` listener: keep the group records until the step is logged."""
+        """An `EvidenceRecorder` listener: keep the group records of the latest step until it is logged (those of
+        earlier, unlogged steps are dropped, so memory stays one step's records whatever `logging_steps`)."""
         if self.max_groups <= 0:
             return
         for record in records:
             if record.get("type") is None and record.get("mode") in TRACE_KEYS:
-                self.pending.setdefault(record["mode"], []).append(record)
+                kept = self.pending.setdefault(record["mode"], [])
+                if kept and kept[-1].get("step") != record.get("step"):
+                    kept.clear()
+                kept.append(record)
 
     def _run(self):
         return self._trackio.context_vars.current_run.get()
@@ -232,9 +236,7 @@ class TrackioEvidence(TrainerCallback):
         last = getattr(run, "_next_step", None)
         step = last - 1 if isinstance(last, int) and last > 0 else None
         for mode, records in pending.items():
-            latest = max(r["step"] for r in records)
-            chosen = sample_groups([r for r in records if r["step"] == latest], self.max_groups,
-                                   f"{self.seed}:{mode}:{latest}")
+            chosen = sample_groups(records, self.max_groups, f"{self.seed}:{mode}:{records[0].get('step')}")
             traces = [self._trackio.Trace(**evidence_trace(r)) for r in chosen]
             run.log({TRACE_KEYS[mode]: traces}, step=step)
             self.traces_sent += len(traces)
