@@ -101,7 +101,7 @@ def filter_long_prompts(
         if context is None:
             return rows
         limit = context - (max_completion_length or 0)
-        what = f"the model's context ({context} tokens, less max_completion_length={max_completion_length or 0})"
+        what = f"the model's context of {context} tokens less max_completion_length={max_completion_length or 0}"
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
