@@ -72,7 +72,8 @@ def test_a_group_record_becomes_a_trace_with_one_span_per_verifier_call():
         "parent_id": "construction-1", "input": "Coffee was mentioned first.", "output": "no",
         "name": "validation: no"}
     assert spans["validation-0"]["metadata"]["choice_logprobs"] == {"yes": -0.1, "no": -2.5}
-    assert spans["validation-1"]["status"] == "error" and spans["validation-1"]["error"] == "unparsable"
+    assert spans["validation-1"]["output"] == "abstained (unparsable)" and "error" not in spans["validation-1"]
+    assert spans["validation-1"]["metadata"]["failure"] == "unparsable"
     assert spans["aggregation"]["output"] == {"scores": {"tea": 1.0, "coffee": 0.0}, "winner": 0,
                                               "rewards": [1.0, 0.0, 1.0, 0.0]}
     meta = trace["metadata"]
@@ -91,6 +92,9 @@ def test_closed_labels_a_baseline_and_a_bare_record():
     bare = evidence_trace({"id": "eval-0-0", "mode": "eval"})  # a record with hardly anything: no error
     trackio.Trace(**bare)
     assert bare["messages"][0] == {"role": "user", "content": ""}
+    long = evidence_trace(_record(context="x" * 3000 + " the question?"))  # the request: the prompt's end
+    assert long["messages"][0]["content"].endswith(" the question?") and len(long["messages"][0]["content"]) == 501
+    assert long["spans"][0]["input"] == "x" * 3000 + " the question?"
 
 
 def test_nothing_private_reaches_a_trace(monkeypatch):
@@ -423,7 +427,7 @@ def test_the_dashboard_shows_the_metrics_and_a_groups_evidence(trackio_run):
         record = next(r for r in _trail(trainer) if r["id"] == group)
         assert "the user said the food" in opened and "<redacted>" in opened and SECRET not in opened
         assert f"rewards: {json.dumps(record['rewards'], separators=(',', ':'))}".replace("NaN", "null") in opened
-        assert all(f"validation: {t['verdict']}" in opened for t in record["tests"])
+        assert all(f"validation: {t['verdict'] or 'abstained'}" in opened for t in record["tests"])
         b.evaluate("[...document.querySelectorAll('.span-select')].find(e => e.innerText.includes('validation:'))"
                    ".click(), 1")
         panel = wait("document.querySelector('.operation-panel')?.innerText")

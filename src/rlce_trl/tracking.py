@@ -36,6 +36,9 @@ logger = logging.getLogger(__name__)
 TRACE_KEYS = {"train": "train/evidence", "eval": "eval/evidence"}
 #: Characters of an answer in a span's name (the whole answer is in the span's input).
 NAME_CHARS = 40
+#: Characters of the prompt's end in the trace's user message, the dashboard's "request" (the whole prompt, as the
+#: trail keeps it, is the input of the group's span).
+REQUEST_CHARS = 500
 #: trackio's badge, as TRL's model card template writes it.
 BADGE = ('[<img src="https://raw.githubusercontent.com/gradio-app/trackio/refs/heads/main/trackio/assets/badge.png" '
          'alt="Visualize in Trackio" title="Visualize in Trackio" width="150" height="24"/>]({url})')
@@ -74,7 +77,9 @@ def _messages(record: dict) -> list[dict]:
         outcome = f"verified answer: {_answer(record, winner)} ({record.get('status')})"
     else:
         outcome = f"no verified answer ({record.get('status')}); {len(answers)} distinct answers"
-    messages = [{"role": "user", "content": record.get("context") or ""}, {"role": "assistant", "content": outcome}]
+    context = record.get("context") or ""
+    request = context if len(context) <= REQUEST_CHARS else "…" + context[-REQUEST_CHARS:]
+    messages = [{"role": "user", "content": request}, {"role": "assistant", "content": outcome}]
     for i, answer in enumerate(answers):
         score = scores[i] if i < len(scores) else None
         shown = "n/a" if score is None else f"{score:.3f}"
@@ -101,12 +106,12 @@ def _test_spans(record: dict) -> list[dict]:
                           "metadata": {"favoured": key[0], "against": key[1], "round": key[2]}})
         construction = next(s for s in spans if s["id"] == requests[key])
         construction["output"].append(test.get("text"))
-        span = {"id": f"validation-{t}", "parent_id": requests[key], "kind": "generation",
-                "name": f"validation: {test.get('verdict')}", "input": test.get("text"), "output": test.get("verdict"),
-                "metadata": {"choice_logprobs": test.get("choice_logprobs")}}
-        if test.get("failure"):
-            span.update(status="error", error=test["failure"])
-        spans.append(span)
+        # An unreadable verdict is an abstention of the method, not an error of the run: it is not marked as one
+        # (trackio would then show the whole group as failed).
+        verdict = test.get("verdict") or f"abstained ({test.get('failure') or 'no verdict'})"
+        spans.append({"id": f"validation-{t}", "parent_id": requests[key], "kind": "generation",
+                      "name": f"validation: {verdict}", "input": test.get("text"), "output": verdict,
+                      "metadata": {"choice_logprobs": test.get("choice_logprobs"), "failure": test.get("failure")}})
     return spans
 
 
