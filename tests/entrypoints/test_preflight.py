@@ -127,6 +127,7 @@ def test_one_prompt_in_train_evaluate_sample_select_and_check(tiny_model_dir, pa
 def test_the_instruction_takes_the_suffix_place_and_free_text_keeps_the_suffix(tmp_path):
     from rlce_trl.data.prompts import Prompting, find_prompting, save_prompting
     from rlce_trl.data.tasks import load_task
+    from rlce_trl.errors import InputError
     from rlce_trl.scripts.utils import policy_rows
 
     (tmp_path / "rows.jsonl").write_text('{"q": "Where is my parcel?", "label": "shipping"}\n')
@@ -142,6 +143,9 @@ def test_the_instruction_takes_the_suffix_place_and_free_text_keeps_the_suffix(t
                  "\\boxed{billing} or \\boxed{shipping}.",
         "free": "Where is my parcel? End with \\boxed{}.",
         "own": "Where is my parcel? Pick billing or shipping."}
+    (tmp_path / "bad.yaml").write_text(labelled.replace("route", "route_bad") + "answer_instruction: [x]\n")
+    with pytest.raises(InputError, match="bad.yaml: `answer_instruction` must be auto, none or the instruction's text"):
+        load_task(tmp_path / "bad.yaml")
     save_prompting(suffix, tmp_path / "run")
     (tmp_path / "run" / "checkpoint-2").mkdir()
     assert find_prompting(tmp_path / "run" / "checkpoint-2")[0] == suffix  # a checkpoint reads its run's record

@@ -48,6 +48,27 @@ def labels_instruction(labels, template: str = LABELS_INSTRUCTION) -> str:
         "{boxed}", _one_of([f"\\boxed{{{label}}}" for label in labels]))
 
 
+def answer_instruction(value, labels: tuple[str, ...] | None, where: str) -> str | None:
+    """A task file's `answer_instruction`, resolved. The instruction is added to the last user turn of every prompt,
+    in training, evaluation, sampling and `rlce-trl check` alike (`rlce_trl.scripts.utils.policy_rows`), in place of
+    a recipe's `prompt_suffix`. `auto` (the default): with labels, [`labels_instruction`] ("Answer with exactly one
+    of positive or negative, and end your response with \\boxed{positive} or \\boxed{negative}."); free text gets
+    none (a recipe's `prompt_suffix` applies). `none`: no instruction. Any other text is the instruction, with
+    `{labels}` and `{boxed}` filled in from the labels. A bad value is an `InputError` naming `where`."""
+    from ..errors import InputError
+
+    if value is None or value is False or value == "none":
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{where}: `answer_instruction` must be auto, none or the instruction's text, not {value!r}.")
+    if value == "auto":
+        return labels_instruction(labels) if labels else None
+    if not labels and ("{labels}" in value or "{boxed}" in value):
+        raise InputError(f"{where}: `answer_instruction` names {{labels}} but the task has no `labels`: add them, or "
+                         "write the instruction out.")
+    return labels_instruction(labels, value.strip()) if labels else value.strip()
+
+
 def _one_of(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 

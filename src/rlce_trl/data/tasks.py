@@ -16,14 +16,7 @@ evaluation scores its rows with its metric. A task file:
     labels: [positive, negative]            # the answer options; leave out for free text
     gold: label                             # the gold column: evaluation only, never in a training row
     metric: accuracy                        # accuracy | weighted_f1 (labels); exact_match | judge_accuracy (free text)
-    answer_instruction: auto                # optional: how the policy is told the answer format (below)
-
-`answer_instruction` is added to the last user turn of every prompt, in training, evaluation, sampling and `rlce-trl
-check` alike (`rlce_trl.scripts.utils.policy_rows`), in place of a recipe's `prompt_suffix`. `auto` (the default):
-with `labels`, "Answer with exactly one of positive or negative, and end your response with \\boxed{positive} or
-\\boxed{negative}." ([`~rlce_trl.data.prompts.labels_instruction`]); free text gets none (a recipe's
-`prompt_suffix` applies). `none`: no instruction. Any other text is the instruction (`{labels}` and `{boxed}` are
-filled in from the labels).
+    answer_instruction: auto                # optional: the answer format's instruction (`rlce_trl.data.prompts`)
 
 Every problem (an unknown key, a missing column, a gold column the prompt would show, an unknown metric, an empty
 split, a gold value outside the labels) is one [`InputError`], raised before any model loads.
@@ -37,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError, MissingInputError, did_you_mean
+from .prompts import answer_instruction
 
 #: Metric name -> what it scores (the functions are in `rlce_trl.evaluation.metrics.METRIC_FUNCTIONS`).
 METRICS = {
@@ -455,28 +449,12 @@ def load_task(path: str | os.PathLike) -> TaskFile:
     system_prompt = spec.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise InputError(f"{path.name}: `system_prompt` must be text.")
-    instruction = _answer_instruction(spec.get("answer_instruction", "auto"), labels, path.name)
+    instruction = answer_instruction(spec.get("answer_instruction", "auto"), labels, path.name)
     task = Task(name, metric, labels, str(spec.get("display_name") or name), gold)
     _USER_TASKS.add(name)
     register(task)
     return TaskFile(path, task, data, prompt, prompt_column, system_prompt, instruction)
 
-
-def _answer_instruction(value, labels: tuple[str, ...] | None, where: str) -> str | None:
-    """A task file's `answer_instruction`, resolved: `auto` -> the labels' instruction (none for free text), `none`
-    -> none, text -> that text with `{labels}` / `{boxed}` filled in."""
-    from .prompts import labels_instruction
-
-    if value is None or value is False or value == "none":
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{where}: `answer_instruction` must be auto, none or the instruction's text, not {value!r}.")
-    if value == "auto":
-        return labels_instruction(labels) if labels else None
-    if not labels and ("{labels}" in value or "{boxed}" in value):
-        raise InputError(f"{where}: `answer_instruction` names {{labels}} but the task has no `labels`: add them, or "
-                         "write the instruction out.")
-    return labels_instruction(labels, value.strip()) if labels else value.strip()
 
 
 _USER_TASKS: set[str] = set()
