@@ -163,14 +163,15 @@ def test_the_space_url_is_read_while_the_run_is_open():
     assert tracker.space_url == URL
 
 
-def test_only_the_logged_steps_groups_are_kept_and_sent_at_its_metrics_step():
+def test_only_the_logged_steps_groups_are_kept_and_sent_at_its_metrics_step(caplog):
     from types import SimpleNamespace
 
     tracker = TrackioEvidence(max_groups=8)
     tracker.add([_record(id="1-0", step=1), _record(id="1-1", step=1)])  # a step that is not logged (logging_steps)
     tracker.add([_record(id="2-0", step=2), {"type": "health_alarm", "step": 2}])
-    tracker.add([_record(id="eval-2-0", step=2, mode="eval")])
-    assert {m: [r["id"] for r in rs] for m, rs in tracker.pending.items()} == {"train": ["2-0"], "eval": ["eval-2-0"]}
+    tracker.add([_record(id="eval-2-0", step=2, mode="eval"), _record(id="eval-2-1", step=2, mode="eval", answers=5)])
+    assert {m: [r["id"] for r in rs] for m, rs in tracker.pending.items()} == {
+        "train": ["2-0"], "eval": ["eval-2-0", "eval-2-1"]}
     project = f"rlce-logged-{os.getpid()}"
     trackio.init(project=project)
     try:
@@ -182,6 +183,7 @@ def test_only_the_logged_steps_groups_are_kept_and_sent_at_its_metrics_step():
     rows = [(s, k, json.loads(m)["group"]) for s, k, m in _rows(project, "SELECT step, key, metadata FROM traces")]
     assert sorted(rows) == [(1, "eval/evidence", "eval-2-0"), (1, "train/evidence", "2-0")]
     assert tracker.pending == {} and tracker.traces_sent == 2
+    assert "trackio: group eval-2-1 was not sent (TypeError" in caplog.text  # a malformed record: skipped, said
 
 
 def test_the_alarm_that_stopped_the_run_is_an_error(monkeypatch):

@@ -82,7 +82,7 @@ def _messages(record: dict) -> list[dict]:
     messages = [{"role": "user", "content": request}, {"role": "assistant", "content": outcome}]
     for i, answer in enumerate(answers):
         score = scores[i] if i < len(scores) else None
-        shown = "n/a" if score is None else f"{score:.3f}"
+        shown = f"{score:.3f}" if isinstance(score, (int, float)) else "n/a"
         mark = " · verified" if i == winner else ""
         messages.append({"role": "assistant", "content": f"answer {i} (rollouts {rollouts.get(i, [])}, score "
                                                          f"{shown}{mark}): {answer}"})
@@ -242,9 +242,16 @@ class TrackioEvidence(TrainerCallback):
         step = last - 1 if isinstance(last, int) and last > 0 else None
         for mode, records in pending.items():
             chosen = sample_groups(records, self.max_groups, f"{self.seed}:{mode}:{records[0].get('step')}")
-            traces = [self._trackio.Trace(**evidence_trace(r)) for r in chosen]
-            run.log({TRACE_KEYS[mode]: traces}, step=step)
-            self.traces_sent += len(traces)
+            traces = []
+            for record in chosen:
+                try:  # as TRL's own trace logging: a malformed record never breaks training (trackio's `log` too)
+                    traces.append(self._trackio.Trace(**evidence_trace(record)))
+                except Exception as error:  # noqa: BLE001
+                    logger.warning("trackio: group %s was not sent (%s: %s).", scrub(str(record.get("id"))),
+                                   type(error).__name__, scrub(str(error)))
+            if traces:
+                run.log({TRACE_KEYS[mode]: traces}, step=step)
+                self.traces_sent += len(traces)
 
     def _scrub_completions(self) -> None:
         """TRL logs its completions table to trackio right after this callback's `on_log`, from `_logs`: its
