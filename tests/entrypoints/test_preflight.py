@@ -144,7 +144,7 @@ def test_the_instruction_takes_the_suffix_place_and_free_text_keeps_the_suffix(t
         "free": "Where is my parcel? End with \\boxed{}.",
         "own": "Where is my parcel? Pick billing or shipping."}
     (tmp_path / "bad.yaml").write_text(labelled.replace("route", "route_bad") + "answer_instruction: [x]\n")
-    with pytest.raises(InputError, match="bad.yaml: `answer_instruction` must be auto, none or the instruction's text"):
+    with pytest.raises(InputError, match="bad.yaml: `answer_instruction` must be auto, none or the"):
         load_task(tmp_path / "bad.yaml")
     save_prompting(suffix, tmp_path / "run")
     (tmp_path / "run" / "checkpoint-2").mkdir()
