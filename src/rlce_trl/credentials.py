@@ -64,11 +64,12 @@ def _secret_env_values() -> list[str]:
     )
 
 
-def scrub(text: str) -> str:
-    """`text` with every credential this module knows of replaced by `<redacted>` (or dropped, for URL user-info)."""
+def scrub(text: str, _env_secrets: list[str] | None = None) -> str:
+    """`text` with every credential this module knows of replaced by `<redacted>` (or dropped, for URL user-info).
+    (`_env_secrets`: the secret environment values, read once by [`scrub_value`] for all the strings of a value.)"""
     if not isinstance(text, str) or not text:
         return text
-    for value in _secret_env_values():
+    for value in _secret_env_values() if _env_secrets is None else _env_secrets:
         text = text.replace(value, REDACTED)
     text = _URL.sub(lambda m: clean_url(m.group(0)) if "@" in m.group(0) or _SECRET_PARAM.search(m.group(0))
                     else m.group(0), text)
@@ -80,18 +81,20 @@ def scrub(text: str) -> str:
     return _AUTH_HEADER.sub(r"\1" + REDACTED, text)
 
 
-def scrub_value(value, key: str | None = None, *, by_name: bool = True):
+def scrub_value(value, key: str | None = None, *, by_name: bool = True, _env_secrets: list[str] | None = None):
     """A copy of a JSON-like value (dicts, lists, strings) with every string scrubbed. With `by_name`, a string under
     a key whose name says it is a secret (`api_key`, `Authorization`, ...) becomes `<redacted>` (empty values and
     `*_env` names of environment variables stay as they are)."""
+    if _env_secrets is None:  # the environment is read once per value, not once per string (a trace holds hundreds)
+        _env_secrets = _secret_env_values()
     if isinstance(value, str):
         if by_name and key is not None and SECRET_NAME.search(key) and value and not key.endswith("_env"):
             return REDACTED
-        return scrub(value)
+        return scrub(value, _env_secrets)
     if isinstance(value, Mapping):
-        return {k: scrub_value(v, str(k), by_name=by_name) for k, v in value.items()}
+        return {k: scrub_value(v, str(k), by_name=by_name, _env_secrets=_env_secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(scrub_value(v, by_name=by_name) for v in value)
+        return type(value)(scrub_value(v, by_name=by_name, _env_secrets=_env_secrets) for v in value)
     return value
 
 
