@@ -55,14 +55,16 @@ lap "built $(basename "$WHEEL") and $(basename "$(ls "$WORK"/dist/*.tar.gz)")"
 "$BASE_PYTHON" -m venv "$WORK/venv"
 VPY="$WORK/venv/bin/python"
 TORCH_WHEEL="$(ls "$WHEELS"/torch-*+cpu-*.whl 2>/dev/null | head -1 || true)"
+# --no-compile: pip writes no .pyc files for the installed packages (torch alone has thousands); Python writes the ones
+# it needs at the first import
 quiet() { "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }; return "${PIPESTATUS[0]}"; }  # pip's index notes
 if [[ -n "$TORCH_WHEEL" ]]; then
-    quiet "$VPY" -m pip install -q "$TORCH_WHEEL" || fail "installing $TORCH_WHEEL"
+    quiet "$VPY" -m pip install -q --no-compile "$TORCH_WHEEL" || fail "installing $TORCH_WHEEL"
 else
-    quiet "$VPY" -m pip install -q torch --index-url "$TORCH_CPU_INDEX" || fail "installing torch"
+    quiet "$VPY" -m pip install -q --no-compile torch --index-url "$TORCH_CPU_INDEX" || fail "installing torch"
 fi
 lap "fresh venv with torch $("$VPY" -c 'import importlib.metadata as m; print(m.version("torch"))')"
-quiet "$VPY" -m pip install -q "$WHEEL" || fail "pip install $(basename "$WHEEL")"
+quiet "$VPY" -m pip install -q --no-compile "$WHEEL" || fail "pip install $(basename "$WHEEL")"
 "$VPY" -m pip show -q rlce-trl >/dev/null || fail "the wheel did not install"
 "$VPY" -m pip check || fail "pip check"
 "$VPY" -c "import rlce_trl, sys; sys.exit('site-packages' not in rlce_trl.__file__)" \

@@ -4,7 +4,6 @@ the training script it names ([`rlce_trl.scripts.recipes`]), or list and print t
 from __future__ import annotations
 
 import argparse
-import sys
 
 USAGE = "rlce-trl train --config <recipe> [--<argument> <value> ...]"
 DESCRIPTION = (
@@ -71,7 +70,9 @@ def main_recipes(args: argparse.Namespace) -> int:
             return 0
         recipes = list_recipes()
     except FileNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
+        from ..errors import print_error
+
+        print_error(error)
         return 2
     width = max(len(p.stem) for p in recipes)
     for path in recipes:
