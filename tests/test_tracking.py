@@ -93,7 +93,7 @@ def test_closed_labels_a_baseline_and_a_bare_record():
     trackio.Trace(**bare)
     assert bare["messages"][0] == {"role": "user", "content": ""}
     long = evidence_trace(_record(context="x" * 3000 + " the question?"))  # the request: the prompt's end
-    assert long["messages"][0]["content"].endswith(" the question?") and len(long["messages"][0]["content"]) == 501
+    assert long["messages"][0]["content"].endswith(" the question?") and len(long["messages"][0]["content"]) == 301
     assert long["spans"][0]["input"] == "x" * 3000 + " the question?"
 
 

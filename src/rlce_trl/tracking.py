@@ -38,7 +38,7 @@ TRACE_KEYS = {"train": "train/evidence", "eval": "eval/evidence"}
 NAME_CHARS = 40
 #: Characters of the prompt's end in the trace's user message, the dashboard's "request" (the whole prompt, as the
 #: trail keeps it, is the input of the group's span).
-REQUEST_CHARS = 500
+REQUEST_CHARS = 300
 #: trackio's badge, as TRL's model card template writes it.
 BADGE = ('[<img src="https://raw.githubusercontent.com/gradio-app/trackio/refs/heads/main/trackio/assets/badge.png" '
          'alt="Visualize in Trackio" title="Visualize in Trackio" width="150" height="24"/>]({url})')
@@ -265,9 +265,9 @@ class TrackioEvidence(TrainerCallback):
         for owner, key in columns:
             column = owner[key]
             if isinstance(column, deque):
-                owner[key] = deque((scrub_value(v) for v in column), maxlen=column.maxlen)
+                owner[key] = deque(scrub_value(list(column)), maxlen=column.maxlen)
             elif isinstance(column, list):
-                owner[key] = [scrub_value(v) for v in column]
+                owner[key] = scrub_value(column)
 
     def on_step_end(self, args, state, control, **kwargs):  # after the monitor's, which raises the step's alarms
         self._send_alarms(state)
