@@ -32,8 +32,8 @@ def test_stock_grpo_trainer_with_the_reward_object_gives_rlce_grpo_trainers_rewa
     from trl import GRPOConfig, GRPOTrainer
 
     data = Dataset.from_list(preference_rows(16))
-    ours = RLCEGRPOTrainer(model=tiny_model_dir, args=tiny_grpo_args(tmp_path / "a", rlce_redact_answers=False), train_dataset=data,
-                           verifier=evidence_verifier(VERDICTS))
+    ours = RLCEGRPOTrainer(model=tiny_model_dir, args=tiny_grpo_args(tmp_path / "a", rlce_redact_answers=False),
+                           train_dataset=data, verifier=evidence_verifier(VERDICTS))
     stock_args = GRPOConfig(str(tmp_path / "b"), per_device_train_batch_size=16, num_generations=4,
                             max_completion_length=8, report_to="none", bf16=False, use_cpu=True,
                             reward_weights=[0.8, 0.2])

@@ -18,8 +18,8 @@ from rlce_trl.trainer import RLCEGRPOTrainer
 from rlce_trl.trainer_video import OVERRIDDEN, VideoGRPOMixin
 
 #: The override points TRL's maintainers endorse (and the checkpoint and model-card methods every trainer extends).
-ENDORSED = {"__init__", "train", "_calculate_rewards", "_generate", "_save_checkpoint", "_load_optimizer_and_scheduler",
-            "create_model_card"}
+ENDORSED = {"__init__", "train", "_calculate_rewards", "_generate", "_save_checkpoint",
+            "_load_optimizer_and_scheduler", "create_model_card"}
 #: The other overrides: TRL 1.16's parameters, in order, as the overrides call them.
 CONTRACTS = {
     "log": ["self", "logs", "start_time"],
