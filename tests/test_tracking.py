@@ -227,6 +227,19 @@ def test_config_checks_trackio_and_the_cap(tmp_path, monkeypatch):
     RLCEGRPOConfig(str(tmp_path), bf16=False, use_cpu=True, report_to="none")  # without trackio: unchanged
 
 
+def test_the_command_line_without_trackio_is_one_error_line(tmp_path, monkeypatch, capsys):
+    from rlce_trl import config as config_module
+    from rlce_trl.cli import main
+
+    real = config_module.importlib.util.find_spec
+    monkeypatch.setattr(config_module.importlib.util, "find_spec", lambda name, *a: None if name == "trackio"
+                        else real(name, *a))
+    code = main(["train", "--config", "quickstart", "--report_to", "trackio", "--output_dir", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error:")
+    assert "pip install 'rlce-trl[trackio]'" in err[0] and not (tmp_path / "o").exists()
+
+
 def _db(project: str) -> Path:
     return Path(trackio.utils.TRACKIO_DIR) / f"{project}.db"
 
