@@ -9,7 +9,7 @@ With `report_to="trackio"`, transformers' own `TrackioCallback` sends the metric
   the distinct answers as messages, one span per verifier call (equivalence, each construction request with the
   tests it wrote, each validation with its verdict), the outcome (scores, winner, per-rollout rewards) as metadata.
   The traces are built from the evidence-trail records (`rlce_trl.audit`), nothing is recomputed; baselines send
-  what they record (their judgments as spans, the rest as metadata).
+  what they record (their answers and outcome; what they keep besides, such as judgments or rubrics, as metadata).
 - **health alarms as trackio alerts** (`rlce_trl.health`): a `WARN` alert per alarm, `ERROR` for the one that stopped
   the run (`health_stop`), sent at the end of the step that raised it.
 - **the Space link on the model card**: when the run logs to a Space (`trackio_space_id`), the card gets trackio's
