@@ -166,3 +166,29 @@ def test_the_preflight_in_python_on_a_trainer(no_format_model, tmp_path):
     assert not result.verdict.has_signal and result.verdict.cause == "no_answer"
     assert result.distinct_answers == [0, 0] and len(result.completions[0]) == 4
     assert trainer.state.global_step == 0 and result.checkpoint_bytes > 0
+
+
+def test_what_to_change_follows_the_measurements():
+    """The fix lines: cut completions -> a longer completion; no format asked -> an instruction; groups that hold
+    several answers but no winner -> more rows before changing the setup (few groups can be chance)."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from rlce_trl.health.signal import signal_verdict
+    from rlce_trl.scripts.preflight import PreflightResult, hints
+
+    def result(verdict, clipped, messages):
+        return PreflightResult(prompts=["p"], messages=messages, completions=[["c"]], answers=[[None], [None]],
+                               verdict=verdict, verdicts=Counter(), seconds=1.0, verifier_seconds=None,
+                               clipped_share=clipped, max_completion_length=48, num_generations=4, checkpoint_bytes=1)
+
+    args = SimpleNamespace(temperature=1.0, num_generations=4)
+    plain = [[{"role": "user", "content": "Is 3 even?"}]]
+    cut = hints(result(signal_verdict(0.0, 0.0, 0.0), 0.75, plain), args)
+    assert "raise --max_completion_length (e.g. 96)" in cut[0] and "add a format instruction" in cut[1]
+    asked = [[{"role": "user", "content": "Is 3 even? End with \\boxed{even} or \\boxed{odd}."}]]
+    assert not any("format instruction" in h for h in hints(result(signal_verdict(0.0, 0.0, 0.0), 0.0, asked), args))
+    tied = hints(result(signal_verdict(0.5, 0.5, 0.0, Counter(yes=3)), 0.0, asked), args)
+    assert tied == ["50% of these 2 groups held 2+ answers, so a longer run may still meet a group the verifier "
+                    "decides: with few rows this can be chance; rerun with --check_rows 4 before changing the setup"]
+    assert hints(result(signal_verdict(0.5, 0.5, 0.5), 0.0, asked), args) == []

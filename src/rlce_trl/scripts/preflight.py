@@ -178,4 +178,9 @@ def hints(result: PreflightResult, args) -> list[str]:
     elif cause == "one_answer":
         out.append(f"every group agreed: raise --temperature (now {args.temperature}) or --num_generations (now "
                    f"{args.num_generations}), or use harder prompts")
+    elif cause in ("equal_rewards", "verifier_abstained") and result.verdict.multi_answer_share:
+        groups = len(result.answers)
+        out.append(f"{result.verdict.multi_answer_share:.0%} of these {groups} groups held 2+ answers, so a longer "
+                   "run may still meet a group the verifier decides: with few rows this can be chance; rerun with "
+                   f"--check_rows {2 * groups} before changing the setup")
     return out
