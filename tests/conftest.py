@@ -1,7 +1,9 @@
 """Session-wide test set-up: offline Hub, and the fixtures more than one folder uses. Helpers are imported by name from
 `testing_utils.py` (tiny models) and `fakes.py` (fakes); `pythonpath = ["tests"]` in pyproject.toml."""
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -12,7 +14,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 # trackio reads its folder once, when first imported: the tests' projects (report_to trackio) never reach the user's.
-os.environ.setdefault("TRACKIO_DIR", tempfile.mkdtemp(prefix="rlce-tests-trackio-"))
+if "TRACKIO_DIR" not in os.environ:
+    os.environ["TRACKIO_DIR"] = tempfile.mkdtemp(prefix="rlce-tests-trackio-")
+    atexit.register(shutil.rmtree, os.environ["TRACKIO_DIR"], True)
 # Most tests train tiny random policies that never write an answer: the no-learning-signal stop is off for them by
 # default; tests/health/test_no_signal.py turns it on (RLCEGRPOConfig.health_signal_patience).
 os.environ.setdefault("RLCE_HEALTH_SIGNAL_PATIENCE", "0")
