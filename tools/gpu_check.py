@@ -230,7 +230,7 @@ def train_once(args) -> dict:
         trainer.train()
     finally:
         trainer.verifier.close()
-    logs = [e for e in trainer.state.log_history if "rewards/rlce_verified/mean" in e]
+    logs = [e for e in trainer.state.log_history if "rlce/unscored_fraction" in e]
     plugin = trainer.accelerator.state.deepspeed_plugin
     verifier_seconds = [e.get("rlce/verifier_seconds", 0.0) for e in logs]
     return {

@@ -141,7 +141,7 @@ def recipe_configuration(args) -> dict:
         trainer.train()
         train_s = time.perf_counter() - t1
         train_torch_peak = torch.cuda.max_memory_allocated()
-        logs = [e for e in trainer.state.log_history if "rewards/rlce_verified/mean" in e]
+        logs = [e for e in trainer.state.log_history if "rlce/unscored_fraction" in e]
     finally:
         trainer.verifier.close()
         sampler.stop()
@@ -214,7 +214,7 @@ def one_configuration(args) -> dict:
         train_s = time.perf_counter() - t2
         torch.cuda.synchronize()
         train_torch_peak = torch.cuda.max_memory_allocated()
-        logs = [e for e in trainer.state.log_history if "rewards/rlce_verified/mean" in e]
+        logs = [e for e in trainer.state.log_history if "rlce/unscored_fraction" in e]
     finally:
         verifier.close()
         sampler.stop()

@@ -44,7 +44,7 @@ def main(model_dir: str, out_dir: str) -> None:
 
     trainer._calculate_rewards = recording_calculate
     trainer.train()
-    record["logged"] = [e for e in trainer.state.log_history if "rewards/rlce_verified/mean" in e]
+    record["logged"] = [e for e in trainer.state.log_history if "rlce/unscored_fraction" in e]
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(record, f)
 

@@ -37,7 +37,7 @@ def test_recipe_trains_one_step(tiny_model_dir, tmp_path, gate):
                     "--max_steps", "1", "--rows", "4", "--max_completion_length", "8"])
     logged = [e for e in trainer.state.log_history if "rewards/elect_format/mean" in e]
     assert len(logged) == 1
-    first = "rewards/elect_accuracy/mean" if gate == "gold" else "rewards/rlce_verified/mean"
+    first = "rewards/elect_accuracy/mean" if gate == "gold" else "rlce/unscored_fraction"
     assert first in logged[0]
     # the shared pipeline's tail, for the stock trainer too: weights, model card, curves and the run report
     for name in ("model.safetensors", "README.md", "trainer_state.json", "report/index.html"):

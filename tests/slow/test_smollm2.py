@@ -63,4 +63,5 @@ def test_one_grpo_step_on_preference_prompts(smollm2, tmp_path):
     trainer.train()
     log = trainer.state.log_history[0]
     print("\n", {k: v for k, v in log.items() if k.startswith(("rlce/", "rewards/"))})
-    assert "rewards/rlce_verified/mean" in log and "rlce/verifier_seconds" in log
+    assert "rlce/unscored_fraction" in log and "rlce/verifier_seconds" in log
+    assert ("rewards/rlce_verified/mean" in log) == (log["rlce/unscored_fraction"] < 1)  # left out when none scored
