@@ -132,7 +132,7 @@ def measure(pair: dict, steps: int, check_rows: int, timeout: int) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    rows = ["| task x model | check says | first 5 steps: steps with signal | agree | check time (s) |",
+    rows = ["| task x model | check says | first 5 steps: steps with signal | agree | check wall time (s) |",
             "|---|---|---|---|---|"]
     agree = 0
     for r in results:
