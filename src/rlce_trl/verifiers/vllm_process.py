@@ -89,6 +89,22 @@ _TRAMPOLINE = (
 )
 
 
+_SPAWNER = None
+
+
+def _spawn(*args, **kwargs) -> subprocess.Popen:
+    """`subprocess.Popen` on one long-lived thread: the kernel ties the child's parent-death signal to the thread that
+    forked it, so a server started from a thread that then ends (a restart from a worker thread) would be terminated
+    with it. That thread lives as long as the process."""
+    global _SPAWNER
+    with _LIVE_LOCK:
+        if _SPAWNER is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlce-vllm-spawn")
+    return _SPAWNER.submit(subprocess.Popen, *args, **kwargs).result()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -288,7 +304,7 @@ class VLLMServerProcess:
         with open(self.log_path, "ab") as log:
             log.write(f"\n=== rlce-trl: starting {shlex.join(cmd)}\n".encode())
             log.flush()
-            self.proc = subprocess.Popen(
+            self.proc = _spawn(
                 [sys.executable, "-c", _TRAMPOLINE, str(os.getpid()), *cmd],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=self._child_env(), start_new_session=True, close_fds=True,
