@@ -23,12 +23,12 @@ def test_the_readme_snippet_is_the_offline_one():
     assert 'model="smollm2-135m-instruct"' in code and "use_cpu=True" in code and "load_preference_sample" in code
 
 
-@pytest.mark.slow  # SmolLM2-135M as policy and verifier, two GRPO steps (a few minutes on 2 cores)
+@pytest.mark.slow  # SmolLM2-135M policy and verifier, two GRPO steps: 4.7 min of CPU time (12.6 min on a busy box)
 def test_the_readme_snippet_runs_as_written(tmp_path):
     (tmp_path / "snippet.py").write_text(readme_snippet())
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
     done = subprocess.run([sys.executable, "snippet.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=1500, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (tmp_path / "out" / "checkpoint-2").is_dir() or (tmp_path / "out" / "trainer_state.json").exists() or \
-        any((tmp_path / "out").glob("checkpoint-*")), sorted(p.name for p in (tmp_path / "out").iterdir())
+    out = tmp_path / "out"
+    assert (out / "checkpoint-2").is_dir() and (out / "trainer_state.json").is_file(), sorted(os.listdir(out))
