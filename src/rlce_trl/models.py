@@ -80,6 +80,16 @@ def resolve_model(name_or_path: str | None) -> str | None:
         return MODEL_ALIASES[name_or_path.lower()]()
 
 
+def looks_local(name_or_path) -> bool:
+    """Whether a model name is meant as a local path (so it must exist, and is never tried on the Hub): absolute,
+    `./` / `~`, more than one `/`, a backslash, a first part that is a folder here (`outputs/run` beside
+    `outputs/`), or a Trainer's `checkpoint-N` folder."""
+    text = str(name_or_path)
+    path = Path(os.path.expanduser(text))
+    return (text.startswith(("/", ".", "~")) or path.exists() or text.count("/") > 1 or "\\" in text
+            or Path(path.parts[0]).is_dir() or re.fullmatch(r"checkpoint-\d+", path.name) is not None)
+
+
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 
 
@@ -95,10 +105,7 @@ def check_model_source(name_or_path: str | None, flag: str) -> None:
             raise InputError(f"{flag} {name_or_path!r} is a folder without config.json: pass the folder a "
                              "`save_pretrained` wrote (or a Hub id).")
         return
-    looks_local = (str(name_or_path).startswith(("/", ".", "~")) or path.exists() or str(name_or_path).count("/") > 1
-                   or "\\" in str(name_or_path) or Path(path.parts[0]).is_dir()  # `outputs/run` beside `outputs/`
-                   or re.fullmatch(r"checkpoint-\d+", path.name) is not None)  # a Trainer's folder, never a Hub id
-    if looks_local or not _REPO_ID.match(str(name_or_path)):
+    if looks_local(name_or_path) or not _REPO_ID.match(str(name_or_path)):
         raise InputError(f"{flag} {name_or_path!r}: no such folder, and not a Hub id (`org/name`): pass a model "
                          f"folder, a Hub id, or one of the offline aliases {', '.join(sorted(MODEL_ALIASES))}.")
     from huggingface_hub import constants, try_to_load_from_cache

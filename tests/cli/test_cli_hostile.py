@@ -421,3 +421,12 @@ def test_env_prints_what_a_bug_report_needs(capsys):
         assert re.search(rf"^- {name} version: \S", out, re.M), name
     assert "- Accelerator: " in out and "smollm2-135m-instruct" in out
     assert list(BACKEND_NEEDS) == list(VERIFIER_MODES)
+
+
+def test_evaluate_never_sends_a_local_looking_path_to_the_hub(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    (tmp_path / "runs").mkdir()
+    _, line = run(capsys, ["evaluate", "--model_name_or_path", "runs/model", "--data", "sample", "--output_dir",
+                           tmp_path / "eval"], max_lines=3)
+    assert "--model_name_or_path 'runs/model' does not exist" in line, line

@@ -122,13 +122,14 @@ def check_flags(args: argparse.Namespace) -> None:
 
 
 def _check_model(path: str) -> None:
+    from ..models import looks_local
+
     candidate = Path(path).expanduser()
-    looks_local = candidate.is_absolute() or path.startswith((".", "~")) or path.count("/") != 1
     if candidate.exists():
         if candidate.is_dir() and not (candidate / "config.json").exists():
             raise MissingInputError(f"--model_name_or_path {path!r} has no config.json: pass a checkpoint folder "
                                     "(one written by save_pretrained / a training run).")
-    elif looks_local:
+    elif looks_local(path) or path.count("/") != 1:
         raise MissingInputError(f"--model_name_or_path {path!r} does not exist: pass a local checkpoint folder.")
 
 
