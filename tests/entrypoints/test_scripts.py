@@ -43,8 +43,9 @@ def test_quickstart_recipe_trains_checkpoints_and_logs(tiny_model_dir, tmp_path,
     for needle in ("RLCE", "Verifier model", "`transformers`", "rlce-trl preference sample", "`quickstart.yaml`",
                    "Reinforcement Learning with Comparative Evidence for Social Intelligence"):
         assert needle in card, needle
-    # the quick start asks in the recipe's convention; a 2-step run says it is a demo
-    assert "suffix = 'Answer in one short sentence" in card and "A demo run of 2 steps" in card
+    # the quick start shows the run's own first training prompt (the recipe's suffix included); a demo run says so
+    assert "first training prompt" in card and "Answer in one short sentence" in card
+    assert "A demo run of 2 steps" in card
     # the prompt suffix of the recipe reached the prompts
     assert "boxed" in trainer.train_dataset[0]["prompt"][-1]["content"]
 
