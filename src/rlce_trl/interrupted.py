@@ -39,6 +39,25 @@ def save_interrupted(trainer) -> TrainingInterrupted:
     return TrainingInterrupted(folder, step, args.output_dir)
 
 
+def save_after_verifier_failure(trainer) -> str | None:
+    """The verifier failed for good on some process and every process raised together in the gather of
+    `_calculate_rewards` (`error.every_process`), so all are here at once and the collective save of a sharded model
+    cannot hang: save the checkpoint of the last finished step unless `save_steps` already did. Returns its folder
+    (`None` before the first step or when saving failed)."""
+    step = trainer.state.global_step
+    folder = os.path.join(trainer.args.output_dir, f"checkpoint-{step}")
+    if step > 0 and not os.path.isdir(folder):
+        try:
+            trainer._save_checkpoint(trainer.model, trial=None)
+        except Exception as error:  # noqa: BLE001 -- the verifier's error is the one to report
+            logger.warning("Could not save a checkpoint after the verifier failed: %s", error)
+    if step == 0 or not os.path.isfile(os.path.join(folder, "trainer_state.json")):
+        return None
+    logger.error("The verifier failed for good; the checkpoint of step %d is %s: fix the verifier and resume from it "
+                 "(resume_from_checkpoint).", step, folder)
+    return folder
+
+
 def interrupted_checkpoint(output_dir: str, resume_from_checkpoint):
     """`resume_from_checkpoint`, or, when it is unset (`None`) and the last run in `output_dir` was interrupted, the
     checkpoint that run saved."""

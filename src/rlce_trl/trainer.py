@@ -18,7 +18,7 @@ from .data.prompts import completion_text
 from .errors import InputError, raise_if_interrupted
 from .evidence.prompts import render_context
 from .health import HealthMonitor, HealthThresholds, NoLearningSignalError
-from .interrupted import clear_interrupted, interrupted_checkpoint, save_interrupted
+from .interrupted import clear_interrupted, interrupted_checkpoint, save_after_verifier_failure, save_interrupted
 from .methods import build_scorer, method_hook, scorer_name
 from .model_card import PAPER
 from .retention import CompletionsRetention
@@ -311,10 +311,12 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         if any(r.scorer_bug for r in reports):
             raise RuntimeError("\n".join(failures))
         if failures:
-            raise VerifierUnavailableError(
+            error = VerifierUnavailableError(
                 "The verifier failed persistently, so no rewards can be computed:\n" + "\n".join(failures)
                 + "\nCheck the verifier server (its URL, its log), or raise verifier_max_consecutive_failures."
             )
+            error.every_process = True  # raised on every process at once: train() may save collectively
+            raise error
 
         # 3. Back in group order; the batch hook sees every group on every process; this process keeps its slice.
         by_group = {g: result for report in reports for g, result in report.results}
@@ -453,7 +455,9 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             if self.partner is not None:
                 self.partner.close()
             raise saved from error
-        except BaseException:
+        except BaseException as error:
+            if getattr(error, "every_process", False):
+                save_after_verifier_failure(self)
             self.verifier.close()
             if self.partner is not None:
                 self.partner.close()

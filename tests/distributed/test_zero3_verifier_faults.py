@@ -163,7 +163,7 @@ def test_colocated_verifier_that_dies_ends_the_run_on_every_rank(tiny_model_dir,
     """`verifier_mode="colocate"`: one rank's verifier server (the FAKE vLLM server of tests/fakes.py, started by the
     trainer through `verifiers/vllm_process.py`) is killed and cannot come back (its package is gone): the next
     scoring raises on that rank, the other rank learns it in the same gather, and both end with one `error:` line at
-    the same step, no hang; the checkpoint of the last finished step resumes."""
+    the same step, no hang, and save the checkpoint of the last finished step together (no periodic one here)."""
     pytest.importorskip("deepspeed")
     from fakes import make_fake_vllm
 
@@ -181,7 +181,9 @@ def test_colocated_verifier_that_dies_ends_the_run_on_every_rank(tiny_model_dir,
                             start_new_session=True)
     try:
         deadline = time.monotonic() + 240
-        while not (out / "checkpoint-2").exists() and proc.poll() is None and time.monotonic() < deadline:
+        trail = out / "rlce_evidence.jsonl"  # step 2 scored (no periodic checkpoint: save_steps=100)
+        while (not trail.exists() or '"step": 2,' not in trail.read_text()) and proc.poll() is None and (
+                time.monotonic() < deadline):
             time.sleep(0.2)
         servers = _fake_vllm_servers(proc.pid)
         if proc.poll() is not None:
@@ -205,6 +207,9 @@ def test_colocated_verifier_that_dies_ends_the_run_on_every_rank(tiny_model_dir,
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0]["steps"] == ranks[1]["steps"] >= 2, ranks
     assert all(r["line"] and r["line"].startswith("error: ") and "\n" not in r["line"] for r in ranks), ranks
+    # the checkpoint of the last finished step, saved by every process together when the verifier failed
     step = ranks[0]["steps"]
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == [f"checkpoint-{step}"]
     saved = json.loads((out / f"checkpoint-{step}" / "trainer_state.json").read_text())
     assert saved["global_step"] == step
+    assert len(list((out / f"checkpoint-{step}").glob("global_step*/*model_states.pt"))) >= 1  # ZeRO-3 shards

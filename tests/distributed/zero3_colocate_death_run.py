@@ -22,7 +22,7 @@ def main(policy_dir: str, out_dir: str) -> None:
     args = RLCEGRPOConfig(
         output_dir=out_dir, per_device_train_batch_size=8, num_generations=4, max_completion_length=4,
         max_steps=200, learning_rate=1e-4, report_to="none", bf16=False, use_cpu=False, ddp_backend="gloo",
-        gradient_checkpointing=False, save_strategy="steps", save_steps=1, seed=0, logging_steps=1,
+        gradient_checkpointing=False, save_strategy="steps", save_steps=100, seed=0, logging_steps=1,
         rlce_construction_max_tokens=8, rlce_validation_max_tokens=4, rlce_equivalence_max_tokens=8,
         rlce_tie_break_tests_per_direction=0, verifier_mode="colocate",
         verifier_vllm_python=os.environ["RLCE_TEST_VLLM_PYTHON"],
