@@ -444,7 +444,9 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         """[`~trl.GRPOTrainer.train`]; on an error the verifier (a server process the trainer started) is stopped
         before the error propagates, so nothing is left running. A Ctrl-C saves the checkpoint of the last finished
         step and raises `TrainingInterrupted` naming it; the next `train()` in the same `output_dir` resumes from it
-        (`rlce_trl.interrupted`). A Ctrl-C recorded while models loaded ends the run here."""
+        (`rlce_trl.interrupted`). A Ctrl-C recorded while models loaded ends the run here. A verifier that failed for
+        good (`VerifierUnavailableError`, raised on every process together) first saves the checkpoint of the last
+        finished step on every process."""
         raise_if_interrupted()
         resume_from_checkpoint = interrupted_checkpoint(self.args.output_dir, resume_from_checkpoint)
         try:
