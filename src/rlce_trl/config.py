@@ -89,6 +89,9 @@ class RLCEGRPOConfig(GRPOConfig):
         verifier_max_consecutive_failures (`int`, *optional*, defaults to `5`):
             Verifier calls in a row with no successful reply before the run stops with an error; the groups of a
             failed call get no verification reward meanwhile. `0` never stops.
+        verifier_max_outage (`float`, *optional*, defaults to `300`):
+            Seconds a verifier outage must also have lasted (since the first of those failed calls) before the run
+            stops: a server restarted within it costs unscored groups, not the run. `0`: the count alone decides.
         verifier_gpu_memory_utilization (`float`, *optional*, defaults to `0.2`):
             Share of each GPU's memory for the co-located verifier server (colocate mode).
         verifier_tensor_parallel_size (`int`, *optional*, defaults to `1`):
@@ -278,6 +281,10 @@ class RLCEGRPOConfig(GRPOConfig):
     verifier_max_consecutive_failures: int = field(
         default=5,
         metadata={"help": "Failed verifier calls in a row before the run stops with an error (0: never)."},
+    )
+    verifier_max_outage: float = field(
+        default=300.0,
+        metadata={"help": "Seconds a verifier outage must also last before the run stops (0: the count alone)."},
     )
     verifier_gpu_memory_utilization: float = field(
         default=0.2, metadata={"help": "Share of each GPU's memory for the co-located verifier server."}
@@ -481,7 +488,7 @@ class RLCEGRPOConfig(GRPOConfig):
         for name in ("verifier_max_concurrency", "verifier_tensor_parallel_size"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1.")
-        for name in ("verifier_max_retries", "verifier_max_consecutive_failures"):
+        for name in ("verifier_max_retries", "verifier_max_consecutive_failures", "verifier_max_outage"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0.")
         if self.verifier_timeout <= 0:

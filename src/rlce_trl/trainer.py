@@ -311,10 +311,10 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         if any(r.scorer_bug for r in reports):
             raise RuntimeError("\n".join(failures))
         if failures:
+            detail = "; ".join(" ".join(failure.split()) for failure in failures)  # one line on every rank
             error = VerifierUnavailableError(
-                "The verifier failed persistently, so no rewards can be computed:\n" + "\n".join(failures)
-                + "\nCheck the verifier server (its URL, its log), or raise verifier_max_consecutive_failures."
-            )
+                f"the verifier failed persistently, so no rewards can be computed ({detail}); check the verifier "
+                "server (its URL, its log), or raise verifier_max_consecutive_failures.")
             error.every_process = True  # raised on every process at once: train() may save collectively
             raise error
 

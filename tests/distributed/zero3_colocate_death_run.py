@@ -33,7 +33,7 @@ def main(policy_dir: str, out_dir: str) -> None:
     try:
         trainer.train()
     except VerifierUnavailableError as error:
-        line = f"error: {str(error).splitlines()[0]}"
+        line = f"error: {error}"  # the whole message: the test holds it to one line
         print(line, file=sys.stderr)
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump({"rank": rank, "steps": trainer.state.global_step, "line": line}, f)

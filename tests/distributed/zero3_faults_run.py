@@ -39,9 +39,9 @@ def main(policy_dir: str, out_dir: str, url: str, max_steps: int, resume: str | 
         rlce_construction_max_tokens=8, rlce_validation_max_tokens=4, rlce_equivalence_max_tokens=8,
         rlce_tie_break_tests_per_direction=0,
         # the verifier: short read timeout and deadline (the proxy holds ~10 % of calls past them), few retries, and
-        # a failure budget that covers the server's restart (every call fails while it is down)
+        # the DEFAULT failure budget (5 calls and verifier_max_outage 300 s), which covers the server's restart
         verifier_mode="server", verifier_server_base_url=url, verifier_timeout=2.0, verifier_request_deadline=8.0,
-        verifier_max_retries=3, verifier_max_consecutive_failures=0,
+        verifier_max_retries=3,
     )
     rows = preference_rows(16)  # closed labels: no equivalence stage; a small learning rate keeps answers apart
     trainer = RLCEGRPOTrainer(model=policy_dir, args=args, train_dataset=Dataset.from_list(rows),

@@ -206,6 +206,22 @@ def test_server_killed_for_good_stops_the_run_after_the_budget(fake_server):
             verifier.generate(_requests(per_context=1))
 
 
+def test_an_outage_shorter_than_max_outage_does_not_stop_the_run(fake_server):
+    """A restart takes longer than a few failed calls: with `max_outage_s` the budget needs both the count and the
+    time, so the calls of a short outage fail (their groups unscored) without an error, and a long one still stops."""
+    fake_server.fail_next = 10_000
+    with _fast(fake_server.url, max_retries=0, max_consecutive_failures=2, max_outage_s=1.0) as verifier:
+        for _ in range(4):  # past the count, within the time
+            assert all(r.error for r in verifier.generate(_requests(per_context=1)))
+        assert verifier.consecutive_failed_calls == 4
+        time.sleep(1.1)
+        with pytest.raises(VerifierUnavailableError, match="verifier_max_outage=1"):
+            verifier.generate(_requests(per_context=1))
+        fake_server.fail_next = 0  # a success resets the outage's start too
+        assert all(r.error is None for r in verifier.generate(_requests(per_context=1)))
+        assert verifier.consecutive_failed_calls == 0 and verifier._outage_since is None
+
+
 def test_one_of_two_servers_dies_and_its_requests_fail_over(fake_server_factory):
     a, b = fake_server_factory(), fake_server_factory()
     with _fast([a.url, b.url]) as verifier:

@@ -37,6 +37,7 @@ def client_settings(args) -> dict:
         max_reply_bytes=args.verifier_max_reply_bytes,
         max_retries=args.verifier_max_retries,
         max_consecutive_failures=args.verifier_max_consecutive_failures,
+        max_outage_s=args.verifier_max_outage,
     )
 
 

@@ -75,6 +75,9 @@ class ServerVerifier(Verifier):
         backoff_s: first retry delay; doubles each retry (with jitter), capped at `max_backoff_s`.
         max_consecutive_failures: failed calls (no request of the call succeeded) in a row before
             [`VerifierUnavailableError`]; `0` never raises.
+        max_outage_s: and the outage (since the first of those failed calls) has lasted at least this long, seconds:
+            a server that is restarted within it (its groups unscored meanwhile) does not stop the run. `0`: the
+            count alone decides.
         call_timeout_s: deadline of one whole `generate` call; requests not answered by then fail. `None`: only the
             per-request bounds apply.
         request_deadline_s: overall deadline of one request, every attempt, backoff and read included (a server that
@@ -107,6 +110,7 @@ class ServerVerifier(Verifier):
         backoff_s: float = 1.0,
         max_backoff_s: float = 30.0,
         max_consecutive_failures: int = 5,
+        max_outage_s: float = 0.0,
         call_timeout_s: float | None = None,
         request_deadline_s: float | None = 900.0,
         max_reply_bytes: int = 16_000_000,
@@ -136,6 +140,8 @@ class ServerVerifier(Verifier):
         self.connect_timeout_s = connect_timeout_s
         self.max_retries = max_retries
         self.max_consecutive_failures = max_consecutive_failures
+        self.max_outage_s = max_outage_s
+        self._outage_since: float | None = None  # monotonic time of the first failed call in a row
         self.call_timeout_s = call_timeout_s
         self._deadline: float | None = None
         self.structured_output = structured_output
@@ -416,19 +422,24 @@ class ServerVerifier(Verifier):
 
     def _after_call(self, replies: list[Reply]) -> None:
         if any(r.error is None for r in replies):
-            self.consecutive_failed_calls = 0
+            self.consecutive_failed_calls, self._outage_since = 0, None
             return
         self.consecutive_failed_calls += 1
+        if self._outage_since is None:
+            self._outage_since = time.monotonic()
+        outage = time.monotonic() - self._outage_since
         self.server_stats.failed_calls += 1
         self.last_error = next((r.error for r in replies if r.error), None)
         logger.warning(
             "Verifier call failed entirely (%d in a row, budget %d): %s",
             self.consecutive_failed_calls, self.max_consecutive_failures, self.last_error,
         )
-        if self.max_consecutive_failures and self.consecutive_failed_calls >= self.max_consecutive_failures:
+        if (self.max_consecutive_failures and self.consecutive_failed_calls >= self.max_consecutive_failures
+                and outage >= self.max_outage_s):
             raise VerifierUnavailableError(
-                f"The verifier failed on {self.consecutive_failed_calls} calls in a row (budget "
-                f"verifier_max_consecutive_failures={self.max_consecutive_failures}); servers: "
+                f"The verifier failed on {self.consecutive_failed_calls} calls in a row over {outage:.0f} s (budget "
+                f"verifier_max_consecutive_failures={self.max_consecutive_failures}, verifier_max_outage="
+                f"{self.max_outage_s:g}); servers: "
                 f"{', '.join(map(self._shown, self.base_urls))}; last error: {self.last_error}"
             )
 
