@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, print_error
 from ._args import CLIParser, bounded_int, positive_int
 
 USAGE = """rlce-trl analyze LOG --output_dir DIR [options]      (the bench over a logged-groups JSONL)
@@ -118,7 +117,7 @@ def main_ttt(args: argparse.Namespace) -> int:
     try:
         runs = [load_run(p) for p in args.runs]
     except (FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print_error(error)
         return 2
     print(table(runs))
     return 0

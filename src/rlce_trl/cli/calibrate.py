@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from ..data.jsonl import write_json
-from ..errors import InputError
+from ..errors import InputError, print_error
 from ._args import positive_int
 
 
@@ -82,8 +81,7 @@ def _score(args) -> int:
     prompts, cases = _prompts(args), _cases(args.cases, args.split)
     calibration = VerdictCalibration.load(args.calibration) if args.calibration else None
     if not cases:
-        print(f"error: no cases in split {args.split!r}: pass --split all, or --cases with more rows.",
-              file=sys.stderr)
+        print_error(f"no cases in split {args.split!r}: pass --split all, or --cases with more rows.")
         return 2
     result = score_prompts(_verifier(args), prompts, cases, calibration, args.resamples, args.seed)
     _print_alignment(result)
@@ -146,7 +144,7 @@ def _export(args) -> int:
     try:
         groups = read_jsonl(args.groups)
     except (OSError, ValueError) as error:
-        print(f"error: cannot read logged groups {args.groups}: {error}", file=sys.stderr)
+        print_error(f"cannot read logged groups {args.groups}: {error}")
         return 2
     queries, skipped = select_queries(groups, k=args.k)
     if not queries and skipped:
@@ -228,5 +226,5 @@ def main(args) -> int:
     try:
         return args.step(args)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print_error(error)
         return 2

@@ -7,8 +7,8 @@ once with the run's verifier, prints what it saw and whether training would have
 from __future__ import annotations
 
 import argparse
-import sys
 
+from ..errors import print_error
 from ._args import positive_int
 
 USAGE = "rlce-trl check --config <recipe> [--task FILE] [--model_name_or_path M] [--<argument> <value> ...]"
@@ -61,6 +61,8 @@ def main(args: argparse.Namespace) -> int:
 
 def show(result, training_args) -> None:
     """The preflight's report on stdout; without signal, the fix lines last (also on stderr)."""
+    from ..scripts.disk import human
+
     verdict = result.verdict
     print("\nPrompt of row 1, exactly as the policy sees it in training:")
     print("  " + result.prompts[0].replace("\n", "\n  "))
@@ -84,7 +86,7 @@ def show(result, training_args) -> None:
     step_rollouts = training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
     print(f"step time:                {result.seconds:.1f} s to generate and score these groups{verifier} (a "
           f"training step of {step_rollouts} rollouts adds its backward pass)")
-    print(f"one checkpoint on disk:   {_size(result.checkpoint_bytes)}"
+    print(f"one checkpoint on disk:   {human(result.checkpoint_bytes)}"
           + (" (weights only: save_only_model)" if training_args.save_only_model else " (weights and optimizer "
              "state; save_only_model: true keeps the weights only)")
           + "; the final model is written once more")
@@ -93,12 +95,4 @@ def show(result, training_args) -> None:
     if not verdict.has_signal:
         for hint in result.hints:
             print(f"change: {hint}")
-        print(f"error: {verdict.line}", file=sys.stderr)
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"
+        print_error(verdict.line)

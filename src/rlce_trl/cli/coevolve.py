@@ -12,9 +12,8 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import sys
 
-from ..errors import InputError, MissingInputError
+from ..errors import InputError, MissingInputError, print_error
 from ._args import CLIParser
 
 REQUIRED = ("method", "config", "output_dir")
@@ -107,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         state = Coevolver(method, settings).run(resume=args.resume)
     except PhaseFailedError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print_error(error)
         return 1
     print(f"state: {os.path.join(args.output_dir, 'state.json')}; summary: "
           f"{os.path.join(args.output_dir, 'summary.json')} ({len(state['steps'])} steps)")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
+from ..errors import print_error
 from ._args import positive_int
 
 
@@ -28,13 +28,12 @@ def main(args: argparse.Namespace) -> int:
     from ..report.plots import CURVES_PNG
 
     if args.output_dir and os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
-        print(f"error: --output_dir {args.output_dir!r} is a file: pass a folder for the page and plots.",
-              file=sys.stderr)
+        print_error(f"--output_dir {args.output_dir!r} is a file: pass a folder for the page and plots.")
         return 2
     try:
         path, data = build_report(args.run_dir, args.output_dir, args.max_groups)
     except FileNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print_error(error)
         return 2
     for note in data.notes:
         print(f"note: {note}")

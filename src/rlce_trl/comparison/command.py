@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 
-from ..errors import positive_int
+from ..errors import positive_int, print_error
 from . import paper
 from .cells import CellFailedError, cell_dir, eval_arguments, run_base, run_cell, train_arguments, write
 from .plan import make_plan
@@ -116,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
                     run_cell(args, plan, method, seed)
             except CellFailedError as error:
                 failures.append(str(error))
-                print(f"error: {error}", file=sys.stderr)
+                print_error(error)
                 if not args.keep_going:
                     break
             write(plan)
