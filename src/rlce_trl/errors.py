@@ -8,10 +8,13 @@ import argparse
 
 
 def did_you_mean(word: str, choices) -> str:
-    """`: did you mean 'x'?` for the closest of `choices` (difflib), or an empty string."""
+    """`: did you mean 'x'?` for the one of `choices` that `word` begins (`--out`: `--output_dir`), else the closest
+    (difflib), or an empty string."""
     import difflib
 
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    choices = list(choices)
+    longer = [c for c in choices if c.startswith(word)]
+    close = longer if len(longer) == 1 else difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f": did you mean {close[0]!r}?" if close else ""
 
 

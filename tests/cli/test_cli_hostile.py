@@ -79,11 +79,11 @@ def test_version(capsys):
 
 
 @pytest.mark.parametrize("argv, usage, suggestion", [
-    (["evaluate", "--batch_sise", "3"], "usage: rlce-trl evaluate", "did you mean --batch_size?"),
-    (["analyze", "--max-tets", "3"], "usage: rlce-trl analyze", "did you mean --max_tests?"),
-    (["calibrate", "fit", "--output_fil", "x.json"], "usage: rlce-trl calibrate fit", "did you mean --output_file?"),
+    (["evaluate", "--batch_sise", "3"], "usage: rlce-trl evaluate", "did you mean '--batch_size'?"),
+    (["analyze", "--max-tets", "3"], "usage: rlce-trl analyze", "did you mean '--max_tests'?"),
+    (["calibrate", "fit", "--output_fil", "x.json"], "usage: rlce-trl calibrate fit", "did you mean '--output_file'?"),
     (["analyze", "coevolve", "run", "--rlce_gpu", "2"], "usage: rlce-trl analyze coevolve", "--rlce_gpus"),
-    (["sample", "--model_name_or_pat", "m"], "usage: rlce-trl sample", "did you mean --model_name_or_path?"),
+    (["sample", "--model_name_or_pat", "m"], "usage: rlce-trl sample", "did you mean '--model_name_or_path'?"),
 ])
 def test_unknown_flag_shows_the_command_usage_and_the_closest_flag(capsys, argv, usage, suggestion):
     code = main(argv)
@@ -292,10 +292,10 @@ def test_elect_recipe_errors_are_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, suggestion", [
-    (["evalute"], "did you mean evaluate?"),
-    (["calibrate", "scroe"], "did you mean score?"),
+    (["evalute"], "did you mean 'evaluate'?"),
+    (["calibrate", "scroe"], "did you mean 'score'?"),
     (["evaluate", "--model_name_or_path", "m", "--data", "d", "--output_dir", "o", "--dtype", "bfloat61"],
-     "did you mean bfloat16?"),
+     "did you mean 'bfloat16'?"),
 ])
 def test_a_mistyped_command_or_choice_gets_a_suggestion(capsys, argv, suggestion):
     _, line = run(capsys, argv, max_lines=1)

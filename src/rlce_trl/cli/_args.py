@@ -4,11 +4,10 @@ for an unknown flag) and the argparse types for counts (`positive_int`, `nonnega
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 import sys
 
-from ..errors import InputError, bounded_int, nonnegative_int, positive_int
+from ..errors import InputError, bounded_int, did_you_mean, nonnegative_int, positive_int
 
 
 class CLIParser(argparse.ArgumentParser):
@@ -27,9 +26,7 @@ class CLIParser(argparse.ArgumentParser):
         choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
         if choice:
             options = re.findall(r"'([^']*)'", choice[2]) or [c.strip() for c in choice[2].split(",")]
-            close = difflib.get_close_matches(choice[1], options, n=1, cutoff=0.6)
-            if close:
-                message += f": did you mean {close[0]}?"
+            message += did_you_mean(choice[1], options)
         raise InputError(f"{self.prog}: {message}")
 
     def unknown(self, extra: list[str]) -> InputError:
@@ -39,10 +36,7 @@ class CLIParser(argparse.ArgumentParser):
         hint = ""
         if flags:
             options = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
-            flag = flags[0].split("=", 1)[0]
-            longer = [o for o in options if o.startswith(flag)]  # `--out`: the one flag it begins
-            close = longer if len(longer) == 1 else difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
-            hint = f": did you mean {close[0]}?" if close else f"; see `{self.prog} --help`"
+            hint = did_you_mean(flags[0].split("=", 1)[0], options) or f"; see `{self.prog} --help`"
         return InputError(f"{self.prog}: unrecognized arguments: {' '.join(extra)}{hint}")
 
 

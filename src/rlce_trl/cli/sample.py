@@ -130,21 +130,6 @@ def _sample_problems(args) -> list[str]:
     return problems
 
 
-def check_vision_language(path: str, name: str, flag: str = "--model_name_or_path",
-                           what: str = "these rows hold video clips") -> None:
-    """Video rows need a vision-language checkpoint: one line naming the fix for a text model."""
-    from transformers import AutoConfig
-
-    try:
-        config = AutoConfig.from_pretrained(path)
-    except (OSError, ValueError) as error:
-        first = first_line(error)
-        raise MissingInputError(f"cannot load {flag} {name!r} ({first}): pass a local checkpoint folder.") from None
-    if getattr(config, "vision_config", None) is None:
-        raise InputError(f"{flag} {name!r} is a text model ({config.model_type}) and {what}: pass a "
-                         "vision-language checkpoint (e.g. Qwen3.5, Qwen3-VL), or rows without `videos`.")
-
-
 def _video_expander(args) -> Callable[[dict], dict]:
     """Row -> row with the clip's frames in its prompt (and, with --style elect, the Elect instruction and T)."""
     from ..data.hba import expand_videos
@@ -226,7 +211,9 @@ def main(args: argparse.Namespace, sampler=None) -> int:
                                     "checkpoint folder (or `smollm2`).")
         try:
             if video:
-                check_vision_language(path, args.model_name_or_path)
+                from ..generation.hf import check_vision_language
+
+                check_vision_language(path, f"--model_name_or_path {args.model_name_or_path!r}")
                 sampler = VisionLanguageGenerator.from_pretrained(path, args.max_new_tokens, dtype=args.dtype).sample
             elif args.backend == "vllm":
                 kwargs = dict(args.vllm_kwargs or {})

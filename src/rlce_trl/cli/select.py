@@ -11,7 +11,6 @@ from pathlib import Path
 from ..data.jsonl import read_jsonl, write_json
 from ..errors import InputError, MissingInputError, positive_int
 from ._prompting import add_config_argument, policy_rows, resolve_prompting
-from .sample import check_vision_language
 
 DEFAULT_SELECTORS = "greedy,single,majority,elect,elect_noframes,oracle"
 
@@ -61,9 +60,10 @@ def _load_verifier(name: str, video: bool):
         raise MissingInputError(f"--verifier_model_name_or_path {name!r} is not a folder: pass a local checkpoint "
                                 "folder (or `smollm2`).")
     if video:
+        from ..generation.hf import check_vision_language
         from ..verifiers.vlm_backend import VisionLanguageVerifier, load_frozen_vlm
 
-        check_vision_language(path, name, flag="--verifier_model_name_or_path", what="this pool holds video rows")
+        check_vision_language(path, f"--verifier_model_name_or_path {name!r}", "this pool holds video rows")
         return VisionLanguageVerifier(*load_frozen_vlm(path, dtype="float32"))
     from ..verifiers.transformers_backend import TransformersVerifier, load_frozen_model
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..errors import InputError
+from ..errors import InputError, MissingInputError, first_line
 
 #: The `from_pretrained` keyword arguments that also decide which tokenizer or processor loads (its code, revision
 #: and where it comes from); the model-only ones (`attn_implementation`, `quantization_config`, `subfolder`, ...) stay
@@ -44,19 +44,22 @@ def load_frozen_model(name_or_path: str, device=None, dtype=None, **kwargs):
     return _frozen(model, device), tokenizer
 
 
-def check_vision_language(name_or_path: str, **kwargs) -> None:
-    """Raise [`InputError`] (before any weight loads) when the checkpoint's config is not a vision-language model's:
-    clips need one. `kwargs`: the load's `from_pretrained` arguments (`trust_remote_code`, `revision`, ...)."""
+def check_vision_language(name_or_path: str, label: str = "", what: str = "the rows carry clips", **kwargs) -> None:
+    """Raise [`InputError`] (before any weight loads) unless the checkpoint is one `AutoModelForImageTextToText`
+    loads: clips need a vision-language model. `label` names it in the message (default: the path); `kwargs`: the
+    load's `from_pretrained` arguments (`trust_remote_code`, `revision`, ...)."""
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
-    config = AutoConfig.from_pretrained(name_or_path, **tokenizer_kwargs(kwargs),
-                                        **({"subfolder": kwargs["subfolder"]} if "subfolder" in kwargs else {}))
+    label = label or name_or_path
+    try:
+        config = AutoConfig.from_pretrained(name_or_path, **tokenizer_kwargs(kwargs),
+                                            **({"subfolder": kwargs["subfolder"]} if "subfolder" in kwargs else {}))
+    except (OSError, ValueError) as error:
+        raise MissingInputError(f"cannot load {label} ({first_line(error)}): pass a checkpoint folder.") from None
     if config.model_type not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
-        raise InputError(
-            f"{name_or_path} is a text-only checkpoint ({config.model_type}), but the rows carry clips: pass a "
-            "vision-language checkpoint (for example a Qwen3.5-VL one), or drop the clips (video_input: text)."
-        )
+        raise InputError(f"{label} is a text-only checkpoint ({config.model_type}), but {what}: pass a "
+                         "vision-language checkpoint (Qwen3.5, Qwen3-VL), or drop the clips (video_input: text).")
 
 
 def load_frozen_vlm(name_or_path: str, device=None, dtype=None, **kwargs):
