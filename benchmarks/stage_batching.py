@@ -18,7 +18,7 @@ import time
 import torch
 
 from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
-from rlce_trl.evidence.state import Group
+from rlce_trl.scoring import Group
 from rlce_trl.verifiers import TransformersVerifier, load_frozen_model
 from rlce_trl.verifiers.base import Verifier
 

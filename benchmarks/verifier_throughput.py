@@ -38,7 +38,7 @@ ANSWERS = [
 
 def build_groups(n: int, source: str):
     from rlce_trl.evidence.prompts import render_context
-    from rlce_trl.evidence.state import Group
+    from rlce_trl.scoring import Group
 
     rows = None
     prefeval = Path(os.environ.get("PREFEVAL_DIR", REPO.parent / "shared" / "data" / "PrefEval"))

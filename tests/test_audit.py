@@ -11,8 +11,8 @@ from fakes import ScriptedVerifier, answers_of, claim_of
 from rlce_trl.audit import EvidenceLog, EvidenceRecorder, group_record, write_group_evidence
 from rlce_trl.data.jsonl import read_jsonl_lenient
 from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
-from rlce_trl.evidence.state import Group
 from rlce_trl.methods import build_scorer
+from rlce_trl.scoring import Group
 
 LABELS = ("positive", "negative")
 PLAIN = EvidenceSettings(redact_answers=False)

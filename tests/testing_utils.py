@@ -348,7 +348,8 @@ def same_replies(new, old) -> None:
 def equivalence_probes(contexts: list[str], answers: list[str], max_tokens: int = 256) -> list:
     """One equivalence request per context, over `answers`."""
     from rlce_trl.evidence.canonicalization import equivalence_request
-    from rlce_trl.evidence.state import Group, GroupState
+    from rlce_trl.evidence.state import GroupState
+    from rlce_trl.scoring import Group
 
     states = []
     for c in contexts:

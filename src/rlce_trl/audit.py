@@ -88,7 +88,7 @@ def test_record(test) -> dict:
 
 def group_record(group, result, *, group_id: str, step: int, mode: str = "train", method: str = "rlce",
                  extra: dict | None = None) -> dict:
-    """The record of one scored group: `group` an `evidence.state.Group`, `result` its `GroupResult` (RLCE or any
+    """The record of one scored group: `group` a `scoring.Group`, `result` its `GroupResult` (RLCE or any
     baseline). Fields a newer `GroupResult` carries beyond the known ones land under `extra`."""
     answers = list(result.answers)
     winner = answers.index(result.verified_answer) if result.verified_answer in answers else None

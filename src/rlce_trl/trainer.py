@@ -14,6 +14,7 @@ from trl import GRPOTrainer
 from .audit import EVIDENCE_FILE, EvidenceRecorder
 from .config import RLCEGRPOConfig
 from .data.checks import check_datasets
+from .data.jsonl import write_json
 from .data.prompts import completion_text
 from .errors import InputError, raise_if_interrupted
 from .evidence.prompts import render_context
@@ -481,8 +482,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         state = self.group_scorer.state_dict()
         if self.args.should_save and any(state.values()):
             folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
-            with open(os.path.join(folder, SCORER_STATE_FILE), "w") as f:
-                json.dump(state, f)
+            write_json(state, os.path.join(folder, SCORER_STATE_FILE))
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)

@@ -11,7 +11,7 @@ from rlce_trl.analysis.tables import markdown_table, summarize
 from rlce_trl.cli import main as cli_main
 from rlce_trl.data.jsonl import read_jsonl, write_jsonl
 from rlce_trl.evidence.pipeline import EvidenceSettings
-from rlce_trl.evidence.state import Group
+from rlce_trl.scoring import Group
 
 LABELS = ("positive", "negative")
 

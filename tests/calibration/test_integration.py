@@ -9,8 +9,8 @@ from fakes import LogprobVerifier, lp
 from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.evidence.pipeline import EvidencePipeline
 from rlce_trl.evidence.prompt_set import VerifierPrompts
-from rlce_trl.evidence.state import Group
 from rlce_trl.model_card import _label_light
+from rlce_trl.scoring import Group
 from rlce_trl.verifiers.calibrated import CalibratedVerifier, VerdictCalibration
 
 

@@ -13,7 +13,7 @@ import pytest
 from helpers import CONFIGS, TINY, load_example
 
 from rlce_trl.cli import main as cli_main
-from rlce_trl.scripts.tta import adaptation_rows, check_no_gold
+from rlce_trl.data.checks import adaptation_rows, check_no_gold
 
 
 class FakeJudge:

@@ -4,7 +4,7 @@ import pytest
 from fakes import answers_of, evidence_verifier
 
 from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
-from rlce_trl.evidence.state import Group
+from rlce_trl.scoring import Group
 
 LABELS = ("positive", "negative", "neutral")
 PLAIN = EvidenceSettings(redact_answers=False)  # scripted claims name the answers; redaction is tested on its own

@@ -5,9 +5,9 @@ import re
 from fakes import ScriptedVerifier
 
 from rlce_trl.evidence.pipeline import EvidenceSettings
-from rlce_trl.evidence.state import Group
 from rlce_trl.methods import PolicyJudgeScorer
 from rlce_trl.methods.baseline_prompts import parse_yes_no
+from rlce_trl.scoring import Group
 
 LABELS = ("positive", "negative", "neutral")
 

@@ -5,9 +5,8 @@ import pytest
 from fakes import ScriptedVerifier, evidence_verifier
 
 from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
-from rlce_trl.evidence.state import Group
 from rlce_trl.methods import METHOD_ALIASES, REWARD_METHODS, build_scorer
-from rlce_trl.scoring import GroupScorer, ScorerBase
+from rlce_trl.scoring import Group, GroupScorer, ScorerBase
 
 STATEFUL = {"rlce", "rlce_static", "rlce_pointwise", "rar", "rler"}
 COEVOLUTION = {"rlac_generator", "rlac_critic", "visplay_questioner", "visplay_reasoner", "vz_questioner",

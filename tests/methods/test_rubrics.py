@@ -6,10 +6,10 @@ import re
 import pytest
 from fakes import ScriptedVerifier
 
-from rlce_trl.evidence.state import Group
 from rlce_trl.methods import RubricScorer, rubric_score
 from rlce_trl.methods.baseline_prompts import parse_rubric_score, parse_rubrics
 from rlce_trl.methods.rubrics import population_std, prune
+from rlce_trl.scoring import Group
 
 LABELS = ("positive", "negative")
 SMILE, FROWN = "\\boxed{positive} The speaker smiles.", "\\boxed{negative} The speaker frowns."

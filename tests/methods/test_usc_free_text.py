@@ -3,9 +3,9 @@
 from fakes import ScriptedVerifier
 
 from rlce_trl.evidence.pipeline import EvidenceSettings
-from rlce_trl.evidence.state import Group
 from rlce_trl.methods import USCScorer
 from rlce_trl.methods.baseline_prompts import parse_usc_choice, question_of
+from rlce_trl.scoring import Group
 
 BOXED_ONLY = EvidenceSettings(answer_fallback=False)  # these cases are about rollouts with no boxed answer
 

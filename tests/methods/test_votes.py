@@ -4,8 +4,8 @@ import pytest
 from fakes import ScriptedVerifier
 
 from rlce_trl.evidence.pipeline import EvidenceSettings
-from rlce_trl.evidence.state import Group
 from rlce_trl.methods import TTRLScorer, USCScorer
+from rlce_trl.scoring import Group
 
 LABELS = ("positive", "negative", "neutral")
 

@@ -8,7 +8,7 @@ from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
 from rlce_trl.data.prompts import SOLVER_SYSTEM_PROMPT
 from rlce_trl.evidence.pipeline import EvidencePipeline
 from rlce_trl.evidence.prompts import render_context
-from rlce_trl.evidence.state import Group
+from rlce_trl.scoring import Group
 
 pytestmark = pytest.mark.slow
 

@@ -60,7 +60,7 @@ from ..data.jsonl import read_jsonl_counted
 from ..errors import InputError
 from ..evidence.answers import extract_boxed, match_label, normalize_answer
 from ..evidence.pipeline import EvidenceSettings
-from ..evidence.state import Group
+from ..scoring import Group
 from ..verifiers.base import Reply, Request, Verifier
 
 logger = logging.getLogger(__name__)

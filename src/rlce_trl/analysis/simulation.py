@@ -36,7 +36,8 @@ import numpy as np
 from ..data.hba import URFUNNY_LABELS
 from ..data.tasks import paper_tasks
 from ..evidence.answers import extract_boxed, normalize_answer
-from ..evidence.state import EvidenceTest, Group
+from ..evidence.state import EvidenceTest
+from ..scoring import Group
 from ..verifiers.base import Reply, Request, Verifier
 from .composition import CurvePoint, accuracy_vs_incorrect_fraction, accuracy_vs_num_tests
 

@@ -6,12 +6,13 @@ content is a string or a list of content parts (`{"type": "text", "text": ...}`,
 text or media in it. The labels column (`answer_options` by default), when present and not empty, must be a list of
 non-empty strings; missing, `None` or `[]` means free text. With TRL's `environment_factory` a row may have no
 `prompt` (the environment's `reset()` supplies it; a multi-environment row holds only its `environment` field); a
-`prompt` it has is checked as above.
+`prompt` it has is checked as above. Rows the policy learns from carry no gold column ([`check_no_gold`], run by the
+training pipeline on every training set): TRL hands every dataset column to the reward functions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..errors import InputError
 
@@ -132,3 +133,24 @@ def check_one_batch(prompts: int, args) -> None:
             f"(generation_batch_size {args.generation_batch_size} / num_generations {args.num_generations}): add "
             "rows, or lower per_device_train_batch_size or steps_per_generation."
         )
+
+
+#: Columns that hold a gold answer in rlce-trl rows (`gold`) or in raw task records (`answer`, `label`).
+GOLD_COLUMNS = ("gold", "gold_answer", "answer", "label", "labels")
+
+
+def check_no_gold(rows: Sequence[dict], what: str = "training") -> None:
+    """Raise when a row meant for adaptation or training carries a gold answer."""
+    for i, row in enumerate(rows):
+        found = [c for c in GOLD_COLUMNS if c in row]
+        if found:
+            raise InputError(
+                f"{what} row {i} (id {row.get('id', '?')!r}) carries the gold answer in column {found[0]!r}: "
+                "rows the policy learns from must not hold labels (TRL passes every column to the rewards). Drop "
+                "the column, or build the rows with rlce_trl.data.checks.adaptation_rows."
+            )
+
+
+def adaptation_rows(rows: Sequence[dict]) -> list[dict]:
+    """The rows without their gold answer (the evaluation keeps its own copy with gold)."""
+    return [{k: v for k, v in row.items() if k not in GOLD_COLUMNS} for row in rows]

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError, MissingInputError, did_you_mean
+from ..errors import InputError, MissingInputError, did_you_mean, first_line
 from .prompts import answer_instruction
 
 #: Metric name -> what it scores (the functions are in `rlce_trl.evaluation.metrics.METRIC_FUNCTIONS`).
@@ -344,8 +344,7 @@ def read_records(path: str | os.PathLike, what: str = "--dataset_name") -> list[
                   "parquet": datasets.Dataset.from_parquet}[kind]
         return list(reader(str(path)))
     except Exception as error:  # noqa: BLE001 - a file datasets cannot parse is the user's
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-        raise InputError(f"{what} {path.name} cannot be read ({first}).") from None
+        raise InputError(f"{what} {path.name} cannot be read ({first_line(error, 200)}).") from None
 
 
 def load_hub_splits(name: str, config: str | None = None, what: str = "--dataset_name"):
@@ -355,9 +354,8 @@ def load_hub_splits(name: str, config: str | None = None, what: str = "--dataset
     try:
         return datasets.load_dataset(name, config)
     except Exception as error:  # noqa: BLE001 - any failure to fetch is the user's id or network
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-        raise MissingInputError(f"{what}: cannot load the Hub dataset {name!r} ({first}): check the id (and the "
-                                "network, or the local Hub cache with HF_HUB_OFFLINE=1).") from None
+        raise MissingInputError(f"{what}: cannot load the Hub dataset {name!r} ({first_line(error, 200)}): check the "
+                                "id (and the network, or the local Hub cache with HF_HUB_OFFLINE=1).") from None
 
 
 def is_task_file(text: str) -> bool:

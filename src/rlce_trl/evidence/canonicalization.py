@@ -12,10 +12,11 @@ import json
 import re
 from collections.abc import Sequence
 
+from ..scoring import Group
 from ..verifiers.base import Reply, Request, Sampling
 from .answers import extract_answer, extract_boxed, match_label, normalize_answer
 from .prompts import equivalence_messages, equivalence_schema
-from .state import Group, GroupState
+from .state import GroupState
 
 
 def canonicalize_deterministic(group: Group, fallback: bool = True) -> GroupState:

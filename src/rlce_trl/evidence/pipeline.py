@@ -15,14 +15,14 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..scoring import GroupResult, ScorerBase, StepStats
+from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from . import aggregation, canonicalization, construction, validation
 from .prompt_set import VerifierPrompts
 from .reward import verified_rewards
-from .state import MODES, EvidenceTest, Group, GroupState
+from .state import MODES, EvidenceTest, GroupState
 
-__all__ = ["MODES", "EvidencePipeline", "EvidenceSettings", "EvidenceStepStats", "GroupResult", "StepStats"]
+__all__ = ["EvidencePipeline", "EvidenceSettings", "EvidenceStepStats"]
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The state one rollout group carries through the evidence pipeline.
 
 Plain dataclasses, no behaviour beyond bookkeeping: every stage reads and extends a [`GroupState`]. [`Group`], the
-input of every scorer, is defined in `rlce_trl.scoring` and re-exported here.
+input of every scorer, lives in the scorer seam (import it from `rlce_trl.scoring`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..scoring import Group  # the method-neutral group lives in the scorer seam
 
-__all__ = ["MODES", "EvidenceTest", "Group", "GroupState"]
+__all__ = ["MODES", "EvidenceTest", "GroupState"]
 
 #: RLCE's test modes: the method (`evolving`) and its two ablations (section 4.3).
 MODES = ("evolving", "static", "pointwise")

@@ -2,9 +2,7 @@
 the unlabelled rows of a split (usually `test`), for a budget of passes over it, and is evaluated at the end of each
 pass on the same split with its gold answers.
 
-- [`adaptation_rows`] drops the gold answer from the rows the policy adapts on, and [`check_no_gold`] (run by the
-  training scripts on every training set when the dataset is built) refuses rows that still carry one, naming the
-  column: TRL hands every dataset column to the reward functions.
+- the policy adapts on the rows without their gold answer ([`rlce_trl.data.checks.adaptation_rows`]);
 - [`PassEvaluationCallback`] evaluates at the end of every pass (and, with `tta_eval_base`, the base model before the
   first), writing `<output_dir>/tta/pass-<k>/{predictions.jsonl,summary.json}` and `<output_dir>/tta/passes.json`,
   which `rlce-trl analyze --ttt` puts side by side ([`rlce_trl.analysis.ttt`]).
@@ -12,33 +10,12 @@ pass on the same split with its gold answers.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from transformers import TrainerCallback
 
-from ..errors import InputError
-
-#: Columns that hold a gold answer in rlce-trl rows (`gold`) or in raw task records (`answer`, `label`).
-GOLD_COLUMNS = ("gold", "gold_answer", "answer", "label", "labels")
-
-
-def check_no_gold(rows: Sequence[dict], what: str = "training") -> None:
-    """Raise when a row meant for adaptation or training carries a gold answer."""
-    for i, row in enumerate(rows):
-        found = [c for c in GOLD_COLUMNS if c in row]
-        if found:
-            raise InputError(
-                f"{what} row {i} (id {row.get('id', '?')!r}) carries the gold answer in column {found[0]!r}: "
-                "rows the policy learns from must not hold labels (TRL passes every column to the rewards). Drop "
-                "the column, or build the rows with rlce_trl.scripts.tta.adaptation_rows."
-            )
-
-
-def adaptation_rows(rows: Sequence[dict]) -> list[dict]:
-    """The rows without their gold answer (the evaluation keeps its own copy with gold)."""
-    return [{k: v for k, v in row.items() if k not in GOLD_COLUMNS} for row in rows]
+from ..data.jsonl import write_json
 
 
 def tta_card_info(trainer, split: str, passes: float) -> None:
@@ -99,7 +76,7 @@ class PassEvaluationCallback(TrainerCallback):
             return
         record = {"method": self.method, "task": summary.get("task"), "num_rows": len(self.rows),
                   "passes": self.passes}
-        (self.output_dir / "passes.json").write_text(json.dumps(record, indent=2))
+        write_json(record, self.output_dir / "passes.json")
         state.log_history.append({"step": state.global_step, "tta_pass": index, "tta_score": summary.get("score")})
 
     def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):

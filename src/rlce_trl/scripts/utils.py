@@ -307,7 +307,8 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
     reward_weights`) and `trainer_class` (default [`RLCEGRPOTrainer`]; Elect's paper-faithful gold gate passes the
     stock `trl.GRPOTrainer` with a stock `trl.GRPOConfig`, which has no RLCE settings to apply)."""
     from ..data import to_dataset
-    from .tta import adaptation_rows, check_no_gold, tta_callbacks
+    from ..data.checks import adaptation_rows, check_no_gold
+    from .tta import tta_callbacks
 
     prepare_run(script_args, training_args, model_args)
     train_rows, validation_rows, eval_rows = task.train, task.validation, []

@@ -31,8 +31,8 @@ from ..elect.election import (
     run_election,
 )
 from ..evidence.prompts import render_context
-from ..evidence.state import Group
 from ..evidence.votes import majority
+from ..scoring import Group
 from ..verifiers.base import Request, Sampling, Verifier
 from .pool import PoolCandidate, PoolRow
 
