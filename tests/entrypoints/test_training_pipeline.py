@@ -51,3 +51,24 @@ def test_the_length_filter_measures_the_prompt_that_is_trained_on(script, tiny_m
     kept = trained_prompts(script, [*argv, "--max_prompt_length", str(limit)], monkeypatch)
     assert kept == [p for p, n in zip(prompts, lengths, strict=True) if n <= limit]
     assert 0 < len(kept) < len(prompts)
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_the_video_length_note_is_logged_once_on_the_main_process(rank, monkeypatch, caplog, capsys, tmp_path):
+    """`max_prompt_length` with video rows: a logging warning on the main process only, no print on every rank (the
+    gold check right after stops the run: rows here carry gold)."""
+    from types import SimpleNamespace
+
+    from rlce_trl.errors import InputError
+    from rlce_trl.scripts import utils
+
+    monkeypatch.setattr(utils, "prepare_run", lambda *a: None)
+    monkeypatch.setattr(utils, "policy_prompts", lambda rows, *a: rows)
+    monkeypatch.setattr(utils, "preflight_hook", lambda: "preflight")  # nothing saved
+    task = utils.TaskRows(train=[{"id": "a", "prompt": "p", "gold": "x"}], validation=[], description="d",
+                          free_text=False, media_root=str(tmp_path))
+    script_args = SimpleNamespace(tta_split=None, prompt_suffix=None, max_prompt_length=64)
+    with caplog.at_level("WARNING", logger="rlce_trl.scripts.utils"), pytest.raises(InputError, match="gold"):
+        utils.train(script_args, SimpleNamespace(process_index=rank), None, task)
+    notes = [r for r in caplog.records if "max_prompt_length applies to text prompts" in r.getMessage()]
+    assert len(notes) == (1 if rank == 0 else 0) and "max_prompt_length" not in capsys.readouterr().out

@@ -323,8 +323,8 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
     if task.media_root is None:
         train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
                                          training_args.chat_template_kwargs, training_args.max_completion_length)
-    elif script_args.max_prompt_length:
-        print("max_prompt_length applies to text prompts; video prompts are bounded by the frame cap.")
+    elif script_args.max_prompt_length and training_args.process_index == 0:
+        logger.warning("max_prompt_length applies to text prompts; video prompts are bounded by the frame cap.")
     check_no_gold(train_rows)
     train_dataset = to_dataset(train_rows)
     if task.media_root is not None:
