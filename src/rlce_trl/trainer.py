@@ -142,50 +142,50 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
     Trainer for Reinforcement Learning with Comparative Evidence (RLCE): GRPO whose reward is the comparative-evidence
     verdict of a frozen copy of the initial model, with no gold labels.
 
-    A drop-in replacement for [`~trl.GRPOTrainer`]; the arguments are the same, plus `verifier`. What differs:
+    The only change w.r.t. [`~trl.GRPOTrainer`] is where the reward comes from: each rollout group's answers are
+    compared by the frozen verifier (pairwise evidence tests, validated against the prompt and aggregated), and the
+    rollouts whose answer wins get `rlce_verified` = 1 (0 otherwise, `None` for a group with no verified answer),
+    next to `rlce_format` (1 for a `\\boxed{}` answer). Groups are scored whole, each on one process; `rlce/*` metrics
+    and `rlce_*` completion columns are logged; the scorer's state is saved with every checkpoint. Generation, loss,
+    weight syncing, tools and environments are GRPO's; video rows (`args.video_input`) reach generation, every
+    log-probability forward and the verifier. `docs/drop-in.md` lists every difference and every override.
 
-    1. **Rewards.** Two reward functions come first: `rlce_verified` (Eq. 5: 1 for rollouts whose answer is the
-       verified answer, 0 otherwise, `None` for the whole group when there is no verified answer) and `rlce_format`
-       (1 when the response ends in `\\boxed{}`), weighted by `args.rlce_verified_weight` / `args.rlce_format_weight`.
-       With `args.reward_method` set to a baseline (`usc`, `rler`, ...) or to your own scorer
-       (`"package.module:Class"`), or with `group_scorer=` (any [`~rlce_trl.scoring.GroupScorer`]), its group reward
-       replaces `rlce_verified`; `args.reward_method_kwargs` reach the scorer's constructor. The config checks a
-       dotted path's form only: one that does not import fails when the trainer is built.
-       `reward_funcs` you pass are optional and come after them; `args.reward_weights`, if set, weights those only.
-       TRL's weighting, None handling and `rewards/<name>/mean` logging apply unchanged.
-    2. **Whole groups.** `_calculate_rewards` gathers prompts and completions from all processes, cuts them into
-       groups of G in sampler order, scores group g on process `g % num_processes` (each group exactly once, with all
-       its members), gathers the results, runs the scorer's `finalize_batch` on the whole batch on every process and
-       gives each process its own slice. That slice reaches TRL as the input column `rlce_group_reward`, which
-       TRL passes to every reward function as a keyword, `rlce_verified` returns it (one path, no state kept
-       between calls); the completions-table columns (`rlce_answer`, `rlce_verified_answer`, ...) reach your
-       `reward_funcs` the same way.
-    3. **Frozen verifier.** `verifier`, or one built from `args` by
-       [`~rlce_trl.verifiers.factory.VerifierFactory`]: the model `args.verifier_model_name_or_path`, else the
-       initial checkpoint: the PEFT base model with the adapter disabled, the reference model (`beta > 0`, unless
-       `sync_ref_model=True`: TRL mixes the policy into it), or a separate frozen copy loaded once per process, with
-       the policy's `model_init_kwargs` that decide which weights and code load (not its `dtype` or placement).
-       Never the policy's generation engine, which receives the trained weights.
-    4. **Logging.** `rlce/*` metrics per step (distinct answers per group, tests built and validated, verdict
-       fractions, tie rates, fraction of groups with a verified answer, verifier calls, tokens and seconds) and
-       `rlce_*` columns in the completions table.
-    5. **Video** (`args.video_input`, [`~rlce_trl.trainer_video.VideoGRPOMixin`]): a row's clip reaches generation,
-       every log-probability forward and the verifier's requests; unsupported combinations raise.
-    6. **Tools and environments** (`tools=`, `environment_factory=`, TRL's arguments) work as in `GRPOTrainer`. A row
-       may then have no `prompt`: the environment's `reset()` supplies it, and the groups are scored with that prompt
-       as the verifier's context. The G rollouts of a row must get the same prompt from `reset()` (RLCE compares
-       answers to one question), else the step raises naming the row's two prompts. The verifier reads the
-       assistant's turns of a tool-calling completion, not the tool results.
-    7. **State across steps** (the static tests of `rlce_mode="static"`) is shared across processes and saved with
-       every checkpoint (`rlce_scorer_state.json`), so a resumed run reuses it.
-    8. **Differences from `GRPOTrainer` that stay** (the rest, `docs/drop-in.md`):
-       - there is always a reward source (the two RLCE rewards), so `reward_funcs` may be omitted and TRL's "No
-         reward source provided" error cannot occur;
-       - `reward_processing_classes` you pass belong to your `reward_funcs`; the trainer puts two `None`s before them
-         for its own reward functions, so `self.reward_processing_classes` is two longer than yours;
-       - TRL's warning "All reward functions returned None" cannot fire, because `rlce_format` always returns a
-         number; the trainer gives the equivalent warning ("All your reward functions returned None ...") when every
-         one of your own reward sources (`reward_funcs`, an environment's `get_reward`) returned None for a sample.
+    Example:
+
+    ```python
+    >>> from datasets import Dataset
+    >>> from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
+
+    >>> dataset = Dataset.from_list(
+    ...     [{"prompt": [{"role": "user", "content": "Review: the food was cold. Positive or negative?"}],
+    ...       "answer_options": ["positive", "negative"]}] * 16
+    ... )
+    >>> trainer = RLCEGRPOTrainer(
+    ...     model="HuggingFaceTB/SmolLM2-135M-Instruct",
+    ...     args=RLCEGRPOConfig(output_dir="SmolLM2-135M-RLCE"),
+    ...     train_dataset=dataset,
+    ... )
+    >>> trainer.train()
+    ```
+
+    Args:
+        model (`str`, [`~transformers.PreTrainedModel`] or [`~peft.PeftModel`]):
+            As in [`~trl.GRPOTrainer`]; a model alias of `rlce-trl models` is resolved too. Unless `verifier` or
+            `args.verifier_model_name_or_path` says otherwise, the verifier is this initial checkpoint, frozen (the
+            PEFT base model, the reference model, or a copy loaded once per process).
+        reward_funcs (`RewardFunc | list[RewardFunc]`, *optional*):
+            Your reward functions, after the two RLCE ones; `args.reward_weights` weights yours only.
+        args ([`RLCEGRPOConfig`], *optional*):
+            Every [`~trl.GRPOConfig`] field plus the RLCE settings (`rlce_*`, `verifier_*`, `reward_method`, ...). If
+            `None`, a default configuration named after the model is used.
+        verifier ([`~rlce_trl.verifiers.base.Verifier`], *optional*):
+            The frozen verifier; `None` builds one from `args` ([`~rlce_trl.verifiers.factory.VerifierFactory`]).
+        group_scorer ([`~rlce_trl.scoring.GroupScorer`], *optional*):
+            Your own group reward in place of RLCE's (as `args.reward_method` names a baseline).
+        train_dataset, eval_dataset, processing_class, reward_processing_classes, callbacks, optimizers, peft_config,
+        **kwargs:
+            As in [`~trl.GRPOTrainer`]; rows are checked before any model loads, and `reward_processing_classes`
+            belong to your `reward_funcs`.
     """
 
     _tag_names = ["trl", "grpo", "rlce"]
