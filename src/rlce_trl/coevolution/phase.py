@@ -33,6 +33,10 @@ from ..scripts.arguments import RLCEScriptArguments
 
 logger = logging.getLogger(__name__)
 
+#: Script arguments co-evolution inherits but never reads (its files are its own; it validates every round and stops
+#: early by `coevolve_patience`): refused when set, not ignored.
+UNUSED_ARGUMENTS = ("task", "prompt_suffix", "tta_split", "tta_eval_base", "validation_steps", "validation_patience")
+
 
 @dataclass
 class CoevolveArguments(RLCEScriptArguments):
@@ -89,6 +93,10 @@ class CoevolveArguments(RLCEScriptArguments):
     def __post_init__(self):
         if hasattr(super(), "__post_init__"):
             super().__post_init__()
+        for name in UNUSED_ARGUMENTS:
+            if getattr(self, name) != self.__dataclass_fields__[name].default:
+                raise ValueError(f"co-evolution does not use {name}: drop it (a co-evolution run takes its rows from "
+                                 "its own files and validates every round).")
         for name in ("coevolve_phase_steps", "coevolve_phase_overrides", "coevolve_build_kwargs"):
             value = getattr(self, name)
             if isinstance(value, str):
