@@ -102,7 +102,8 @@ def test_sample_uses_the_grid_by_default_for_elect(tmp_path, extra, diversified)
             assert temps == [1.0] * 4 and "perturbation" not in row["candidates"][0]
         assert len({c["seed"] for c in row["candidates"]}) == 4
     assert ("diversify" in settings) == diversified
-    assert len(sampler.calls) == 1  # text rows: one call for the whole schedule
+    # text rows: one call per row (progress is shown row by row), each for the row's whole schedule
+    assert len(sampler.calls) == len(rows) and all(len(prompts) == 1 for prompts, _ in sampler.calls)
 
 
 def test_video_rows_see_each_candidates_perturbation(tmp_path):
