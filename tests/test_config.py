@@ -24,11 +24,21 @@ def _in_tmp_path(tmp_path, monkeypatch):
         (dict(rlce_tests_per_direction=0), "set it to 1 or more"),
         (dict(rlce_tie_break_tests_per_direction=-1), "0 disables tie-breaking"),
         (dict(rlce_construction_temperature=0.0), "tests are sampled"),
+        # built in Python, as the command line refuses them (issue 43): before any model loads
+        (dict(learning_rate=0.0), "learning_rate 0: a learning rate must be > 0"),
+        (dict(max_steps=0), "max_steps 0 trains nothing"),
+        (dict(max_steps=-1, num_train_epochs=0), "num_train_epochs 0 trains nothing"),
     ],
 )
 def test_invalid_settings_name_the_fix(overrides, fix):
     with pytest.raises(ValueError, match=fix):
         RLCEGRPOConfig(**CPU, **overrides)
+
+
+def test_an_output_dir_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "taken").write_text("")
+    with pytest.raises(ValueError, match="output_dir '.*taken' is a file: pass a folder"):
+        RLCEGRPOConfig(**{**CPU, "output_dir": str(tmp_path / "taken")})
 
 
 def test_defaults_are_the_papers():

@@ -18,6 +18,7 @@ from .checkpointing_compat import (
 from .config_video import frame_kwargs, video_problems
 from .data.hba import FRAME_FPS, FRAME_SIZE, MAX_FRAMES, MIN_FRAMES
 from .data.media import VIDEO_INPUTS
+from .errors import run_setting_problems
 from .evidence.state import MODES as RLCE_MODES
 from .evidence.validation import REDACTION_MODES
 
@@ -467,6 +468,7 @@ class RLCEGRPOConfig(GRPOConfig):
         if self.verifier_mode not in VERIFIER_MODES:
             problems.append(f"verifier_mode={self.verifier_mode!r}: use one of {', '.join(VERIFIER_MODES)}.")
         problems += self._reward_method_problems()
+        problems += [f"{key} {problem}" for key, problem in run_setting_problems(self)]
         if self.verifier_mode == "server" and not self.verifier_server_base_url:
             problems.append(
                 "verifier_mode='server' needs verifier_server_base_url: start a server with `vllm serve <initial "

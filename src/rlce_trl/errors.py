@@ -59,6 +59,24 @@ def output_dir_problem(path) -> str | None:
     return None
 
 
+def run_setting_problems(args) -> list[tuple[str, str]]:
+    """Training settings that would fail or train nothing only after the models load, as `(key, problem)`: a learning
+    rate <= 0, a `max_steps` (or number of epochs) that trains nothing, an output folder that is a file, cannot be
+    created or is not writable. Checked by `RLCEGRPOConfig` (built in Python) and by the scripts' command line (which
+    also names the recipe file a value came from)."""
+    problems = []
+    if args.learning_rate <= 0:
+        problems.append(("learning_rate", f"{args.learning_rate:g}: a learning rate must be > 0 (the paper's recipes "
+                                          "use 1e-6)."))
+    if args.max_steps == 0 or (args.max_steps < 0 and args.num_train_epochs <= 0):
+        key = "max_steps" if args.max_steps == 0 else "num_train_epochs"
+        problems.append((key, f"{getattr(args, key):g} trains nothing: give max_steps >= 1 (optimizer steps), or "
+                              "leave max_steps at -1 and num_train_epochs > 0."))
+    if args.output_dir and (problem := output_dir_problem(args.output_dir)):
+        problems.append(("output_dir", f"{args.output_dir!r} {problem}."))
+    return problems
+
+
 # argparse types for counts: a bad value is one line naming the range (every command uses them).
 
 

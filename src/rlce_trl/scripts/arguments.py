@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from trl import ScriptArguments, TrlParser
 
-from ..errors import InputError, did_you_mean
+from ..errors import InputError, did_you_mean, run_setting_problems
 
 
 class RecipeParser(TrlParser):
@@ -62,8 +62,11 @@ class RecipeParser(TrlParser):
         args = self._join_negative_values(args)
         given = {self._option_string_actions[w.split("=", 1)[0]].dest for w in args
                  if w.startswith("--") and w.split("=", 1)[0] in self._option_string_actions}
+        # checked on the plain values first, so the message names the flag or the recipe key (the config checks too)
+        check_run_settings(self.parse_args(args), lambda key: f"--{key}" if key in given or not self._recipe
+                           else f"{os.path.basename(self._recipe)}: {key}")
         try:
-            parsed = self.parse_args_into_dataclasses(args=args)
+            return self.parse_args_into_dataclasses(args=args)
         except InputError:
             raise
         except ValueError as error:  # a setting the configs' own checks refuse (TRL's and RLCE's __post_init__)
@@ -71,9 +74,6 @@ class RecipeParser(TrlParser):
             flags = sorted(key for key in given if re.search(rf"\b{key}\b", message))
             where = (f"--{flags[0]}: " if flags else f"{os.path.basename(self._recipe)}: " if self._recipe else "")
             raise InputError(f"{where}{message}") from None
-        check_run_settings(parsed, lambda key: f"--{key}" if key in given or not self._recipe
-                           else f"{os.path.basename(self._recipe)}: {key}")
-        return parsed
 
     def _join_negative_values(self, args: list[str]) -> list[str]:
         """`--learning_rate -1e-6` as `--learning_rate=-1e-6`: argparse takes a word like `-1e-6` for a flag (only
@@ -129,25 +129,16 @@ class RecipeParser(TrlParser):
 _NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
-def check_run_settings(parsed, name_of) -> None:
-    """Settings that would fail or do nothing only after both models load, refused while the command line is read:
-    a learning rate <= 0, a `max_steps` (or number of epochs) that trains nothing, an output folder that is a file,
-    cannot be created or is not writable. `name_of(key)` says where the value came from (`--key`, or the recipe's
-    file name and the key) for the message."""
-    from ..errors import output_dir_problem
-
-    training = next((a for a in parsed if hasattr(a, "learning_rate") and hasattr(a, "max_steps")), None)
-    if training is None:
+def check_run_settings(values, name_of) -> None:
+    """Settings that would fail or do nothing only after both models load ([`run_setting_problems`]), refused while
+    the command line is read: `values` holds the parsed arguments; `name_of(key)` says where a value came from
+    (`--key`, or the recipe's file name and the key) for the message."""
+    if not (hasattr(values, "learning_rate") and hasattr(values, "max_steps")):
         return
-    if training.learning_rate <= 0:
-        raise InputError(f"{name_of('learning_rate')} {training.learning_rate:g}: a learning rate must be > 0 (the "
-                         "paper's recipes use 1e-6).")
-    if training.max_steps == 0 or (training.max_steps < 0 and training.num_train_epochs <= 0):
-        key = "max_steps" if training.max_steps == 0 else "num_train_epochs"
-        raise InputError(f"{name_of(key)} {getattr(training, key):g} trains nothing: give max_steps >= 1 (optimizer "
-                         "steps), or leave max_steps at -1 and num_train_epochs > 0.")
-    if training.output_dir and (problem := output_dir_problem(training.output_dir)):
-        raise InputError(f"{name_of('output_dir')} {training.output_dir!r} {problem}.")
+    problems = run_setting_problems(values)
+    if problems:
+        key, problem = problems[0]
+        raise InputError(f"{name_of(key)} {problem}")
 
 
 def _type_name(action) -> str:
