@@ -104,8 +104,8 @@ def test_the_paper_tasks_are_registered_with_their_metrics():
 
 
 def test_a_paper_task_is_defined_in_one_place():
-    """Issue 33: each paper task's name appears in at most two source files (where its rows come from, data/hba.py,
-    and its definition, data/tasks.py); every other wing reads the registry."""
+    """Issues 33 and 45: each paper task's name appears in one source file, its definition in data/tasks.py (the one
+    table of tasks; HBA's rows, data/hba.py, look their task up there); every other wing reads the registry."""
     from pathlib import Path
 
     import rlce_trl
@@ -113,7 +113,7 @@ def test_a_paper_task_is_defined_in_one_place():
     root = Path(rlce_trl.__file__).parent
     for name in ("mosei", "urfunny", "intentqa"):
         files = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if name in p.read_text(encoding="utf-8"))
-        assert files == ["data/hba.py", "data/tasks.py"], (name, files)
+        assert files == ["data/tasks.py"], (name, files)
 
 
 def test_the_video_tasks_titles_are_data_of_their_definitions():
@@ -178,3 +178,32 @@ def test_the_wings_read_the_definitions():
     assert paper.TABLE1["rlce"]["intentqa"] == TASKS["intentqa"].paper.table1["rlce"]
     with pytest.raises(ValueError, match="No judge"):
         Judge(client=None)("numbered_evidence", [])
+
+
+def test_the_hba_tasks_are_the_registrys_video_tasks():
+    """Issue 45: one table of tasks. HBA's tasks are the registry's `media: video` entries; an HBA row takes its
+    options from its task there, `--hba_task` offers exactly those tasks, and `--task` given a built-in task's name
+    (not a file) names how that task is read instead."""
+    import argparse
+
+    from rlce_trl.cli import evaluate, sample
+    from rlce_trl.data import hba
+    from rlce_trl.data.tasks import video_tasks
+
+    assert video_tasks() == ("mosei", "urfunny", "intentqa") and not hasattr(hba, "HBA_TASKS")
+    problem = "<video>\nTranscript: fine\nWhat is the sentiment?"
+    for name in video_tasks():
+        row = hba.build_hba_row({"problem": problem, "answer": "x", "videos": ["a.mp4"]}, name, 0)
+        assert row["task"] == name and row["answer_options"] == list(get_task(name).labels or ())
+    for module in (evaluate, sample):
+        parser = argparse.ArgumentParser()
+        module.add_arguments(parser)
+        action = next(a for a in parser._actions if a.dest == "hba_task")
+        assert action.choices == sorted(video_tasks())
+    with pytest.raises(InputError, match="Unknown HBA task 'prefeval'; choose one of mosei, urfunny, intentqa"):
+        hba.build_hba_row({"problem": problem, "answer": "x", "videos": ["a.mp4"]}, "prefeval", 0)
+    with pytest.raises(InputError, match="mosei is a built-in task: .* --data with --hba_task mosei reads its split"):
+        load_task("mosei")
+    with pytest.raises(InputError, match=r"no such file: give a task file \(YAML; see the README's \"Your own "
+                       r"task\"\)\.$"):
+        load_task("no_such_task.yaml")

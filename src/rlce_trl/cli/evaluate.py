@@ -12,10 +12,10 @@ import json
 import sys
 from pathlib import Path
 
-from ..data.hba import HBA_TASKS, load_hba_split
+from ..data.hba import load_hba_split
 from ..data.jsonl import read_jsonl_counted
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
-from ..data.tasks import judge_of
+from ..data.tasks import judge_of, video_tasks
 from ..errors import InputError, MissingInputError, first_line
 from ..evaluation.evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 from ..generation.generators import BACKENDS, Generator, make_generator
@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--hba_task",
         default=None,
-        choices=sorted(HBA_TASKS),
+        choices=sorted(video_tasks()),
         help="Read --data as a Human Behavior Atlas split (`problem`, `answer`, `videos`) of this task.",
     )
     parser.add_argument("--media_root", default=None, help="Folder the `videos` paths of HBA rows are relative to.")

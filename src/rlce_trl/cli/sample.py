@@ -43,7 +43,8 @@ def _load_rows(args) -> list[dict]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..data.hba import FRAME_FPS, FRAME_SIZE, HBA_TASKS, MAX_FRAMES, MIN_FRAMES
+    from ..data.hba import FRAME_FPS, FRAME_SIZE, MAX_FRAMES, MIN_FRAMES
+    from ..data.tasks import video_tasks
 
     parser.add_argument("--model_name_or_path", required=True,
                         help=f"Checkpoint folder, Hub id, or an offline model ({ALIASES}). Video rows need a "
@@ -53,8 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "`videos` are video rows (frames from --media_root).")
     source.add_argument("--synthetic", type=positive_int, metavar="N", help="N rows of the numbered-evidence task.")
     source.add_argument("--task", help="Your own task file (YAML): sample on its test split (with its gold).")
-    parser.add_argument("--hba_task", default=None, choices=sorted(HBA_TASKS),
-                        help="Read --data as a Human Behavior Atlas split (`problem`, `answer`, `videos`).")
+    parser.add_argument("--hba_task", default=None, choices=sorted(video_tasks()),
+                        help="Read --data as a Human Behavior Atlas split (`problem`, `answer`, `videos`) of this "
+                        "task.")
     add_config_argument(parser)
     parser.add_argument("--media_root", default=None, help="Folder the `videos` paths of video rows are relative to.")
     parser.add_argument("--video_fps", type=float, default=FRAME_FPS, help="Frames sampled per second of clip.")

@@ -68,7 +68,7 @@ class CoevolveArguments(RLCEScriptArguments):
         media_root (`str`, *optional*):
             The folder HBA clip paths are relative to.
         hba_task (`str`, *optional*):
-            The HBA task of the files (one of `rlce_trl.data.hba.HBA_TASKS`); unset for PrefEval.
+            The HBA task of the files (one of `rlce_trl.data.tasks.video_tasks()`); unset for PrefEval.
     """
 
     coevolve_method: str | None = field(default=None, metadata={"help": "rlac, visplay or video_zero."})

@@ -1,6 +1,6 @@
 """`rlce-trl compare`: the paper's comparison (Table 1) for one task, as one resumable command.
 
-    rlce-trl compare --task <hba task> --methods rlce,usc,policy_judge,rar,rler --seeds 1,2,3 \\
+    rlce-trl compare --task <task> --methods rlce,usc,policy_judge,rar,rler --seeds 1,2,3 \\
         --train_file hba/<task>/train.jsonl --validation_file hba/<task>/validation.jsonl \\
         --test_file hba/<task>/test.jsonl --media_root hba/media \\
         --launcher "accelerate launch --config_file configs/accelerate/zero3.yaml" --output_dir runs/compare_<task>
@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"One of {', '.join(paper.TASKS)}, or your own task file (YAML; its train, validation "
                         "and test splits).")
     parser.add_argument("--recipe_task", default=None,
-                        help="With a task file: the shipped task whose recipes (`<recipe_task>_<method>.yaml`, or in "
-                        "--recipe_dir) train on it (default prefeval, the text recipes).")
+                        help="With a task file: the built-in task whose recipes (`<recipe_task>_<method>.yaml`, "
+                        "shipped or in --recipe_dir) train on it (default prefeval, the text recipes).")
     parser.add_argument("--methods", required=True,
                         help="Comma-separated methods (recipe suffixes), e.g. rlce,usc,policy_judge,rar,rler. Known: "
                         + ", ".join(paper.METHODS) + ".")

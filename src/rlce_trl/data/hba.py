@@ -24,14 +24,18 @@ import math
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from .jsonl import read_jsonl
 from .prompts import SOLVER_SYSTEM_PROMPT
 
-#: The closed label sets, in the fixed order the prompts list them (defined here only; metrics and tests import them).
+if TYPE_CHECKING:
+    from .tasks import Task
+
+#: The closed label sets as HBA writes them, in the order the prompts list them; the task registry
+#: (`rlce_trl.data.tasks`, the one table of tasks) gives them to its closed-label video tasks.
 MOSEI_LABELS = (
     "highly negative",
     "negative",
@@ -50,34 +54,17 @@ MIN_FRAMES, MAX_FRAMES = 2, 8
 FRAME_SIZE = (176, 320)  # (height, width)
 
 
-@dataclass(frozen=True)
-class HBATask:
-    """One HBA task: its label set (empty for free text)."""
-
-    name: str
-    labels: tuple[str, ...] = ()
-
-    @property
-    def closed(self) -> bool:
-        return bool(self.labels)
-
-
-HBA_TASKS = {
-    "mosei": HBATask("mosei", MOSEI_LABELS),
-    "urfunny": HBATask("urfunny", URFUNNY_LABELS),
-    "intentqa": HBATask("intentqa"),
-}
-
 _AUDIO_LINE = re.compile(r"^[ \t]*<audio>[ \t]*\n?", flags=re.MULTILINE)
 _VIDEO = "<video>"
 
 
-def _task(task: str | HBATask) -> HBATask:
-    if isinstance(task, HBATask):
-        return task
-    if task not in HBA_TASKS:
-        raise ValueError(f"Unknown HBA task {task!r}; choose one of {sorted(HBA_TASKS)}.")
-    return HBA_TASKS[task]
+def _task(name: str) -> Task:
+    """The registered video task `name` (`rlce_trl.data.tasks`, `media: video`)."""
+    from .tasks import TASKS, video_tasks  # not at the top: the registry reads this module's label sets
+
+    if name not in video_tasks():
+        raise InputError(f"Unknown HBA task {name!r}; choose one of {', '.join(video_tasks())}.")
+    return TASKS[name]
 
 
 def options_line(labels: Sequence[str]) -> str:
@@ -110,7 +97,7 @@ def user_content(problem: str, labels: Sequence[str] = ()) -> list[dict]:
     return blocks
 
 
-def build_hba_row(record: dict, task: str | HBATask, index: int, split: str = "test") -> dict:
+def build_hba_row(record: dict, task: str, index: int, split: str = "test") -> dict:
     """One GRPO-ready row from an HBA record. `gold` (the record's `answer`) is kept outside the train split only.
 
     Every message content is a list of blocks (also the system prompt's), so that Arrow can store the column.
@@ -125,9 +112,9 @@ def build_hba_row(record: dict, task: str | HBATask, index: int, split: str = "t
         "task": task.name,
         "prompt": [
             {"role": "system", "content": [{"type": "text", "text": SOLVER_SYSTEM_PROMPT}]},
-            {"role": "user", "content": user_content(record["problem"], task.labels)},
+            {"role": "user", "content": user_content(record["problem"], task.labels or ())},
         ],
-        "answer_options": list(task.labels),
+        "answer_options": list(task.labels or ()),
         "videos": list(videos),
         "question": question_text(record["problem"]),
     }
@@ -142,7 +129,7 @@ def build_hba_row(record: dict, task: str | HBATask, index: int, split: str = "t
     return row
 
 
-def _check_record(record, task: HBATask, index: int, split: str) -> None:
+def _check_record(record, task: Task, index: int, split: str) -> None:
     """One line naming the row and the fix when an HBA record lacks what a row is built from (for example a PrefEval
     row passed with `--hba_task`)."""
     if not isinstance(record, dict):
@@ -157,7 +144,7 @@ def _check_record(record, task: HBATask, index: int, split: str) -> None:
         )
 
 
-def load_hba_split(path: str | os.PathLike, task: str | HBATask, split: str) -> list[dict]:
+def load_hba_split(path: str | os.PathLike, task: str, split: str) -> list[dict]:
     """Read one HBA split (JSONL) into GRPO-ready rows; `split` decides whether `gold` is kept."""
     return [build_hba_row(record, task, i, split) for i, record in enumerate(read_jsonl(path))]
 

@@ -97,6 +97,8 @@ class Task:
         forms: the task's forms when its prepared data is a folder `<form>/<split>.jsonl` per form, evaluated one
             after the other with their macro average (PrefEval's explicit / choice / persona); `()`: a split is one
             file.
+        media: `"video"` for the Human Behavior Atlas tasks, whose splits (`problem`, `answer`, `videos`) are read
+            by [`rlce_trl.data.hba`] (`--hba_task`); `None`: text rows.
     """
 
     name: str
@@ -110,6 +112,7 @@ class Task:
     polarity: dict[str, str] | None = None
     paper: PaperResults | None = None
     forms: tuple[str, ...] = ()
+    media: str | None = None
 
     def __post_init__(self):
         if self.metric == "judge_accuracy" and self.judge is None:
@@ -140,6 +143,11 @@ def get_task(name: str) -> Task:
     return TASKS[name]
 
 
+def video_tasks() -> tuple[str, ...]:
+    """The names of the Human Behavior Atlas video tasks (`media: video`; the choices of `--hba_task`)."""
+    return tuple(name for name, task in TASKS.items() if task.media == "video")
+
+
 def paper_tasks() -> list[Task]:
     """The tasks the paper reports, in Table 1's column order (each with its `paper` numbers)."""
     return sorted((t for t in TASKS.values() if t.paper is not None), key=lambda t: t.paper.column)
@@ -152,7 +160,7 @@ def judge_of(name: str) -> str | None:
 
 
 def _register_paper_tasks() -> None:
-    from .hba import HBA_TASKS, MOSEI_POLARITY
+    from .hba import MOSEI_LABELS, MOSEI_POLARITY, URFUNNY_LABELS
     from .prefeval import FORMS as PREFEVAL_FORMS
 
     # Table 1 (means over three seeds) with Table 6's standard deviations, and Tables 3-4's ablations (one training
@@ -164,7 +172,7 @@ def _register_paper_tasks() -> None:
          "visplay": (42.55, 1.66), "rar": (56.45, 0.95), "rler": (56.12, 4.26), "rlac": (55.27, 0.71),
          "rlce": (75.38, 3.32)},
         {"rlce_static": 46.57, "rlce_pointwise": 68.51}, (48, 16, 20, 1)), forms=PREFEVAL_FORMS))
-    register(Task("mosei", "binary_weighted_f1", tuple(HBA_TASKS["mosei"].labels), "CMU-MOSEI sentiment",
+    register(Task("mosei", "binary_weighted_f1", MOSEI_LABELS, "CMU-MOSEI sentiment", media="video",
                   subject="the speaker's sentiment", polarity=dict(MOSEI_POLARITY),
                   rubric_question="What is the sentiment of the speaker in this video?",  # D.3 quotes it
                   paper=PaperResults(
@@ -174,7 +182,7 @@ def _register_paper_tasks() -> None:
                        "rlce": (70.93, 1.13)},
                       {"rlce_static": 69.40}, (320, 32, 45, 3),
                       by_num_tests={1: 0.54, 12: 0.69}, by_incorrect_fraction={"0-20%": 0.96, "20-40%": 0.87})))
-    register(Task("urfunny", "weighted_f1", tuple(HBA_TASKS["urfunny"].labels), "UR-FUNNY",
+    register(Task("urfunny", "weighted_f1", URFUNNY_LABELS, "UR-FUNNY", media="video",
                   subject="whether the speaker is being humorous",
                   rubric_question="Is the punchline of this video humorous?",  # ours (D.3 quotes MOSEI's only)
                   paper=PaperResults(
@@ -184,7 +192,7 @@ def _register_paper_tasks() -> None:
                        "rlce": (69.46, 2.21)},
                       {}, (96, 16, 25, 6),
                       by_num_tests={1: 0.56, 12: 0.66}, by_incorrect_fraction={"0-20%": 1.00, "20-40%": 0.86})))
-    register(Task("intentqa", "judge_accuracy", None, "IntentQA", judge="reference", paper=PaperResults(
+    register(Task("intentqa", "judge_accuracy", None, "IntentQA", judge="reference", media="video", paper=PaperResults(
         0, "IntentQA", "LLM-judge accuracy", 55.25,
         {"usc": (56.77, 0.89), "policy_judge": (57.33, 0.50), "video_zero": (55.06, 0.13),
          "visplay": (55.34, 0.99), "rar": (55.60, 0.03), "rler": (56.31, 0.63), "rlac": (56.75, 0.66),
@@ -194,6 +202,7 @@ def _register_paper_tasks() -> None:
 
 
 _register_paper_tasks()
+_BUILT_IN = tuple(TASKS)  # the package's tasks, before any task file or plain rows
 
 _KEYS = ("name", "display_name", "data", "prompt", "prompt_column", "system_prompt", "labels", "gold", "metric",
          "answer_instruction")
@@ -374,8 +383,12 @@ def load_task(path: str | os.PathLike) -> TaskFile:
 
     path = Path(os.path.expanduser(os.fspath(path)))
     if not path.is_file():
-        raise MissingInputError(f"--task {str(path)!r}: no such file: give a task file (YAML; see the README's "
-                                "\"Your own task\").")
+        name = os.fspath(path)
+        hint = "" if name not in _BUILT_IN else (f" {name} is a built-in task: its recipes train on it (`rlce-trl "
+                                                 "recipes`), --data" + (f" with --hba_task {name}" if TASKS[name].media
+                                                                        else "") + " reads its split.")
+        raise MissingInputError(f"--task {name!r}: no such file: give a task file (YAML; see the README's "
+                                "\"Your own task\")." + hint)
     try:
         spec = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as error:

@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
-from rlce_trl.data.hba import HBA_TASKS
-from rlce_trl.data.tasks import get_task
+from rlce_trl.data.tasks import get_task, video_tasks
 from rlce_trl.errors import InputError
 from rlce_trl.scripts.arguments import RecipeParser, RLCEScriptArguments, run_script
 from rlce_trl.scripts.utils import TaskRows, task_file_rows, train
 
-#: The HBA tasks this script trains on (their facts are in the task registry, `rlce_trl.data.tasks`).
-DATASETS = tuple(HBA_TASKS)
+#: The HBA tasks this script trains on: the task registry's video tasks (`rlce_trl.data.tasks`).
+DATASETS = video_tasks()
 
 
 @dataclass
@@ -38,7 +37,7 @@ class HBAScriptArguments(RLCEScriptArguments):
     """
     Args:
         hba_task (`str`, *optional*):
-            One of the Human Behavior Atlas tasks (`rlce_trl.data.hba.HBA_TASKS`; the first by default).
+            One of the Human Behavior Atlas tasks (`rlce_trl.data.tasks.video_tasks()`; the first by default).
         train_file (`str`, *optional*):
             The task's training split (HBA JSONL).
         validation_file (`str`, *optional*):
