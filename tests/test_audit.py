@@ -8,7 +8,7 @@ import os
 import pytest
 from fakes import ScriptedVerifier, answers_of, claim_of
 
-from rlce_trl.audit import EvidenceLog, EvidenceRecorder, group_record, write_group_evidence
+from rlce_trl.audit import EvidenceLog, EvidenceRecorder, group_record
 from rlce_trl.data.jsonl import read_jsonl_lenient
 from rlce_trl.evidence.pipeline import EvidencePipeline, EvidenceSettings
 from rlce_trl.methods import build_scorer
@@ -92,7 +92,7 @@ def test_size_limit_stops_the_trail_with_one_marker(tmp_path):
 
 def test_resume_drops_records_after_the_checkpoint_and_a_truncated_line(tmp_path):
     path = tmp_path / "e.jsonl"
-    write_group_evidence(path, [{"id": f"{s}-{g}", "step": s} for s in (1, 2, 3) for g in (0, 1)])
+    EvidenceLog(path).write([{"id": f"{s}-{g}", "step": s} for s in (1, 2, 3) for g in (0, 1)])
     with path.open("a") as f:
         f.write('{"id": "4-0", "step": 4, "answ')  # a killed writer
     assert read_jsonl_lenient(path)[1] == 1
@@ -106,7 +106,7 @@ def test_resume_drops_records_after_the_checkpoint_and_a_truncated_line(tmp_path
 
 def test_a_fresh_run_starts_a_fresh_trail_and_ids_are_per_step(tmp_path):
     path = tmp_path / "e.jsonl"
-    write_group_evidence(path, [{"id": "eval-0-0", "step": 0}, {"id": "1-0", "step": 1}])
+    EvidenceLog(path).write([{"id": "eval-0-0", "step": 0}, {"id": "1-0", "step": 1}])
     recorder = EvidenceRecorder(path, "rlce")
     assert recorder.next_ids("train", 1, 2) == ["1-0", "1-1"] and recorder.next_ids("train", 1, 1) == ["1-2"]
     assert recorder.next_ids("eval", 1, 1) == ["eval-1-0"]

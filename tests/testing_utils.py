@@ -470,3 +470,13 @@ def mutate(rng: random.Random, value, depth: int = 0):
         value[k] = rng.choice(JUNK) if rng.random() < 0.5 else mutate(rng, value[k], depth + 1)
         return value
     return rng.choice(JUNK)
+
+
+def slot_logprobs(choice_logprobs: dict[str, float] | None) -> dict[str | None, dict[str, float]]:
+    """`Reply.choice_logprobs` per decision slot: `{field: {option: logprob}}` for a JSON reply (`"<field>=<option>"`
+    keys), `{None: {choice: logprob}}` for guided choice."""
+    slots: dict[str | None, dict[str, float]] = {}
+    for key, value in (choice_logprobs or {}).items():
+        field_name, sep, option = key.partition("=")
+        slots.setdefault(field_name if sep else None, {})[option if sep else key] = value
+    return slots

@@ -18,10 +18,9 @@ group and step (schema 1):
 The training-health monitor (`rlce_trl.health`) adds one `{"type": "health_alarm", "step": ...}` line per alarm.
 
 Only plain data goes in (no torch, no trainer): `group_record` + [`EvidenceLog`] serve any caller that scores groups,
-the trainer through [`EvidenceRecorder`], inference-time selection directly (`write_group_evidence`). Writing is
-append-only and done by the main process once the groups of a step are gathered; a resumed run first drops the records
-of the steps it is about to redo. A size limit stops the trail (with one marker line) or rotates it (`rotate`
-parts kept) instead of filling the disk.
+the trainer through [`EvidenceRecorder`]. Writing is append-only and done by the main process once the groups of a
+step are gathered; a resumed run first drops the records of the steps it is about to redo. A size limit stops the
+trail (with one marker line) or rotates it (`rotate` parts kept) instead of filling the disk.
 """
 
 from __future__ import annotations
@@ -168,11 +167,6 @@ class EvidenceLog:
         def keep(r):
             return isinstance(r.get("step"), int) and r["step"] <= step and r.get("type") != "limit"
         return sum(truncate_jsonl(part, keep) for part in [self.path, *rotated_paths(self.path)])
-
-
-def write_group_evidence(path: str | os.PathLike, records: Iterable[dict], max_bytes: int | None = None) -> int:
-    """Append group records (from [`group_record`]) to the JSONL trail at `path`; returns how many were written."""
-    return EvidenceLog(path, max_bytes).write(records)
 
 
 class EvidenceRecorder:

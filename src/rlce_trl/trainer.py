@@ -245,7 +245,9 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         #: take `partner=`), built by [`~rlce_trl.verifiers.factory.VerifierFactory`].
         self.verifier, self.partner = verifiers.build(self)
         #: Scores whole rollout groups (a [`~rlce_trl.scoring.GroupScorer`]). The RLCE evidence pipeline by default.
-        self.group_scorer: GroupScorer = group_scorer or self._build_scorer()
+        self.group_scorer: GroupScorer = group_scorer or build_scorer(
+            args.reward_method, self.verifier, args.evidence_settings(), partner=self.partner,
+            **(args.reward_method_kwargs or {}))
         #: The evidence audit trail (`<output_dir>/rlce_evidence.jsonl`, see `rlce_trl.audit`).
         self.evidence = self._build_evidence_recorder()
         #: The training-health monitor (`rlce_trl.health`, `health_*` settings), a callback; None when off.
@@ -260,12 +262,6 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         hook = group_scorer.format_reward if group_scorer is not None else None
         return hook or method_hook(reward_method, "format_reward") or rlce_format
 
-    def _build_scorer(self) -> GroupScorer:
-        """The scorer `args.reward_method` names, with the verifier, the partner and `args.reward_method_kwargs`."""
-        args = self.args
-        return build_scorer(args.reward_method, self.verifier, args.evidence_settings(), partner=self.partner,
-                            **(args.reward_method_kwargs or {}))
-
     def _build_evidence_recorder(self) -> EvidenceRecorder:
         args = self.args
         if args.rlce_completions_keep:  # the completions tables of a long run (rlce_trl.retention)
@@ -275,7 +271,6 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
                                 args.rlce_evidence_max_mb, args.rlce_evidence, self.accelerator.is_main_process,
                                 args.rlce_evidence_rotate)
 
-    # -- rewards --------------------------------------------------------------------------------------------------
     def _build_health_monitor(self) -> HealthMonitor | None:
         args = self.args
         if not args.health_monitor:
@@ -288,6 +283,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         self.add_callback(monitor)
         return monitor
 
+    # -- rewards --------------------------------------------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         mode = "train" if self.model.training else "eval"
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
@@ -454,27 +450,26 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             output = super().train(resume_from_checkpoint, *args, **kwargs)
         except KeyboardInterrupt as error:
             saved = save_interrupted(self)
-            self.verifier.close()
-            if self.partner is not None:
-                self.partner.close()
+            self._close_verifiers()
             raise saved from error
         except BaseException as error:
             if getattr(error, "every_process", False):
                 save_after_verifier_failure(self)
-            self.verifier.close()
-            if self.partner is not None:
-                self.partner.close()
+            self._close_verifiers()
             raise
         if self.is_world_process_zero():  # the metrics `rlce-trl report` draws, also for a run without checkpoints
             os.makedirs(self.args.output_dir, exist_ok=True)
             self.state.save_to_json(os.path.join(self.args.output_dir, "trainer_state.json"))
             clear_interrupted(self.args.output_dir)
         if self.health is not None and self.health.stopped_without_signal is not None:
-            self.verifier.close()
-            if self.partner is not None:
-                self.partner.close()
+            self._close_verifiers()
             raise NoLearningSignalError(self.health.stopped_without_signal.line)  # the checkpoint is saved
         return output
+
+    def _close_verifiers(self) -> None:
+        for model in (self.verifier, self.partner):
+            if model is not None:
+                model.close()
 
     # -- scorer state across checkpoints ---------------------------------------------------------------------------
     def _save_checkpoint(self, model, trial):

@@ -108,10 +108,10 @@ class VideoGRPOMixin:
 
     def _video_setup(self) -> None:
         self.video_input = getattr(self.args, "video_input", "video")
-        pads = [t for t in (getattr(self, "_video_pad_token_id", None), getattr(self, "_image_pad_token_id", None))]
-        pads = [t for t in pads if t is not None]
-        if pads and getattr(self, "generation_config", None) is not None:  # a sampled pad token has no pixels
-            suppressed = sorted({*(self.generation_config.suppress_tokens or []), *pads})
+        # A sampled video pad token has no pixels: suppress it, as TRL suppresses the image token.
+        pad = getattr(self, "_video_pad_token_id", None)
+        if pad is not None and getattr(self, "generation_config", None) is not None:
+            suppressed = sorted({*(self.generation_config.suppress_tokens or []), pad})
             self.generation_config.suppress_tokens = suppressed
             self.generation_kwargs["suppress_tokens"] = suppressed
 
@@ -221,14 +221,11 @@ class VideoGRPOMixin:
 
     # -- 3. every log-probability forward sees its rows' clips ------------------------------------------------------
     def _video_token_types(self, input_ids: torch.Tensor, logits_to_keep: int) -> torch.Tensor:
-        """`mm_token_type_ids` of prompt+completion ids: 2 on the prompt's video pad tokens, 1 on image pads."""
+        """`mm_token_type_ids` of prompt+completion ids: 2 on the prompt's video pad tokens (a video batch has no
+        image inputs), 0 elsewhere."""
         types = torch.zeros_like(input_ids)
         prompt = input_ids[:, : input_ids.size(1) - logits_to_keep]
-        head = types[:, : prompt.size(1)]
-        if self._video_pad_token_id is not None:
-            head[prompt == self._video_pad_token_id] = 2
-        if self._image_pad_token_id is not None:
-            head[prompt == self._image_pad_token_id] = 1
+        types[:, : prompt.size(1)][prompt == self._video_pad_token_id] = 2
         return types
 
     def _get_per_token_logps_and_entropies(

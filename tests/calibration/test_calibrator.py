@@ -119,33 +119,3 @@ def test_synthetic_reproduction_of_the_r1_r2_pattern():
     assert kappa(best, b_cases) > 0.6
     assert kappa(best, a_cases) >= r1_a - 0.02
     assert kappa(best, a_cases + b_cases) >= kappa(BASE, a_cases + b_cases)
-
-
-class Rewriter(PromptSensitiveSyntheticVerifier):
-    """The synthetic validator, which also answers rewrite requests (stage "calibration") with a scripted text."""
-
-    def __init__(self, rewrites, **kw):
-        super().__init__(**kw)
-        self.rewrites, self.asked = list(rewrites), []
-
-    def _generate(self, requests):
-        from rlce_trl.verifiers.base import Reply
-
-        if requests[0].stage == "calibration":
-            self.asked += requests
-            return [Reply([self.rewrites.pop(0)], ["stop"], 5) for _ in requests]
-        return super()._generate(requests)
-
-
-def test_llm_proposer_rewrites_keeps_the_slot_and_stops_after_its_attempts():
-    from rlce_trl.calibration.calibrator import llm_proposer
-
-    verifier = Rewriter(["[v2] Decide carefully.", "[v2] Claim: {test} -- answer yes, no or unknown."],
-                        errors={("[v2]", "B"): 0.1, ("", "B"): 0.5})
-    cases = synthetic_cases("B", 100)
-    calibrator = CoactiveCalibrator(verifier, [llm_proposer(verifier, attempts=2)], min_gain=0.0)
-    best, history = calibrator.run(BASE, cases)
-    assert len(verifier.asked) == 2 and "judged wrongly" in verifier.asked[0].messages[0]["content"]
-    assert history[1].accepted and history[1].version == "v1.r1"
-    assert best.validation.startswith("Claim: {test}\n\n[v2] Decide carefully.")  # the lost slot was put back
-    assert calibrator.stop_reason == "no more proposals" and len(history) == 3

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from testing_utils import same_replies, validation_probes
+from testing_utils import same_replies, slot_logprobs, validation_probes
 
 from rlce_trl.evidence.prompts import VERDICTS, equivalence_messages, equivalence_schema, validation_messages
 from rlce_trl.generation.kv_decoding import plan_prefixes
 from rlce_trl.verifiers import Request, Sampling, TransformersVerifier, load_frozen_model
-from rlce_trl.verifiers.base import slot_logprobs
 
 CONTEXTS = [" ".join([c] * 6) for c in (
     "The user said they are vegetarian.", "Write one evidence test about the input.", "same different yes")]
@@ -129,12 +128,6 @@ def test_plan_prefixes_groups_by_shared_prefix():
     ids = [[1, 2, 3, 4, 9], [7, 8], [1, 2, 3, 4, 5, 6], [1, 2, 3, 5], [7, 8, 9, 9]]
     assert plan_prefixes(ids, [0, 1, 2, 3, 4]) == [(3, [2, 0, 3]), (1, [1, 4])]
     assert plan_prefixes(ids, [1]) == [(1, [1])]
-
-
-def test_slot_logprobs_splits_fields():
-    assert slot_logprobs({"P1=same": -0.1, "P1=different": -2.0}) == {"P1": {"same": -0.1, "different": -2.0}}
-    assert slot_logprobs({"yes": -0.2}) == {None: {"yes": -0.2}}
-    assert slot_logprobs(None) == {}
 
 
 def test_one_line_replies_stop_after_their_first_line_and_read_the_same(verifier):

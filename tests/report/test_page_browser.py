@@ -147,12 +147,12 @@ def test_the_page_in_a_real_browser(report_page, browser):
 
 def test_verdict_probabilities_and_hostile_text_in_a_real_browser(tmp_path, browser):
     """A trail whose verifier returned per-choice probabilities, with model text that looks like markup."""
-    from rlce_trl.audit import write_group_evidence
+    from rlce_trl.audit import EvidenceLog
 
     run = tmp_path / "run"
     test = {"favoured": 0, "against": 1, "text": "<img src=x onerror=alert(1)> the user said so", "verdict": "yes",
             "failure": None, "round": 0, "choice_logprobs": {"yes": math.log(0.9), "no": math.log(0.08)}}
-    write_group_evidence(run / "rlce_evidence.jsonl", [{
+    EvidenceLog(run / "rlce_evidence.jsonl").write([{
         "id": "1-0", "step": 1, "mode": "train", "method": "rlce", "status": "verified", "context": "</script>",
         "labels": None, "completions": ["\\boxed{a}", "\\boxed{b}"], "answers": ["a", "b"], "assignment": [0, 1],
         "tests": [test], "scores": [1.0, -1.0], "rewards": [1.0, 0.0], "winner": 0, "verified_answer": "a",
@@ -178,7 +178,7 @@ def test_long_texts_are_capped_with_the_full_text_a_click_away(tmp_path, browser
     the full text; completions come newest first."""
     import pandas as pd
 
-    from rlce_trl.audit import write_group_evidence
+    from rlce_trl.audit import EvidenceLog
 
     run = tmp_path / "run"
     huge = "The answer, at length. " * 1_400_000  # about 32 MB
@@ -189,7 +189,7 @@ def test_long_texts_are_capped_with_the_full_text_a_click_away(tmp_path, browser
                "winner": 0, "verified_answer": answer, "tie_break_round": False, "extra": None,
                "tests": [{"favoured": 0, "against": 1, "text": "t", "verdict": "yes", "failure": None, "round": 0,
                           "choice_logprobs": {"yes": -0.2, "no": -1.9}}]} for s in (1, 2)]
-    write_group_evidence(run / "rlce_evidence.jsonl", groups)
+    EvidenceLog(run / "rlce_evidence.jsonl").write(groups)
     (run / "completions").mkdir()
     pd.DataFrame({"step": [1, 1, 2, 2], "prompt": ["p"] * 4, "completion": ["old", "older", huge, "new"],
                   "rlce_group": ["1-0", "1-0", "2-0", "2-0"], "reward": [0.0, 0.5, 1.0, 0.2]}).to_parquet(

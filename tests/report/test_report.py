@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from rlce_trl.audit import group_id, write_group_evidence
+from rlce_trl.audit import EvidenceLog, group_id
 from rlce_trl.cli import main
 from rlce_trl.report import build_report
 from rlce_trl.report.plots import panels
@@ -34,7 +34,7 @@ def make_run(path, steps=3, evidence=True):
                                                                            "log_history": history(2)}))
     (path / "trainer_state.json").write_text(json.dumps({"global_step": steps, "log_history": history(steps)}))
     if evidence:
-        write_group_evidence(path / "rlce_evidence.jsonl", [record(s, g) for s in range(1, steps + 1) for g in (0, 1)])
+        EvidenceLog(path / "rlce_evidence.jsonl").write([record(s, g) for s in range(1, steps + 1) for g in (0, 1)])
     return path
 
 
@@ -146,7 +146,7 @@ def test_a_run_with_no_metrics_says_so_in_the_strip(tmp_path):
     from rlce_trl.report.summary import summary_items
 
     run = tmp_path / "trail"
-    write_group_evidence(run / "rlce_evidence.jsonl", [record(4, 0)])
+    EvidenceLog(run / "rlce_evidence.jsonl").write([record(4, 0)])
     items = {i.label: i.value for i in summary_items(load_run(str(run)))}
     assert items == {"steps": "4", "groups": "1", "verified": "n/a", "tied": "n/a", "verdicts": "n/a",
                      "verifier time": "n/a"}
@@ -183,7 +183,7 @@ def test_long_texts_are_capped_and_written_beside_the_page(tmp_path):
     long = "why " * 5000
     rec = record(9, 0)
     rec["context"] = long
-    write_group_evidence(run / "rlce_evidence.jsonl", [rec])
+    EvidenceLog(run / "rlce_evidence.jsonl").write([rec])
     page, data = build_report(str(run))
     context = next(g for g in embedded(open(page).read())["groups"] if g["id"] == rec["id"])["context"]
     assert context["text"] == long[:2000] + "…" and context["chars"] == len(long)

@@ -4,10 +4,9 @@ requests, reads each shared context once, and its choice log-probabilities pick 
 
 import pytest
 from testing_utils import ANSWERS as SAMPLE_ANSWERS
-from testing_utils import CLAIMS, PARAPHRASE, equivalence_probes, probe_contexts, validation_probes
+from testing_utils import CLAIMS, PARAPHRASE, equivalence_probes, probe_contexts, slot_logprobs, validation_probes
 
 from rlce_trl.evidence.prompts import VERDICTS
-from rlce_trl.verifiers.base import slot_logprobs
 
 pytestmark = pytest.mark.slow
 

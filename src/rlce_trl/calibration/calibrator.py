@@ -15,8 +15,7 @@ less than 0.2 for more than ten iterations"; 0.2 is the paper's figure (likely m
 Proposers (`propose(best, disagreements, n) -> VerifierPrompts | None`, `None` when exhausted):
 - `list_proposer(variants)`: a fixed list of alternative prompts, in order;
 - `few_shot_proposer(cases)`: add (or, when full, swap in) a case the current best version gets wrong, with its label,
-  as a few-shot example;
-- `llm_proposer(verifier)`: the frozen model rewrites the validation instruction given a few disagreements [ours].
+  as a few-shot example.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..evidence.prompt_set import VerifierPrompts
-from ..verifiers.base import Request, Sampling, Verifier
+from ..verifiers.base import Verifier
 from .agreement import ask, score_prompts
 from .cases import CalibrationCase
 
@@ -195,37 +194,3 @@ def few_shot_proposer(pool: Sequence[CalibrationCase], max_examples: int = 4) ->
         return best.revised(examples=examples + [example])
 
     return few_shot
-
-
-REWRITE_INSTRUCTION = (
-    "Below is an instruction given to a verifier, followed by claims it judged wrongly. Rewrite the instruction so "
-    "that a careful reader would judge such claims correctly. Keep the placeholder {{test}} exactly once, where the "
-    "claim goes. Reply with the new instruction only.\n\n### Instruction\n{instruction}\n\n### Judged wrongly\n{cases}"
-)
-
-
-def llm_proposer(verifier: Verifier, attempts: int = 3, max_tokens: int = 160, temperature: float = 0.7) -> Proposer:
-    """The frozen model rewrites the validation instruction given up to three disagreements [ours]. A rewrite that
-    loses the `{test}` slot gets it appended as `Claim: {test}`. Stops after `attempts` rewrites."""
-    count = [0]
-
-    def rewrite(best: VerifierPrompts, disagreements: list[CalibrationCase], n: int) -> VerifierPrompts | None:
-        if count[0] >= attempts or not disagreements:
-            return None
-        count[0] += 1
-        shown = "\n".join(f"- claim: {c.test} -> correct verdict: {c.label}" for c in disagreements[:3])
-        text = REWRITE_INSTRUCTION.format(instruction=best.validation, cases=shown)
-        request = Request(
-            messages=[{"role": "user", "content": text}],
-            sampling=Sampling(temperature=temperature, top_p=0.95, max_tokens=max_tokens),
-            stage="calibration",
-        )
-        reply = verifier.generate([request])[0]
-        new = (reply.texts[0] if reply.texts else "").strip()
-        if reply.error or not new:
-            return best.revised(version=f"{best.version}.llm{count[0]}-empty")  # scored, and rejected: no gain
-        if "{test}" not in new:
-            new = "Claim: {test}\n\n" + new
-        return best.revised(validation=new)
-
-    return rewrite

@@ -44,10 +44,6 @@ class Estimate:
     low: float
     high: float
 
-    @property
-    def half_width(self) -> float:
-        return (self.high - self.low) / 2
-
     def __str__(self) -> str:
         return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
 

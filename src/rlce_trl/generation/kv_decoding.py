@@ -76,10 +76,6 @@ class Work:
     by_kind: dict[str, int] = field(default_factory=dict)  # real tokens fed: prompt tails, decisions, decode
     seconds_by_kind: dict[str, float] = field(default_factory=dict)
 
-    @property
-    def padding_share(self) -> float:
-        return self.pad_tokens / self.prefill_tokens if self.prefill_tokens else 0.0
-
 
 class PrefixCache:
     """Keys and values of prompt prefixes kept across the calls of one session (`Verifier.session`: the stages of a

@@ -9,8 +9,8 @@ reimplemented:
 - [`sentence_bleu`]: NLTK's `sentence_bleu(weights=(0.25,)*4, smoothing_function=SmoothingFunction().method1)` for
   one reference: clipped n-gram precisions, a zero score when no unigram matches, epsilon 0.1 added to the numerator
   of a zero higher-order precision, brevity penalty `exp(1 - r/c)`.
-- [`symmetric_bleu`]: the mean of both directions. VisPlay fills the matrix from one direction only (hypothesis =
-  the earlier question), which makes the penalty depend on batch order; the mean is order-free [ours].
+- [`bleu_distances`]: 1 minus the mean BLEU of both directions. VisPlay fills the matrix from one direction only
+  (hypothesis = the earlier question), which makes the penalty depend on batch order; the mean is order-free [ours].
 - [`average_linkage`]: agglomerative clustering that merges the two closest clusters while their average pairwise
   distance is below the threshold (scikit-learn merges strictly below `distance_threshold`). Ties merge the pair of
   lowest cluster ids first, so the result is deterministic.
@@ -64,14 +64,9 @@ def sentence_bleu(hypothesis: str, reference: str) -> float:
     return _bleu_from(_overlaps(hyp_grams, ref_grams), len(hyp), len(ref))
 
 
-def symmetric_bleu(a: str, b: str) -> float:
-    """The mean of `sentence_bleu(a, b)` and `sentence_bleu(b, a)`."""
-    return (sentence_bleu(a, b) + sentence_bleu(b, a)) / 2
-
-
 def bleu_distances(sentences: Sequence[str]) -> list[list[float]]:
-    """The matrix `1 - symmetric_bleu(s_i, s_j)`, with 0 on the diagonal (VisPlay sets a question's BLEU with
-    itself to 1)."""
+    """The matrix `1 - (sentence_bleu(s_i, s_j) + sentence_bleu(s_j, s_i)) / 2`, with 0 on the diagonal (VisPlay
+    sets a question's BLEU with itself to 1)."""
     tokens = [s.split() for s in sentences]
     grams = [_ngrams(t) for t in tokens]
     n = len(sentences)

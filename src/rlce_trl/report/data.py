@@ -34,10 +34,6 @@ class RunData:
     notes: list[str] = field(default_factory=list)
     health_alarms: list[dict] = field(default_factory=list)  # the trail's `health_alarm` lines
 
-    @property
-    def has_evidence(self) -> bool:
-        return bool(self.groups)
-
 
 def _finite(value):
     if isinstance(value, float) and not math.isfinite(value):

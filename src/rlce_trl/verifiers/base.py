@@ -92,7 +92,7 @@ class Reply:
     - guided choice (`Request.choices`): the choice itself, e.g. `{"yes": -0.1, "no": -2.5, "unknown": -3.9}`;
     - a JSON object of string enums (`Request.json_schema`, the equivalence reply): `"<field>=<option>"`, e.g.
       `{"P1=same": -0.3, "P1=different": -1.4, "P2=same": ...}`, each slot scored given the reply written so far
-      (the earlier decisions). [`slot_logprobs`] splits them per field.
+      (the earlier decisions).
 
     A choice the backend could not score (a server's top-`k` logprobs did not include it) is left out of the dict.
     """
@@ -106,16 +106,6 @@ class Reply:
     @classmethod
     def failed(cls, n: int, error: str) -> Reply:
         return cls(texts=[""] * n, finish_reasons=["error"] * n, num_tokens=0, error=error)
-
-
-def slot_logprobs(choice_logprobs: dict[str, float] | None) -> dict[str | None, dict[str, float]]:
-    """`Reply.choice_logprobs` per decision slot: `{field: {option: logprob}}` for a JSON reply, `{None: {choice:
-    logprob}}` for guided choice (keys without `=`)."""
-    slots: dict[str | None, dict[str, float]] = {}
-    for key, value in (choice_logprobs or {}).items():
-        field_name, sep, option = key.partition("=")
-        slots.setdefault(field_name if sep else None, {})[option if sep else key] = value
-    return slots
 
 
 @dataclass
