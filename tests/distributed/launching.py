@@ -36,17 +36,23 @@ def kill_tree(root: int) -> None:
             pass
 
 
-def run_or_fail(cmd: list[str], env: dict, timeout: int, cwd=None) -> subprocess.CompletedProcess:
-    """Run `cmd`; past `timeout` seconds the launcher and every process below it are killed and the test fails with
-    the end of its output."""
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+def finish(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """Wait for `proc` (started with `start_new_session=True` and text pipes) and return its (stdout, stderr); past
+    `timeout` seconds it and every process below it are killed and the test fails with the end of its log."""
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        return proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_tree(proc.pid)
-        stdout, stderr = proc.communicate(timeout=60)
+        _, stderr = proc.communicate(timeout=60)
         import pytest
 
         pytest.fail(f"hung: still running after {timeout} s (killed). End of its log:\n{stderr[-3000:]}")
+
+
+def run_or_fail(cmd: list[str], env: dict, timeout: int, cwd=None) -> subprocess.CompletedProcess:
+    """Run `cmd`; past `timeout` seconds the launcher and every process below it are killed and the test fails with
+    the end of its output (`finish`)."""
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    stdout, stderr = finish(proc, timeout)
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)

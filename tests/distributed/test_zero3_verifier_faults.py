@@ -25,8 +25,16 @@ from pathlib import Path
 
 import pytest
 from fault_proxy import FaultProxy
-from launching import descendants, kill_tree
-from testing_utils import VLLM_PYTHON, build_tiny_chat_model, free_port, vllm_env_available
+from launching import descendants, finish, kill_tree
+from testing_utils import (
+    VLLM_PYTHON,
+    WORDS,
+    build_tiny_chat_model,
+    build_tiny_model,
+    free_port,
+    vllm_env_available,
+    wait_gone,
+)
 
 from rlce_trl.verifiers.vllm_process import VLLMServerProcess
 
@@ -58,18 +66,6 @@ def _launch(policy: str, out: Path, url: str, steps: int, resume: str | None = N
                             start_new_session=True)
 
 
-def _finish(proc: subprocess.Popen, timeout: int) -> str:
-    """Wait for the launcher; past `timeout` it and every process below it are killed and the test fails."""
-    try:
-        _, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_tree(proc.pid)
-        _, stderr = proc.communicate(timeout=60)
-        pytest.fail(f"hung: still running after {timeout} s (killed). End of its log:\n{stderr[-3000:]}")
-    assert proc.returncode == 0, stderr[-4000:]
-    return stderr
-
-
 def test_verifier_hangs_errors_and_restart_under_zero3(tiny_model_dir, tmp_path):
     pytest.importorskip("deepspeed")
     server = VLLMServerProcess(
@@ -98,7 +94,8 @@ def test_verifier_hangs_errors_and_restart_under_zero3(tiny_model_dir, tmp_path)
         proc = _launch(tiny_model_dir, out, proxy.base_url, STEPS)
         thread = threading.Thread(target=kill_and_restart, args=(proc,), daemon=True)
         thread.start()
-        _finish(proc, timeout=420)
+        stderr = finish(proc, timeout=420)[1]
+        assert proc.returncode == 0, stderr[-4000:]
         thread.join(timeout=300)
         ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
         counts = dict(proxy.counts)
@@ -134,7 +131,8 @@ def test_verifier_hangs_errors_and_restart_under_zero3(tiny_model_dir, tmp_path)
         # resume from the last checkpoint: continues at step STEPS + 1 with the same history
         saved = json.loads((out / f"checkpoint-{STEPS}" / "trainer_state.json").read_text())
         proc = _launch(tiny_model_dir, out, proxy.base_url, STEPS + 1, str(out / f"checkpoint-{STEPS}"))
-        _finish(proc, timeout=240)
+        stderr = finish(proc, timeout=240)[1]
+        assert proc.returncode == 0, stderr[-4000:]
         resumed = [json.loads((out / f"rank{r}.resumed.json").read_text()) for r in (0, 1)]
         assert [(r["began_at"], r["finished"], r["steps"]) for r in resumed] == [(STEPS, [STEPS + 1], STEPS + 1)] * 2
         history = resumed[0]["log_history"]
@@ -145,71 +143,99 @@ def test_verifier_hangs_errors_and_restart_under_zero3(tiny_model_dir, tmp_path)
         server.stop()
 
 
-def _fake_vllm_servers(root: int) -> list[int]:
-    """The pids of the (FAKE) vLLM API servers the trainer's ranks started below `root`."""
+def _vllm_servers(root: int) -> list[int]:
+    """The pids of the vLLM API servers the trainer's ranks started below `root`: each leads its own process group
+    (`VLLMServerProcess` starts it in a session of its own), which its engine core and helpers join."""
     found = []
     for pid in descendants(root):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 argv = f.read().split(b"\0")
+            leader = os.getpgid(pid) == pid
         except OSError:
             continue
-        if b"vllm.entrypoints.openai.api_server" in argv and b"-c" not in argv[:2]:  # not a trampoline mid-exec
+        if leader and b"vllm.entrypoints.openai.api_server" in argv and b"-c" not in argv[:2]:  # not mid-exec
             found.append(pid)
     return found
 
 
-def test_colocated_verifier_that_dies_ends_the_run_on_every_rank(tiny_model_dir, tmp_path):
-    """`verifier_mode="colocate"`: one rank's verifier server (the FAKE vLLM server of tests/fakes.py, started by the
-    trainer through `verifiers/vllm_process.py`) is killed and cannot come back (its package is gone): the next
-    scoring raises on that rank, the other rank learns it in the same gather, and both end with one `error:` line at
-    the same step, no hang, and save the checkpoint of the last finished step together (no periodic one here)."""
-    pytest.importorskip("deepspeed")
-    from fakes import make_fake_vllm
+#: The policy's (and so the co-located verifier's) vocabulary: the tiny word-level one, whose `\\boxed{...}` answers
+#: a random model writes often enough to give groups two answers to compare, plus fillers, so that the 20 top
+#: logprobs a verdict asks for fit in it (vLLM's engine fails on more logprobs than tokens), and a head size of 64.
+VERIFIER_WORDS = [*WORDS, "a", "of", "and", "to", "is", "was", "it", "in"]
 
-    fake = make_fake_vllm(tmp_path / "fake-vllm")
-    python = tmp_path / "python-with-fake-vllm"  # only the server sees the fake package (TRL would import it)
-    python.write_text(f'#!/bin/sh\nPYTHONPATH={fake["PYTHONPATH"]} exec {sys.executable} "$@"\n')
-    python.chmod(0o755)
-    env = {**_env(), "RLCE_TEST_VLLM_PYTHON": str(python)}
-    out = tmp_path / "colocate"
+
+def _launch_colocated(policy: Path, out: Path, python: Path, resume: str | None = None) -> subprocess.Popen:
+    env = {**_env(), "VLLM_CPU_KVCACHE_SPACE": "1"}  # each server's KV cache on CPU, GiB
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
            str(ROOT / "configs" / "accelerate" / "zero3.yaml"), "--num_processes", "2", "--mixed_precision", "no",
-           "--main_process_port", str(free_port()), str(HERE / "zero3_colocate_death_run.py"), tiny_model_dir,
-           str(out)]
-    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+           "--main_process_port", str(free_port()), str(HERE / "zero3_colocate_death_run.py"), str(policy), str(out),
+           str(python), *([resume] if resume else [])]
+    return subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
+
+
+def test_colocated_verifier_that_dies_ends_the_run_on_every_rank_and_resumes(tmp_path):
+    """`verifier_mode="colocate"` with a REAL vllm-cpu engine per rank, started by the trainer (the tiny chat model,
+    policy and frozen verifier). Once step 2 is scored, one rank's server is killed (SIGKILL, its process group) and
+    cannot come back: its interpreter is gone (the test's wrapper script is removed), so the rank's restart fails
+    at start-up. That rank's next scoring raises, the other rank learns it in the same gather, and both end with one
+    `error:` line at the same step, no hang and no server left running, and save the checkpoint of the last finished
+    step together (no periodic save is due: save_steps=100). With the wrapper back, a 2-rank resume from that
+    checkpoint (new servers) continues at the next step with the same history."""
+    pytest.importorskip("deepspeed")
+    policy = build_tiny_model(tmp_path / "policy", hidden_size=128, words=VERIFIER_WORDS)
+    python = tmp_path / "vllm-python"  # the verifier's interpreter: removed to make the restart fail
+    python.write_text(f'#!/bin/sh\nexec {VLLM_PYTHON} "$@"\n')
+    python.chmod(0o755)
+    out = tmp_path / "colocate"
+    proc = _launch_colocated(policy, out, python)
     try:
-        deadline = time.monotonic() + 240
-        trail = out / "rlce_evidence.jsonl"  # step 2 scored (no periodic checkpoint: save_steps=100)
+        deadline = time.monotonic() + 420  # two vLLM start-ups on 2 busy cores, then two steps
+        trail = out / "rlce_evidence.jsonl"
         while (not trail.exists() or '"step": 2,' not in trail.read_text()) and proc.poll() is None and (
                 time.monotonic() < deadline):
             time.sleep(0.2)
-        servers = _fake_vllm_servers(proc.pid)
         if proc.poll() is not None:
             pytest.fail(proc.communicate()[1][-4000:])
-        assert len(servers) == 2, servers  # one per rank
-        import shutil
-
-        shutil.rmtree(tmp_path / "fake-vllm" / "vllm")  # a restart now fails at start-up
-        os.killpg(servers[0], signal.SIGKILL)
+        if time.monotonic() >= deadline:
+            pytest.fail("step 2 was not scored within 420 s")
+        servers = _vllm_servers(proc.pid)
+        assert len(servers) == 2, servers  # one real engine per rank
+        python.unlink()  # a restart now fails at start-up
+        os.killpg(servers[0], signal.SIGKILL)  # the server and its engine core
     except BaseException:
         kill_tree(proc.pid)
         raise
-    try:
-        _, stderr = proc.communicate(timeout=180)
-    except subprocess.TimeoutExpired:
-        kill_tree(proc.pid)
-        _, stderr = proc.communicate(timeout=60)
-        pytest.fail(f"hung after the verifier died: still running 180 s later (killed). End of its log:\n"
-                    f"{stderr[-3000:]}")
-    assert proc.returncode != 0
+    stderr = finish(proc, timeout=240)[1]
+    assert proc.returncode != 0, stderr[-4000:]
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert sorted(r["server_pid"] for r in ranks) == sorted(servers)
     assert ranks[0]["steps"] == ranks[1]["steps"] >= 2, ranks
+    assert ranks[0]["finished"] == ranks[1]["finished"] == list(range(1, ranks[0]["steps"] + 1))
     assert all(r["line"] and r["line"].startswith("error: ") and "\n" not in r["line"] for r in ranks), ranks
+    killed = next(r["rank"] for r in ranks if r["server_pid"] == servers[0])
+    assert ranks[0]["line"] == ranks[1]["line"], ranks
+    assert f"process {killed}: The vLLM verifier server died" in ranks[0]["line"], ranks[0]["line"]
+    assert "could not be restarted" in ranks[0]["line"], ranks[0]["line"]
+    assert wait_gone(servers, 30), "a verifier server outlived its rank"
     # the checkpoint of the last finished step, saved by every process together when the verifier failed
     step = ranks[0]["steps"]
     assert sorted(p.name for p in out.glob("checkpoint-*")) == [f"checkpoint-{step}"]
     saved = json.loads((out / f"checkpoint-{step}" / "trainer_state.json").read_text())
     assert saved["global_step"] == step
     assert len(list((out / f"checkpoint-{step}").glob("global_step*/*model_states.pt"))) >= 1  # ZeRO-3 shards
+
+    # the verifier fixed (its interpreter back), the same launch resumes on 2 ranks with new servers
+    python.write_text(f'#!/bin/sh\nexec {VLLM_PYTHON} "$@"\n')
+    python.chmod(0o755)
+    proc = _launch_colocated(policy, out, python, str(out / f"checkpoint-{step}"))
+    stderr = finish(proc, timeout=300)[1]
+    assert proc.returncode == 0, stderr[-4000:]
+    resumed = [json.loads((out / f"rank{r}.resumed.json").read_text()) for r in (0, 1)]
+    assert [(r["began_at"], r["finished"], r["steps"], r["line"]) for r in resumed] == [
+        (step, [step + 1], step + 1, None)] * 2
+    history = resumed[0]["log_history"]
+    assert history[: len(saved["log_history"])] == saved["log_history"]
+    assert [e["step"] for e in history[len(saved["log_history"]):] if "loss" in e] == [step + 1]
+    assert wait_gone([r["server_pid"] for r in resumed], 30)

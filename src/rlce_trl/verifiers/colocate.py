@@ -78,7 +78,12 @@ class ColocatedVLLMVerifier(ServerVerifier):
             self.restarts += 1
             logger.error("The vLLM verifier server died (exit code %s); restarting it (%d/%d). Last log lines:\n%s",
                          code, self.restarts, self.max_restarts, tail)
-            self.process.restart()  # raises VerifierUnavailableError when it cannot come back
+            try:
+                self.process.restart()
+            except VerifierUnavailableError as error:  # it cannot come back: say that it died first
+                raise VerifierUnavailableError(
+                    f"The vLLM verifier server died (exit code {code}) and could not be restarted: {error}"
+                ) from error
             with self._lock:
                 self._down.clear()
             if self.sleep_between_calls:
