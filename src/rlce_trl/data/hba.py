@@ -25,14 +25,10 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from .jsonl import read_jsonl
 from .prompts import SOLVER_SYSTEM_PROMPT
-
-if TYPE_CHECKING:
-    from .tasks import Task
 
 #: The closed label sets as HBA writes them, in the order the prompts list them; the task registry
 #: (`rlce_trl.data.tasks`, the one table of tasks) gives them to its closed-label video tasks.
@@ -58,7 +54,7 @@ _AUDIO_LINE = re.compile(r"^[ \t]*<audio>[ \t]*\n?", flags=re.MULTILINE)
 _VIDEO = "<video>"
 
 
-def _task(name: str) -> Task:
+def _task(name: str):
     """The registered video task `name` (`rlce_trl.data.tasks`, `media: video`)."""
     from .tasks import TASKS, video_tasks  # not at the top: the registry reads this module's label sets
 
@@ -129,7 +125,7 @@ def build_hba_row(record: dict, task: str, index: int, split: str = "test") -> d
     return row
 
 
-def _check_record(record, task: Task, index: int, split: str) -> None:
+def _check_record(record, task, index: int, split: str) -> None:
     """One line naming the row and the fix when an HBA record lacks what a row is built from (for example a PrefEval
     row passed with `--hba_task`)."""
     if not isinstance(record, dict):

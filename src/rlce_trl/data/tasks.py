@@ -383,12 +383,10 @@ def load_task(path: str | os.PathLike) -> TaskFile:
 
     path = Path(os.path.expanduser(os.fspath(path)))
     if not path.is_file():
-        name = os.fspath(path)
-        hint = "" if name not in _BUILT_IN else (f" {name} is a built-in task: its recipes train on it (`rlce-trl "
-                                                 "recipes`), --data" + (f" with --hba_task {name}" if TASKS[name].media
-                                                                        else "") + " reads its split.")
-        raise MissingInputError(f"--task {name!r}: no such file: give a task file (YAML; see the README's "
-                                "\"Your own task\")." + hint)
+        how = "" if str(path) not in _BUILT_IN else f" {path} is a built-in task: its recipes train on it, --data" + (
+            f" with --hba_task {path}" if TASKS[str(path)].media else "") + " reads its split."
+        raise MissingInputError(f"--task {str(path)!r}: no such file: give a task file (YAML; see the README's "
+                                "\"Your own task\")." + how)
     try:
         spec = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as error:
