@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--synthetic", type=positive_int, metavar="N", help="N rows of the numbered-evidence task.")
     source.add_argument("--task", help="Your own task file (YAML): sample on its test split (with its gold).")
     parser.add_argument("--hba_task", default=None, choices=sorted(video_tasks()),
-                        help="Read --data as a Human Behavior Atlas split (`problem`, `answer`, `videos`) of it.")
+                        help="Read --data as this task's Human Behavior Atlas split (`problem`, `answer`, `videos`).")
     add_config_argument(parser)
     parser.add_argument("--media_root", default=None, help="Folder the `videos` paths of video rows are relative to.")
     parser.add_argument("--video_fps", type=float, default=FRAME_FPS, help="Frames sampled per second of clip.")
