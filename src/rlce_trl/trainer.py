@@ -285,6 +285,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
 
     # -- rewards --------------------------------------------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        """Override: TRL scores completions one by one; RLCE gathers whole groups, scores each once, and hands every
+        process its slice."""
         mode = "train" if self.model.training else "eval"
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         rank = self.accelerator.process_index
@@ -408,10 +410,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
                         ", ".join(f"{k}={v}" for k, v in sorted(failures.items())))
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        """[`~trl.GRPOTrainer.log`], leaving out a metric with no value in the logging window instead of logging
-        `None` (TRL's value when every entry is NaN): a window or an evaluation in which no group was scored has no
-        `rewards/rlce_verified/mean`, and `<method>/unscored_fraction` says how many groups went unscored. So
-        `trainer.evaluate()` then `log_metrics` / `save_metrics` (the HF example scripts' tail) never meet a None."""
+        """Override: TRL logs `None` for a metric with no value in the window (no group scored); it is left out, so
+        `log_metrics` / `save_metrics` never meet a None (`<method>/unscored_fraction` counts unscored groups)."""
         metrics = self._metrics["train" if self.model.training else "eval"]
         for key in [k for k, values in metrics.items() if not any(v == v for v in values)]:  # all NaN, or none
             del metrics[key]
@@ -422,9 +422,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
     rlce_card_info: dict | None = None
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-        """TRL's card, plus the RLCE section (method and paper, verifier model and mode, reward settings, dataset,
-        recipe), with anything that looks like a credential left out. A run that logged to a trackio Space gets its
-        badge and tags, as TRL's cards do, also once the trackio run is closed."""
+        """Override: TRL's card gets the RLCE section (method, verifier, reward settings, dataset, recipe; no
+        credentials) and the trackio Space's badge and tags, also once the trackio run is closed."""
         tracking = getattr(self, "tracking", None)
         space = tracking.space_url if tracking is not None else None
         super().create_model_card(model_name=model_name, dataset_name=dataset_name,
@@ -438,12 +437,10 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             add_rlce_section(self, readme, dataset_name, report=card_section(self.args.output_dir))
 
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
-        """[`~trl.GRPOTrainer.train`]; on an error the verifier (a server process the trainer started) is stopped
-        before the error propagates, so nothing is left running. A Ctrl-C saves the checkpoint of the last finished
-        step and raises `TrainingInterrupted` naming it; the next `train()` in the same `output_dir` resumes from it
-        (`rlce_trl.interrupted`). A Ctrl-C recorded while models loaded ends the run here. A verifier that failed for
-        good (`VerifierUnavailableError`, raised on every process together) first saves the checkpoint of the last
-        finished step on every process."""
+        """Override: on any error the verifier processes the trainer started are stopped. A Ctrl-C saves the last
+        finished step's checkpoint and raises `TrainingInterrupted` (one recorded while models loaded ends the run
+        before training); a verifier that failed for good (on every process together) saves it first too. The next
+        `train()` in the same `output_dir` resumes there (`rlce_trl.interrupted`)."""
         raise_if_interrupted()
         resume_from_checkpoint = interrupted_checkpoint(self.args.output_dir, resume_from_checkpoint)
         try:
@@ -471,8 +468,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             if model is not None:
                 model.close()
 
-    # -- scorer state across checkpoints ---------------------------------------------------------------------------
     def _save_checkpoint(self, model, trial):
+        """Override: the scorer's state (static tests, rubrics) is saved with each checkpoint."""
         super()._save_checkpoint(model, trial)
         state = self.group_scorer.state_dict()
         if self.args.should_save and any(state.values()):
@@ -480,6 +477,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             write_json(state, os.path.join(folder, SCORER_STATE_FILE))
 
     def _load_optimizer_and_scheduler(self, checkpoint):
+        """Override: and restored on resume, as TRL restores its own entropy-controller state."""
         super()._load_optimizer_and_scheduler(checkpoint)
         path = os.path.join(checkpoint, SCORER_STATE_FILE) if checkpoint else None
         if path and os.path.exists(path):

@@ -133,8 +133,9 @@ class VideoGRPOMixin:
                 )
         self._video_checked = True
 
-    # -- 1. rows in, per-row clips out -------------------------------------------------------------------------------
     def _generate_and_score_completions(self, inputs):
+        """Override: TRL keeps no per-row video inputs, so the frames leave the rows here and each row's clip is
+        added to the output."""
         if not any(has_video(x.get("prompt", "")) for x in inputs):
             return super()._generate_and_score_completions(inputs)
         if self.video_input == "text":
@@ -181,8 +182,9 @@ class VideoGRPOMixin:
             out.append({**message, "content": content})
         return out
 
-    # -- 2. the prompt ids and vision inputs of generation ----------------------------------------------------------
     def _tokenize_prompts(self, prompts: list):
+        """Override: TRL tokenizes video with the processor's defaults; video rows are rendered as `rlce-trl evaluate`
+        renders them."""
         if self._video_frames is None or not any(video_blocks(p) for p in prompts):
             return super()._tokenize_prompts(prompts)
         from .generation.generators import VisionLanguageGenerator
@@ -219,7 +221,6 @@ class VideoGRPOMixin:
             for b in content
         ]
 
-    # -- 3. every log-probability forward sees its rows' clips ------------------------------------------------------
     def _video_token_types(self, input_ids: torch.Tensor, logits_to_keep: int) -> torch.Tensor:
         """`mm_token_type_ids` of prompt+completion ids: 2 on the prompt's video pad tokens (a video batch has no
         image inputs), 0 elsewhere."""
@@ -232,6 +233,8 @@ class VideoGRPOMixin:
         self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False,
         compute_aux_loss=False, **vision,
     ):
+        """Override: TRL forwards image inputs only; each chunk of video rows gets its clips and
+        `mm_token_type_ids`."""
         if self._video_ctx is None:
             return super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss,
@@ -268,8 +271,8 @@ class VideoGRPOMixin:
             torch.stack(aux).mean() if compute_aux_loss else None,
         )
 
-    # -- 4. the loss ------------------------------------------------------------------------------------------------
     def _compute_loss(self, model, inputs):
+        """Override: points the log-probability forward above at the micro-batch's clips."""
         if "video_grid_thw" not in inputs:
             return super()._compute_loss(model, inputs)
         self._video_ctx = (inputs["pixel_values_videos"], inputs["video_grid_thw"])

@@ -6,13 +6,22 @@ from collections import Counter
 
 import pytest
 
-from rlce_trl.health import (
-    GroupSummary,
-    HealthMonitor,
-    HealthThresholds,
-    StepRecord,
+from rlce_trl.health import GroupSummary, HealthMonitor, HealthThresholds, StepRecord, threshold_problems
+from rlce_trl.health.metrics import (
     answer_entropy,
     answered_share,
+    near_duplicate_rate,
+    one_answer_share,
+    signal_share,
+    summarize_group,
+    task_reward,
+    total_variation,
+    verdict_mix,
+    verified_majority_by_split,
+    verified_majority_counts,
+    zero_spread_share,
+)
+from rlce_trl.health.rules import (
     check_answer_loss,
     check_cross_prompt_collapse,
     check_duplicate_collapse,
@@ -21,18 +30,7 @@ from rlce_trl.health import (
     check_verifier_drift,
     check_within_group_collapse,
     entrenchment_cusum,
-    near_duplicate_rate,
-    one_answer_share,
     reward_signal_divergence,
-    signal_share,
-    summarize_group,
-    task_reward,
-    threshold_problems,
-    total_variation,
-    verdict_mix,
-    verified_majority_by_split,
-    verified_majority_counts,
-    zero_spread_share,
 )
 from rlce_trl.scoring import Group, GroupResult
 
