@@ -275,7 +275,7 @@ def test_coevolve_recipe_key_typo_gets_a_suggestion(tmp_path, capsys):
     assert "unknown key 'lerning_rate'" in line and "did you mean 'learning_rate'?" in line
 
 
-@pytest.mark.parametrize("flag, value", [("--task", "mine.yaml"), ("--prompt_suffix", "Be brief."),
+@pytest.mark.parametrize("flag, value", [("--task", "mine.yaml"), ("--push_to_hub", "true"),
                                          ("--tta_split", "test"), ("--validation_steps", "5")])
 def test_coevolve_refuses_script_flags_it_does_not_use(flag, value, tmp_path, capsys):
     train = tmp_path / "train.jsonl"
@@ -284,7 +284,7 @@ def test_coevolve_refuses_script_flags_it_does_not_use(flag, value, tmp_path, ca
                            "--output_dir", tmp_path / "out", flag, value], max_lines=1)
     assert line.startswith(f"error: {flag}: co-evolution does not use {flag[2:]}: drop it"), line
     recipe = tmp_path / "mine.yaml"
-    recipe.write_text(f"coevolve_method: rlac\n{flag[2:]}: {value}\n")
+    recipe.write_text(f"coevolve_method: rlac\nuse_cpu: true\nbf16: false\n{flag[2:]}: {value}\n")
     _, line = run(capsys, ["coevolve", "--method", "rlac", "--config", recipe, "--train_file", train,
                            "--output_dir", tmp_path / "out"], max_lines=1)
     assert line.startswith(f"error: mine.yaml: co-evolution does not use {flag[2:]}"), line

@@ -149,11 +149,11 @@ def test_build_options_reach_the_builder_and_a_fixed_clip_subset(tmp_path, monke
 
 
 def test_fill_one_batch():
-    from rlce_trl.coevolution.phase import fill_one_batch
+    from rlce_trl.scripts.utils import fill_one_batch  # a step of the one pipeline (every run, each phase)
 
     rows = [{"id": "a"}, {"id": "b"}]
     assert fill_one_batch(rows, 2) == (rows, 0) and fill_one_batch(rows, 1) == (rows, 0)
     filled, added = fill_one_batch(rows, 5)
     assert [r["id"] for r in filled] == ["a", "b", "a", "b", "a"] and added == 3
-    with pytest.raises(ValueError, match="no rows"):
+    with pytest.raises(ValueError, match="no training rows"):
         fill_one_batch([], 4)

@@ -54,5 +54,5 @@ def test_one_rlac_round(tmp_path, capsys):
     assert state["best"]["checkpoint"] == state["checkpoints"]["generator"]
     spent = totals(state)
     assert spent["wall_s"] > 0 and spent["cpu_s"] > 0
-    trainer_state = json.loads((Path(state["checkpoints"]["generator"]).parent / "trainer_state.json").read_text())
+    trainer_state = json.loads((Path(state["checkpoints"]["generator"]) / "trainer_state.json").read_text())
     assert any("rlac_generator/tests_built" in entry for entry in trainer_state["log_history"])

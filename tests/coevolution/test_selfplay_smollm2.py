@@ -72,7 +72,7 @@ def _train_answerer_for_real(method: str, tmp_path: Path, clips: list[dict]) -> 
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     report = json.loads((step_dir / "report.json").read_text())["result"]
-    history = json.loads((step_dir / "trainer_state.json").read_text())["log_history"]
+    history = json.loads((step_dir / "model" / "trainer_state.json").read_text())["log_history"]
     return report, history
 
 

@@ -16,7 +16,8 @@ def trained_prompts(script, argv, monkeypatch) -> list:
     module = load_example(script)
     module.main(*module.make_parser().parse_args_and_config(argv))
     (dataset,) = seen
-    return [row["prompt"] for row in dataset]
+    return list({json.dumps(row["prompt"]): row["prompt"] for row in dataset}.values())  # less the rows repeated to
+    # fill one generation batch (`fill_one_batch`)
 
 
 def prompt_lengths(model, prompts) -> list[int]:

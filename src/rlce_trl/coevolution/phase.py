@@ -3,9 +3,10 @@
 The driver writes `job.json` (kind, phase, recipe, checkpoints, files); this module runs it and writes `report.json`
 beside it when it finished (the driver's proof):
 
-- `train`: one GRPO run of `RLCEGRPOTrainer` from the role's checkpoint on the phase's data, with the phase's reward
-  method, `max_steps` and overrides, the frozen initial model as verifier and the partner role's checkpoint as
-  `partner_model_name_or_path`; saves the model to `<step>/model`.
+- `train`: one run of the training pipeline (`rlce_trl.scripts.utils.train`, as every training script) from the
+  role's checkpoint on the phase's data, with the phase's reward method, `max_steps` and overrides, the frozen initial
+  model as verifier and the partner role's checkpoint as `partner_model_name_or_path`; its output folder is
+  `<step>/model` (the model, its card, the run report).
 - `build`: the method's data builder (RLAC: the harvest with the new generator).
 - `validate`: the validated role's checkpoint on the validation rows with `make_validation_fn` (greedy, the
   evaluation protocol; free-text rows need the recipe's judge).
@@ -26,16 +27,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trl import ModelConfig, get_peft_config
+from trl import ModelConfig
 
 from ..config import RLCEGRPOConfig
-from ..scripts.arguments import RLCEScriptArguments
+from ..scripts.arguments import RecipeParser, RLCEScriptArguments
 
 logger = logging.getLogger(__name__)
 
 #: Script arguments co-evolution inherits but never reads (its files are its own; it validates every round and stops
 #: early by `coevolve_patience`): refused when set, not ignored.
-UNUSED_ARGUMENTS = ("task", "prompt_suffix", "tta_split", "tta_eval_base", "validation_steps", "validation_patience")
+UNUSED_ARGUMENTS = ("task", "tta_split", "tta_eval_base", "validation_steps", "validation_patience")
+#: Training arguments a phase must not act on, and why (refused when set).
+REFUSED_TRAINING = {
+    "push_to_hub": "a phase's model is one step of the run; push the result (summary.json's result_checkpoint)",
+    "resume_from_checkpoint": "pass --resume to continue a co-evolution run (each step reruns from its start)",
+}
 
 
 @dataclass
@@ -122,10 +128,20 @@ class CoevolveArguments(RLCEScriptArguments):
                 "patience": self.coevolve_patience}
 
 
-def make_parser():
-    from ..scripts.arguments import RecipeParser  # the training scripts' parser: recipe read once, one-line errors
+class CoevolveParser(RecipeParser):
+    """The training scripts' recipe parser (one-line errors naming the flag or the recipe key) that refuses the
+    training arguments of [`REFUSED_TRAINING`]."""
 
-    return RecipeParser((CoevolveArguments, RLCEGRPOConfig, ModelConfig))
+    def parse_args_into_dataclasses(self, *args, **kwargs):
+        parsed = super().parse_args_into_dataclasses(*args, **kwargs)
+        for name, why in REFUSED_TRAINING.items():
+            if getattr(parsed[1], name):
+                raise ValueError(f"co-evolution does not use {name}: drop it ({why}).")
+        return parsed
+
+
+def make_parser():
+    return CoevolveParser((CoevolveArguments, RLCEGRPOConfig, ModelConfig))
 
 
 def _as_arg(value) -> str:
@@ -138,7 +154,7 @@ def phase_argv(job: dict) -> list[str]:
     """The recipe's argument list for a train job: the recipe, the job's files and checkpoints, the phase's reward,
     steps and overrides, then the run's own overrides (they win)."""
     phase = job["phase"]
-    out = Path(job["output_dir"])
+    out = Path(job["output_dir"]) / "model"
     argv = ["--config", job["recipe"], "--model_name_or_path", job["start_model"], "--output_dir", str(out),
             "--reward_method", phase["reward_method"], "--max_steps", str(phase["max_steps"]),
             "--save_strategy", "no", "--seed", str(job["seed"] + job["round"])]
@@ -184,48 +200,32 @@ def _gpus() -> int:
 
 
 def run_train(job: dict) -> dict:
-    from ..data import read_jsonl, to_dataset
-    from ..scripts.utils import end_run, filter_long_prompts, prepare_run
-    from ..trainer import RLCEGRPOTrainer
+    """The phase's rows through the one training pipeline ([`~rlce_trl.scripts.utils.train`]): prompt suffix and
+    method prompts, length filter, one full batch at least, gold check, quantization and PEFT, model card and report,
+    all in `<step>/model`. No validation split (the driver validates after the round) and no push to the Hub."""
+    from ..data import read_jsonl
+    from ..errors import InputError
+    from ..scripts.utils import TaskRows, text_only, train
 
-    script_args, training_args, model_args = parse_job_args(job, phase_argv(job))
-    prepare_run(script_args, training_args, model_args)
+    argv = phase_argv(job)
+    script_args, training_args, model_args = parse_job_args(job, argv)
+    sys.argv[1:] = argv  # the phase runs as a training script with these arguments: the card names the recipe
     rows = read_jsonl(job["data_file"])
-    if not any(r.get("videos") for r in rows):  # the paper's prompt limits (verl's filter_overlong_prompts)
-        rows = filter_long_prompts(rows, model_args.model_name_or_path, script_args.max_prompt_length,
-                                   training_args.chat_template_kwargs)
-    rows, repeated = fill_one_batch(rows, training_args.generation_batch_size // training_args.num_generations)
-    dataset = to_dataset(rows)
-    if any(r.get("videos") for r in rows) and training_args.video_input != "text":
-        from ..data.hba import check_clips, with_frames
-
-        check_clips(rows, script_args.media_root)
-        dataset = with_frames(dataset, script_args.media_root, **training_args.frame_kwargs())
-    trainer = RLCEGRPOTrainer(model=model_args.model_name_or_path, args=training_args, train_dataset=dataset,
-                              peft_config=get_peft_config(model_args))
-    trainer.train()
-    model_dir = Path(job["output_dir"]) / "model"
-    trainer.save_model(str(model_dir))
-    metrics = {k: v for k, v in (trainer.state.log_history[-1] if trainer.state.log_history else {}).items()
-               if isinstance(v, (int, float))}
-    end_run(trainer)
+    video = any(r.get("videos") for r in rows)
+    if video and training_args.video_input == "text":
+        rows, video = text_only(rows), False
+    if video and not script_args.media_root:
+        raise InputError("The phase's rows carry clips: pass --media_root (the folder the clip paths are under).")
+    task = TaskRows(train=rows, validation=[], free_text=False, media_root=script_args.media_root if video else None,
+                    description=f"{job['method']} co-evolution: {job['phase']['name']} phase, round {job['round']}")
+    trainer = train(script_args, training_args, model_args, task)
     if not trainer.accelerator.is_main_process:
         return {}
-    return {"checkpoint": str(model_dir), "global_step": trainer.state.global_step, "rows": len(rows) - repeated,
-            "rows_repeated": repeated, "metrics": metrics}
-
-
-def fill_one_batch(rows: list[dict], prompts: int) -> tuple[list[dict], int]:
-    """Rows for at least one generation batch of `prompts` prompts: TRL's sampler drops an incomplete batch, so a
-    phase with fewer rows would train 0 steps and still save a "trained" model. Fewer rows are repeated in order
-    (every row at least once: the one step sees the whole retained set), with a warning; `(rows, added)`."""
-    if not rows:
-        raise ValueError("The phase's data file has no rows: nothing to train on (the driver skips such a phase).")
-    if len(rows) >= prompts:
-        return rows, 0
-    filled = [rows[i % len(rows)] for i in range(prompts)]
-    logger.warning("%d rows for a batch of %d prompts: rows repeated to fill one batch", len(rows), prompts)
-    return filled, prompts - len(rows)
+    last = trainer.state.log_history[-1] if trainer.state.log_history else {}
+    info = trainer.rlce_card_info
+    return {"checkpoint": training_args.output_dir, "global_step": trainer.state.global_step, "rows": info["rows"],
+            "rows_repeated": info["rows_repeated"],
+            "metrics": {k: v for k, v in last.items() if isinstance(v, (int, float))}}
 
 
 def run_build(job: dict) -> dict:

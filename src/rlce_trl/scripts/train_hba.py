@@ -26,7 +26,7 @@ from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.data.tasks import get_task, video_tasks
 from rlce_trl.errors import InputError
 from rlce_trl.scripts.arguments import RecipeParser, RLCEScriptArguments, run_script
-from rlce_trl.scripts.utils import TaskRows, task_file_rows, train
+from rlce_trl.scripts.utils import TaskRows, task_file_rows, text_only, train
 
 #: The HBA tasks this script trains on: the task registry's video tasks (`rlce_trl.data.tasks`).
 DATASETS = video_tasks()
@@ -53,18 +53,6 @@ class HBAScriptArguments(RLCEScriptArguments):
     validation_file: str | None = field(default=None, metadata={"help": "Validation split (HBA JSONL)."})
     media_root: str | None = field(default=None, metadata={"help": "Folder the clip paths are relative to."})
     text_only: bool = field(default=False, metadata={"help": "Drop the videos; train on the text alone."})
-
-
-def text_only(rows: list[dict]) -> list[dict]:
-    """Rows whose messages are plain strings without the video blocks (for a text-only policy)."""
-    def flatten(content):
-        if isinstance(content, str):
-            return content
-        return "\n".join(b["text"] for b in content if b.get("type") == "text" and b.get("text"))
-
-    return [{**{k: v for k, v in row.items() if k != "videos"},
-             "prompt": [{"role": m["role"], "content": flatten(m["content"])} for m in row["prompt"]]}
-            for row in rows]
 
 
 def load_rows(script_args) -> TaskRows:

@@ -180,10 +180,11 @@ def make_judge(script_args, rows: list[dict], prefeval_dir=None):
     return Judge(client, prompts)
 
 
-def card_info(trainer, dataset: str, recipe: str | None, script_args=None) -> None:
+def card_info(trainer, dataset: str, recipe: str | None, script_args=None, rows=None, repeated: int = 0) -> None:
     """What the RLCE model card names besides the trainer's own settings: the dataset, the recipe and, for test-time
-    adaptation, the split adapted on; the prompt suffix, for the card's quick start."""
-    trainer.rlce_card_info = {"dataset": dataset, "recipe": recipe,
+    adaptation, the split adapted on; the prompt suffix, for the card's quick start; the training rows and how many
+    were repeated to fill one batch ([`fill_one_batch`])."""
+    trainer.rlce_card_info = {"dataset": dataset, "recipe": recipe, "rows": rows, "rows_repeated": repeated,
                               "prompt_suffix": getattr(script_args, "prompt_suffix", None)}
     if trainer.accelerator.is_main_process:  # the report's title: the task's display name
         import json
@@ -197,6 +198,18 @@ def card_info(trainer, dataset: str, recipe: str | None, script_args=None) -> No
         from .tta import tta_card_info
 
         tta_card_info(trainer, script_args.tta_split, trainer.args.num_train_epochs)
+
+
+def text_only(rows: list[dict]) -> list[dict]:
+    """Rows whose messages are plain strings without the video blocks (`video_input: text`: a text-only policy)."""
+    def flatten(content):
+        if isinstance(content, str):
+            return content
+        return "\n".join(b["text"] for b in content if b.get("type") == "text" and b.get("text"))
+
+    return [{**{k: v for k, v in row.items() if k != "videos"},
+             "prompt": [{"role": m["role"], "content": flatten(m["content"])} for m in row["prompt"]]}
+            for row in rows]
 
 
 def method_rows(rows: list[dict], reward_method: str, labels_column: str = "answer_options") -> list[dict]:
@@ -299,8 +312,8 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
        the evaluation rows get the suffix;
     4. the length filter `max_prompt_length` on exactly those prompts (text prompts; a video prompt's frames are
        counted only by the processor, so video rows are bounded by the frame cap instead);
-    5. no gold in the training rows; the dataset (video frames decoded when a row is read, after the clips are
-       checked);
+    5. no gold in the training rows; at least one generation batch of rows ([`fill_one_batch`]); the dataset (video
+       frames decoded when a row is read, after the clips are checked);
     6. validation and per-pass callbacks, the trainer, train and save ([`train_rlce`]).
 
     What a run adds to its task: `reward_funcs` (TRL's reward functions; their weights are `training_args.
@@ -326,6 +339,8 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
     elif script_args.max_prompt_length and training_args.process_index == 0:
         logger.warning("max_prompt_length applies to text prompts; video prompts are bounded by the frame cap.")
     check_no_gold(train_rows)
+    batch = training_args.generation_batch_size // training_args.num_generations  # prompts per generation batch
+    train_rows, repeated = fill_one_batch(train_rows, batch)
     train_dataset = to_dataset(train_rows)
     if task.media_root is not None:
         from ..data.hba import check_clips, with_frames
@@ -338,11 +353,23 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
         judge = make_judge(script_args, eval_rows, task.prefeval_dir) if script_args.judge_base_url else None
         callbacks += tta_callbacks(script_args, training_args, eval_rows, judge, media_root=task.media_root)
     return train_rlce(script_args, training_args, model_args, train_dataset, callbacks, task.description,
-                      reward_funcs=reward_funcs, trainer_class=trainer_class)
+                      reward_funcs=reward_funcs, trainer_class=trainer_class, repeated=repeated)
+
+
+def fill_one_batch(rows: list[dict], prompts: int) -> tuple[list[dict], int]:
+    """Rows for at least one generation batch of `prompts` prompts: TRL's sampler drops an incomplete batch, so a run
+    with fewer rows would train 0 steps and still save a "trained" model. Fewer rows are repeated in order (every row
+    at least once: the one step sees them all), with a warning; `(rows, added)`."""
+    if not rows:
+        raise InputError("There are no training rows: nothing to train on (give a split with rows).")
+    if len(rows) >= prompts:
+        return rows, 0
+    logger.warning("%d rows for a batch of %d prompts: rows repeated to fill one batch", len(rows), prompts)
+    return [rows[i % len(rows)] for i in range(prompts)], prompts - len(rows)
 
 
 def train_rlce(script_args, training_args, model_args, train_dataset, callbacks, dataset: str, reward_funcs=None,
-               trainer_class=None):
+               trainer_class=None, repeated: int = 0):
     """The training scripts' shared tail: an `RLCEGRPOTrainer` (or `trainer_class`) on the model of `model_args`
     (with its PEFT and quantization settings) and the run's `reward_funcs` if any, the model card's dataset and
     recipe ([`card_info`]), then [`train_and_save`]."""
@@ -360,7 +387,7 @@ def train_rlce(script_args, training_args, model_args, train_dataset, callbacks,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )
-    card_info(trainer, dataset, recipe_from_argv(), script_args)
+    card_info(trainer, dataset, recipe_from_argv(), script_args, len(train_dataset) - repeated, repeated)
     hook = preflight_hook()
     if hook is not None:  # `rlce-trl check`: the real trainer, one sampled step, no training
         return hook(trainer)
