@@ -3,17 +3,8 @@
 Stock `GRPOTrainer` (1.16) tokenizes video blocks for generation only, with the processor's defaults (an 8-frame clip
 is re-sampled to 4 frames at an assumed 24 fps), and builds the vision inputs of the old, reference and current
 log-probabilities and of the loss from `image` / `images` columns only: on video rows it trains on prompts full of
-`<|video_pad|>` tokens with no pixels, silently. [`VideoGRPOMixin`] overrides four private methods of TRL 1.16:
-
-1. `_generate_and_score_completions`: takes the frames out of the rows (prompts keep a reference, so rewards, logs and
-   cross-process gathers never carry pixels), calls TRL, then adds the per-row lists `pixel_values_videos` and
-   `video_grid_thw` to its output. TRL shuffles and slices lists in unison with the rows (`shuffle_sequence_dict`,
-   `split_tensor_dict`), so each row keeps its own clip under `steps_per_generation > 1`.
-2. `_tokenize_prompts`: renders video prompts exactly as `rlce-trl evaluate` does (`VisionLanguageGenerator.encode`:
-   no re-sampling, the clip's own fps and frame indices as `video_metadata`, thinking disabled): the same token ids.
-3. `_get_per_token_logps_and_entropies`: for each chunk of rows, the chunk's frames and grids, and
-   `mm_token_type_ids` rebuilt from the prompt ids (Qwen's M-RoPE needs them), go to TRL's own forward.
-4. `_compute_loss`: points (3) at the micro-batch's clips.
+`<|video_pad|>` tokens with no pixels, silently. [`VideoGRPOMixin`] overrides four private methods of TRL 1.16
+([`OVERRIDDEN`]; each override's docstring says why) and calls TRL's own code for rows without video.
 
 `video_input="images"` gives the frames to TRL's own multi-image path instead, `"text"` drops them. Unsupported
 combinations (vLLM generation of video, tools, a text-only processor) raise an error that names the fix.
@@ -134,8 +125,9 @@ class VideoGRPOMixin:
         self._video_checked = True
 
     def _generate_and_score_completions(self, inputs):
-        """Override: TRL keeps no per-row video inputs, so the frames leave the rows here and each row's clip is
-        added to the output."""
+        """Override: TRL keeps no per-row video inputs, so the frames leave the rows here (prompts keep a reference:
+        rewards, logs and gathers never carry pixels) and the per-row lists `pixel_values_videos` / `video_grid_thw`
+        join TRL's output, which TRL shuffles and slices with the rows (`steps_per_generation > 1` keeps each clip)."""
         if not any(has_video(x.get("prompt", "")) for x in inputs):
             return super()._generate_and_score_completions(inputs)
         if self.video_input == "text":
@@ -183,8 +175,9 @@ class VideoGRPOMixin:
         return out
 
     def _tokenize_prompts(self, prompts: list):
-        """Override: TRL tokenizes video with the processor's defaults; video rows are rendered as `rlce-trl evaluate`
-        renders them."""
+        """Override: TRL tokenizes video with the processor's defaults (module docstring); video rows are rendered
+        as `rlce-trl evaluate` renders them (`VisionLanguageGenerator.encode`: the clip's own frames, fps and frame
+        indices, thinking disabled), to the same token ids."""
         if self._video_frames is None or not any(video_blocks(p) for p in prompts):
             return super()._tokenize_prompts(prompts)
         from .generation.generators import VisionLanguageGenerator
@@ -233,8 +226,8 @@ class VideoGRPOMixin:
         self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False,
         compute_aux_loss=False, **vision,
     ):
-        """Override: TRL forwards image inputs only; each chunk of video rows gets its clips and
-        `mm_token_type_ids`."""
+        """Override: TRL forwards image inputs only; each chunk of video rows gets its clips, grids and
+        `mm_token_type_ids` (rebuilt from the prompt ids: Qwen's M-RoPE needs them) in TRL's own forward."""
         if self._video_ctx is None:
             return super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss,
@@ -272,7 +265,7 @@ class VideoGRPOMixin:
         )
 
     def _compute_loss(self, model, inputs):
-        """Override: points the log-probability forward above at the micro-batch's clips."""
+        """Override: TRL's loss forward takes image inputs only; it is pointed at the micro-batch's clips."""
         if "video_grid_thw" not in inputs:
             return super()._compute_loss(model, inputs)
         self._video_ctx = (inputs["pixel_values_videos"], inputs["video_grid_thw"])
