@@ -5,7 +5,7 @@
     accelerate launch --config_file configs/accelerate/zero3.yaml examples/train_hba.py --config configs/<recipe>.yaml
 """
 
-from rlce_trl.scripts.arguments import run_script
+from rlce_trl.scripts import run_script
 from rlce_trl.scripts.train_hba import main, make_parser
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
         --config configs/<recipe>.yaml
 """
 
-from rlce_trl.scripts.arguments import run_script
+from rlce_trl.scripts import run_script
 from rlce_trl.scripts.train_prefeval import main, make_parser
 
 if __name__ == "__main__":

@@ -201,19 +201,19 @@ def _readme() -> str:
 
 
 def test_readme_recipe_table_is_rlce_trl_recipes():
-    from rlce_trl.scripts.recipes import markdown_table
+    from rlce_trl.training.recipes import markdown_table
 
     table = re.search(r"<!-- recipes -->\n(.*?)\n<!-- /recipes -->", _readme(), re.S)
     assert table, "README.md: no <!-- recipes --> ... <!-- /recipes --> block"
     assert table.group(1).strip() == markdown_table(), (
         "README.md's recipe table differs from the shipped recipes; paste the output of\n"
-        "  python -c 'from rlce_trl.scripts.recipes import markdown_table; print(markdown_table())'\n"
+        "  python -c 'from rlce_trl.training.recipes import markdown_table; print(markdown_table())'\n"
         + markdown_table()
     )
 
 
 def test_every_recipe_title_is_a_whole_sentence(tmp_path):
-    from rlce_trl.scripts.recipes import describe, list_recipes
+    from rlce_trl.training.recipes import describe, list_recipes
 
     cut = [path.stem for path in list_recipes() if not describe(path).endswith(".")]
     assert not cut, f"recipe titles cut mid-phrase (end the first sentence of the header with a full stop): {cut}"

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "rlce_trl"
 #: Modules that read files of their own package (`__file__`, `importlib.resources`): a new one belongs here, with a
 #: check in `test_every_file_a_reader_returns_is_in_the_wheel` of the files it reads.
-READERS = {"scripts/recipes.py", "verifiers/calibrated.py", "data/sample.py"}
+READERS = {"training/recipes.py", "verifiers/calibrated.py", "data/sample.py"}
 
 
 def test_every_reader_of_package_files_is_known():
@@ -59,7 +59,7 @@ def test_the_wheel_holds_every_module_and_data_file_of_the_package(wheel_files):
 
 def test_every_file_a_reader_returns_is_in_the_wheel(wheel_files):
     from rlce_trl.data.sample import SAMPLE_FILE
-    from rlce_trl.scripts.recipes import list_recipes
+    from rlce_trl.training.recipes import list_recipes
     from rlce_trl.verifiers.calibrated import builtin_calibration
 
     read = {PACKAGE / "data" / SAMPLE_FILE, builtin_calibration("smollm2-135m-instruct")}

@@ -92,7 +92,7 @@ LISTED="$(grep -c '^[a-z][a-z0-9_]* ' "$WORK/recipes.txt" || true)"
 [[ "$LISTED" == "$SHIPPED" ]] || { cat "$WORK/recipes.txt"; fail "rlce-trl recipes lists $LISTED of $SHIPPED recipes"; }
 "$VPY" - <<'EOF' || fail "a shipped recipe does not parse from the wheel"
 import torch
-from rlce_trl.scripts.recipes import list_recipes, load_recipe
+from rlce_trl.training.recipes import list_recipes, load_recipe
 
 for path in list_recipes():
     recipe = load_recipe(path)

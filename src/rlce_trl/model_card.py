@@ -412,7 +412,7 @@ def rlce_section(trainer, dataset_name: str | None = None) -> str:
                       f"steps={trainer.state.global_step}")),
         ("Paper", f"[*{PAPER_TITLE}*]({PAPER_URL})"),
     ]
-    if info.get("adaptation"):  # test-time adaptation (rlce_trl.scripts.tta): which split
+    if info.get("adaptation"):  # test-time adaptation (rlce_trl.training.tta): which split
         rows.insert(6, ("Adaptation", info["adaptation"]))
     label_light = _label_light(args, dataset)
     if label_light:

@@ -400,7 +400,7 @@ def short_context_model(tmp_path_factory):
 
 def test_prompts_longer_than_the_model_context_are_refused_or_counted(tmp_path, short_context_model, caplog):
     from rlce_trl.data.sample import load_preference_sample
-    from rlce_trl.scripts.utils import filter_long_prompts
+    from rlce_trl.training.pipeline import filter_long_prompts
 
     rows = load_preference_sample("train")
     kept = filter_long_prompts(rows, str(short_context_model), None, max_completion_length=16)

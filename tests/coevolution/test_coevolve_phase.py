@@ -11,7 +11,7 @@ from testing_utils import preference_rows
 from rlce_trl.coevolution.base import PhaseSpec
 from rlce_trl.coevolution.phase import run_train
 from rlce_trl.methods.visplay import reasoner_row
-from rlce_trl.scripts.recipes import resolve_recipe
+from rlce_trl.training.recipes import resolve_recipe
 
 
 def test_a_train_phase_goes_through_the_pipeline(tiny_model_dir, tmp_path, monkeypatch):

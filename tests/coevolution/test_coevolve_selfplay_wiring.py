@@ -149,7 +149,7 @@ def test_build_options_reach_the_builder_and_a_fixed_clip_subset(tmp_path, monke
 
 
 def test_fill_one_batch():
-    from rlce_trl.scripts.utils import fill_one_batch  # a step of the one pipeline (every run, each phase)
+    from rlce_trl.training.pipeline import fill_one_batch  # a step of the one pipeline (every run, each phase)
 
     rows = [{"id": "a"}, {"id": "b"}]
     assert fill_one_batch(rows, 2) == (rows, 0) and fill_one_batch(rows, 1) == (rows, 0)

@@ -122,7 +122,7 @@ def test_the_driver_parses_a_recipe_meant_for_a_gloo_launch(backend, tmp_path):
     started); the train phases still receive it."""
     from rlce_trl.cli.coevolve import _parse_recipe
     from rlce_trl.coevolution.phase import parse_job_args, without_backend
-    from rlce_trl.scripts.recipes import resolve_recipe
+    from rlce_trl.training.recipes import resolve_recipe
 
     overrides = [*backend, "--bf16", "false", "--use_cpu", "false"]
     _, training_args, _ = _parse_recipe(resolve_recipe("quickstart_rlac"), overrides, str(tmp_path))

@@ -21,7 +21,7 @@ from rlce_trl.coevolution.state import totals
 from rlce_trl.data import load_preference_sample
 from rlce_trl.data.prompts import SOLVER_SYSTEM_PROMPT
 from rlce_trl.models import resolve_model
-from rlce_trl.scripts.recipes import resolve_recipe
+from rlce_trl.training.recipes import resolve_recipe
 
 pytestmark = pytest.mark.slow
 

@@ -239,7 +239,7 @@ def test_checkpoint_selection_validates_after_training(tmp_path, monkeypatch, me
 
 
 def test_zero3_launcher_picks_checkpoint_selection(tmp_path):
-    from rlce_trl.scripts.recipes import recipes_dir
+    from rlce_trl.training.recipes import recipes_dir
 
     zero3 = recipes_dir() / "accelerate" / "zero3.yaml"
     multi = recipes_dir() / "accelerate" / "multi_gpu.yaml"

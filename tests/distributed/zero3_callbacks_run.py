@@ -17,7 +17,7 @@ from transformers import TrainerCallback
 from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
 from rlce_trl.data.hba import URFUNNY_LABELS
 from rlce_trl.evaluation.callbacks import BestCheckpointCallback, make_validation_fn
-from rlce_trl.scripts.tta import PassEvaluationCallback
+from rlce_trl.training.tta import PassEvaluationCallback
 
 
 class ShardingProbe(TrainerCallback):

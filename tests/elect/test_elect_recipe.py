@@ -6,8 +6,8 @@ import pytest
 
 from rlce_trl.cli import main as cli
 from rlce_trl.errors import InputError
-from rlce_trl.scripts.recipes import resolve_recipe, script_for
 from rlce_trl.scripts.train_elect import main, parse_args
+from rlce_trl.training.recipes import resolve_recipe, script_for
 
 RECIPE = "elect_numbered_evidence"
 
@@ -51,11 +51,11 @@ def test_rlce_trl_train_runs_the_elect_recipe(tiny_model_dir, tmp_path):
                 "--max_steps", "1", "--rows", "4", "--max_completion_length", "8"]) == 0
 
 
-# -- Elect runs are the shared pipeline (`rlce_trl.scripts.utils.train`) ----------------------------------------------
+# -- Elect runs are the shared pipeline (`rlce_trl.training.pipeline.train`) ------------------------------------------
 def built_trainer(monkeypatch, argv):
     """`main(argv)` through the shared pipeline up to the trainer, which is built but not trained (what
     `train_and_save` would do is recorded instead)."""
-    import rlce_trl.scripts.utils as utils
+    import rlce_trl.training.pipeline as utils
 
     built = []
     monkeypatch.setattr(utils, "train_and_save", lambda trainer, training_args: built.append(trainer))
@@ -105,7 +105,7 @@ def test_the_shared_length_filter_measures_the_elect_prompt(tiny_model_dir, tmp_
     base = ["--model_name_or_path", tiny_model_dir, "--output_dir", str(tmp_path), "--rows", "8"]
     trainer = built_trainer(monkeypatch, [*base, "--max_prompt_length", str(limit)])
     assert sorted(trainer.train_dataset["id"]) == sorted(i for i, n in lengths.items() if n <= limit)
-    import rlce_trl.scripts.utils as utils
+    import rlce_trl.training.pipeline as utils
 
     monkeypatch.setattr(utils, "train_rlce", lambda *a, **k: pytest.fail("the trainer was built"))
     with pytest.raises(InputError, match=rf"All 8 rows are longer than max_prompt_length={min(lengths.values()) - 1}"):

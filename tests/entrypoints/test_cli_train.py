@@ -9,7 +9,7 @@ import pytest
 from helpers import CONFIGS, ROOT, TINY
 
 from rlce_trl.cli import main
-from rlce_trl.scripts.recipes import list_recipes, recipes_dir, resolve_recipe, script_for
+from rlce_trl.training.recipes import list_recipes, recipes_dir, resolve_recipe, script_for
 
 
 def test_recipes_are_the_configs_and_resolve_by_name():

@@ -7,7 +7,7 @@ import sys
 from helpers import ROOT, TINY
 
 from rlce_trl.cli import main
-from rlce_trl.scripts.disk import folder_bytes
+from rlce_trl.training.disk import folder_bytes
 
 
 def test_two_step_run_prints_the_checkpoint_size_and_keeps_one_copy(tiny_model_dir, tmp_path, monkeypatch, capsys):

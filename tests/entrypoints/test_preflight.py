@@ -128,7 +128,7 @@ def test_the_instruction_takes_the_suffix_place_and_free_text_keeps_the_suffix(t
     from rlce_trl.data.prompts import Prompting, find_prompting, save_prompting
     from rlce_trl.data.tasks import load_task
     from rlce_trl.errors import InputError
-    from rlce_trl.scripts.utils import policy_rows
+    from rlce_trl.training.pipeline import policy_rows
 
     (tmp_path / "rows.jsonl").write_text('{"q": "Where is my parcel?", "label": "shipping"}\n')
     labelled = "name: route\ndata: {train: rows.jsonl}\nprompt: '{q}'\nlabels: [billing, shipping]\ngold: label\n"
@@ -158,7 +158,7 @@ def test_the_preflight_in_python_on_a_trainer(no_format_model, tmp_path):
     from testing_utils import preference_rows, tiny_grpo_args
 
     from rlce_trl import RLCEGRPOTrainer
-    from rlce_trl.scripts.preflight import sample_step
+    from rlce_trl.training.preflight import sample_step
 
     trainer = RLCEGRPOTrainer(model=no_format_model, args=tiny_grpo_args(tmp_path / "out"),
                               train_dataset=Dataset.from_list(preference_rows(8)))
@@ -175,7 +175,7 @@ def test_what_to_change_follows_the_measurements():
     from types import SimpleNamespace
 
     from rlce_trl.health.signal import signal_verdict
-    from rlce_trl.scripts.preflight import PreflightResult, hints
+    from rlce_trl.training.preflight import PreflightResult, hints
 
     def result(verdict, clipped, messages):
         return PreflightResult(prompts=["p"], messages=messages, completions=[["c"]], answers=[[None], [None]],

@@ -183,7 +183,7 @@ def test_a_launch_ends_with_every_rank_waiting_then_the_group_destroyed():
     others before the process group goes (a rank leaving early aborted under gloo, SIGABRT at exit)."""
     from types import SimpleNamespace
 
-    from rlce_trl.scripts.utils import end_run
+    from rlce_trl.training.pipeline import end_run
 
     calls = []
     accelerator = SimpleNamespace(wait_for_everyone=lambda: calls.append("wait"),

@@ -1,5 +1,5 @@
-"""The one training pipeline (`rlce_trl.scripts.utils.train`): the length filter measures exactly the prompt that is
-trained on (prompt suffix and the method's system prompt included), on HBA text rows as on PrefEval rows."""
+"""The one training pipeline (`rlce_trl.training.pipeline.train`): the length filter measures exactly the prompt that
+is trained on (prompt suffix and the method's system prompt included), on HBA text rows as on PrefEval rows."""
 
 import json
 import sys
@@ -11,13 +11,12 @@ from helpers import CONFIGS, TINY, load_example
 def trained_prompts(script, argv, monkeypatch) -> list:
     """The prompts of the dataset the pipeline hands the trainer (the trainer itself is not built)."""
     seen = []
-    monkeypatch.setattr("rlce_trl.scripts.utils.train_rlce", lambda s, t, m, dataset, *a, **k: seen.append(dataset))
+    monkeypatch.setattr("rlce_trl.training.pipeline.train_rlce", lambda s, t, m, data, *a, **k: seen.append(data))
     monkeypatch.setattr(sys, "argv", [f"{script}.py", *argv])
     module = load_example(script)
     module.main(*module.make_parser().parse_args_and_config(argv))
     (dataset,) = seen
-    return list({json.dumps(row["prompt"]): row["prompt"] for row in dataset}.values())  # less the rows repeated to
-    # fill one generation batch (`fill_one_batch`)
+    return [row["prompt"] for row in dataset]
 
 
 def prompt_lengths(model, prompts) -> list[int]:
@@ -61,7 +60,7 @@ def test_the_video_length_note_is_logged_once_on_the_main_process(rank, monkeypa
     from types import SimpleNamespace
 
     from rlce_trl.errors import InputError
-    from rlce_trl.scripts import utils
+    from rlce_trl.training import pipeline as utils
 
     monkeypatch.setattr(utils, "prepare_run", lambda *a: None)
     monkeypatch.setattr(utils, "policy_prompts", lambda rows, *a: rows)
@@ -69,7 +68,7 @@ def test_the_video_length_note_is_logged_once_on_the_main_process(rank, monkeypa
     task = utils.TaskRows(train=[{"id": "a", "prompt": "p", "gold": "x"}], validation=[], description="d",
                           free_text=False, media_root=str(tmp_path))
     script_args = SimpleNamespace(tta_split=None, prompt_suffix=None, max_prompt_length=64)
-    with caplog.at_level("WARNING", logger="rlce_trl.scripts.utils"), pytest.raises(InputError, match="gold"):
+    with caplog.at_level("WARNING", logger="rlce_trl.training.pipeline"), pytest.raises(InputError, match="gold"):
         utils.train(script_args, SimpleNamespace(process_index=rank), None, task)
     notes = [r for r in caplog.records if "max_prompt_length applies to text prompts" in r.getMessage()]
     assert len(notes) == (1 if rank == 0 else 0) and "max_prompt_length" not in capsys.readouterr().out

@@ -50,15 +50,15 @@ def test_training_rows_with_gold_fail_when_the_dataset_is_built(tmp_path, monkey
     argv = ["--config", str(CONFIGS / "quickstart.yaml"), "--dataset_name", str(folder), "--prefeval_form", "explicit",
             "--output_dir", str(tmp_path / "o"), "--model_name_or_path", "unused"]
     args = script.make_parser().parse_args_and_config(argv)
-    monkeypatch.setattr("rlce_trl.scripts.utils.filter_long_prompts", lambda rows, *a, **k: rows)
-    monkeypatch.setattr("rlce_trl.scripts.utils.check_model_source", lambda *a, **k: None)  # no model is loaded
+    monkeypatch.setattr("rlce_trl.training.pipeline.filter_long_prompts", lambda rows, *a, **k: rows)
+    monkeypatch.setattr("rlce_trl.training.pipeline.check_model_source", lambda *a, **k: None)  # no model is loaded
     with pytest.raises(ValueError, match="column 'gold'"):
         script.main(*args)
 
 
 def run_tta(model, out, method, monkeypatch, *extra):
     judge = FakeJudge()
-    monkeypatch.setattr("rlce_trl.scripts.utils.make_judge", lambda *a, **k: judge)
+    monkeypatch.setattr("rlce_trl.training.pipeline.make_judge", lambda *a, **k: judge)
     argv = ["--config", str(CONFIGS / "quickstart.yaml"), "--model_name_or_path", model, "--output_dir", str(out),
             "--tta_split", "test", "--num_train_epochs", "1", "--max_steps", "-1", "--save_strategy", "no",
             "--reward_method", method, "--judge_base_url", "http://127.0.0.1:9/v1", "--judge_model", "fake",
@@ -168,9 +168,9 @@ def test_validation_limit_takes_the_first_rows_of_the_split_for_adaptation_and_e
     def capture(script_args, training_args, model_args, train_dataset, callbacks, dataset, **run):
         seen["train"], seen["eval"] = list(train_dataset), callbacks[0].rows
 
-    monkeypatch.setattr("rlce_trl.scripts.utils.train_rlce", capture)
-    monkeypatch.setattr("rlce_trl.scripts.utils.filter_long_prompts", lambda rows, *a, **k: rows)
-    monkeypatch.setattr("rlce_trl.scripts.utils.check_model_source", lambda *a, **k: None)  # no model is loaded
+    monkeypatch.setattr("rlce_trl.training.pipeline.train_rlce", capture)
+    monkeypatch.setattr("rlce_trl.training.pipeline.filter_long_prompts", lambda rows, *a, **k: rows)
+    monkeypatch.setattr("rlce_trl.training.pipeline.check_model_source", lambda *a, **k: None)  # no model is loaded
     script = load_example("train_prefeval")
     argv = ["--config", str(CONFIGS / "quickstart.yaml"), "--model_name_or_path", "unused", "--output_dir",
             str(tmp_path / "o"), "--tta_split", "test", "--validation_limit", "3"]

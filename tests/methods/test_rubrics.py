@@ -213,7 +213,7 @@ def test_the_rubric_methods_bring_their_format_term_and_prompt_and_the_others_do
     from rlce_trl.methods import method_hook
     from rlce_trl.methods.rubrics import rubric_format, rubric_rows
     from rlce_trl.rewards import rlce_format
-    from rlce_trl.scripts.utils import method_rows
+    from rlce_trl.training.pipeline import method_rows
 
     for name in ("rar", "rler"):
         assert RLCEGRPOTrainer._format_reward(None, name) is rubric_format

@@ -43,7 +43,7 @@ def test_card_and_report_after_a_real_run(tiny_model_dir, tmp_path, capsys):
     from testing_utils import preference_rows, tiny_grpo_args
 
     from rlce_trl import RLCEGRPOTrainer
-    from rlce_trl.scripts.utils import train_and_save
+    from rlce_trl.training.pipeline import train_and_save
 
     args = tiny_grpo_args(tmp_path / "out", max_steps=2)
     trainer = RLCEGRPOTrainer(model=tiny_model_dir, args=args, train_dataset=Dataset.from_list(preference_rows(16)))

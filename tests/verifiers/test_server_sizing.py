@@ -43,13 +43,13 @@ def fake_vllm(tmp_path, monkeypatch):
 
 def recipe_args(tmp_path, name="prefeval_rlce", *extra):
     """A shipped recipe through its script's parser and `prepare_run`, as `examples/train_*.py` runs it."""
-    from rlce_trl.scripts.utils import prepare_run
+    from rlce_trl.training.pipeline import prepare_run
 
     script = load_example("train_prefeval")
     argv = ["--config", str(CONFIGS / f"{name}.yaml"), "--bf16", "false", "--output_dir", str(tmp_path / "out"),
             "--verifier_vllm_python", sys.executable, *extra]
     script_args, training_args, model_args = script.make_parser().parse_args_and_config(argv)
-    with mock.patch("rlce_trl.scripts.utils.check_model_source"):  # the recipe's Hub model is never loaded here
+    with mock.patch("rlce_trl.training.pipeline.check_model_source"):  # the recipe's Hub model is never loaded here
         prepare_run(script_args, training_args, model_args)
     return training_args
 

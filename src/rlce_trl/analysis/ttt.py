@@ -1,5 +1,5 @@
 """Test-time training runs side by side (the shape of the paper's Table 2): the per-pass evaluation scores that
-[`~rlce_trl.scripts.tta.PassEvaluationCallback`] writes to `<output_dir>/tta/passes.json`, one row per run.
+[`~rlce_trl.training.tta.PassEvaluationCallback`] writes to `<output_dir>/tta/passes.json`, one row per run.
 
     rlce-trl analyze ttt outputs/tta_prefeval_rlce_g4 outputs/tta_prefeval_ttrl_g4 outputs/tta_prefeval_ttrl_g16
 """

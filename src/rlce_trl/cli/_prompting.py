@@ -2,7 +2,7 @@
 ([`~rlce_trl.data.prompts.Prompting`]: the recipe's `prompt_suffix`, the reward method's system prompt, TRL's
 `chat_template_kwargs`) comes from `--config <recipe>`, else from what the model's folder records (`rlce-trl train`
 writes `rlce_prompting.json` into its output folder), else none (the rows as they are, a task file's own answer
-instruction included). The prompts themselves are [`~rlce_trl.scripts.utils.policy_rows`], the training pipeline's
+instruction included). The prompts themselves are [`~rlce_trl.training.pipeline.policy_rows`], the training pipeline's
 one function."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ def resolve_prompting(config: str | None, model_path: str | None):
     from ..data.prompts import Prompting, find_prompting
 
     if config:
-        from ..scripts.recipes import load_recipe
-        from ..scripts.utils import prompting_from_recipe
+        from ..training.pipeline import prompting_from_recipe
+        from ..training.recipes import load_recipe
 
         recipe = load_recipe(config)
         return prompting_from_recipe(recipe), f"recipe {recipe.path.name}"
@@ -36,8 +36,8 @@ def resolve_prompting(config: str | None, model_path: str | None):
 
 
 def policy_rows(rows: list[dict], prompting) -> list[dict]:
-    """The rows as the policy is prompted in training ([`~rlce_trl.scripts.utils.policy_rows`])."""
-    from ..scripts.utils import policy_rows as rows_of
+    """The rows as the policy is prompted in training ([`~rlce_trl.training.pipeline.policy_rows`])."""
+    from ..training.pipeline import policy_rows as rows_of
 
     return rows_of(rows, prompting)
 

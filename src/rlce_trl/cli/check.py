@@ -1,7 +1,7 @@
 """`rlce-trl check --config <recipe> [--task FILE] [overrides]`: the preflight. Builds the run exactly as `rlce-trl
 train` would (same arguments), samples one group for a few rows with the recipe's generation settings, scores them
 once with the run's verifier, prints what it saw and whether training would have a learning signal
-([`rlce_trl.scripts.preflight`]). Exit 0: signal; 1: no signal (the last lines name what to change); 2: bad input.
+([`rlce_trl.training.preflight`]). Exit 0: signal; 1: no signal (the last lines name what to change); 2: bad input.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def main(args: argparse.Namespace) -> int:
     import tempfile
 
     from ..errors import InputError
-    from ..scripts.preflight import sample_step, stop_before_training
-    from ..scripts.recipes import load_recipe
+    from ..training.preflight import sample_step, stop_before_training
+    from ..training.recipes import load_recipe
 
     if args.config is None:
         raise InputError("rlce-trl check needs --config <recipe> (the one you will train with): a YAML path or a "
@@ -61,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
 
 def show(result, training_args) -> None:
     """The preflight's report on stdout; without signal, the fix lines last (also on stderr)."""
-    from ..scripts.disk import human
+    from ..training.disk import human
 
     verdict = result.verdict
     print("\nPrompt of row 1, exactly as the policy sees it in training:")

@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
         raise InputError(f"unknown flag {extra[0]!r}. Usage: {USAGE}")
     from ..coevolution.driver import Coevolver, DriverSettings, PhaseFailedError
     from ..coevolution.registry import METHODS, get_method
-    from ..scripts.recipes import load_recipe
+    from ..training.recipes import load_recipe
 
     if args.method not in METHODS:
         raise InputError(f"--method {args.method!r}: use one of {', '.join(METHODS)}.")
@@ -115,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _check_coevolution_recipe(recipe) -> None:
     """A co-evolution recipe sets `coevolve_method`; a training recipe (`script: ...`) is for `rlce-trl train`."""
-    from ..scripts.recipes import list_recipes
+    from ..training.recipes import list_recipes
 
     if recipe.kind == "coevolve":
         return

@@ -1,5 +1,5 @@
 """`rlce-trl train --config <recipe> [overrides]` and `rlce-trl recipes [NAME]`: run a shipped or given recipe with
-the training script it names ([`rlce_trl.scripts.recipes`]), or list and print the recipes."""
+the training script it names ([`rlce_trl.training.recipes`]), or list and print the recipes."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def add_parser(subparsers) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """`rlce-trl train`: the recipe's script parses `--config` and the overrides (`args.extra`) itself."""
-    from ..scripts.recipes import train
+    from ..training.recipes import train
 
     if args.config is None and not args.extra:
         print(f"usage: {USAGE}\n\n{DESCRIPTION}\n\n{EPILOG}")
@@ -61,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def main_recipes(args: argparse.Namespace) -> int:
-    from ..scripts.recipes import describe, list_recipes, resolve_recipe
+    from ..training.recipes import describe, list_recipes, resolve_recipe
 
     try:
         if args.name:

@@ -3,7 +3,7 @@
 The driver writes `job.json` (kind, phase, recipe, checkpoints, files); this module runs it and writes `report.json`
 beside it when it finished (the driver's proof):
 
-- `train`: one run of the training pipeline (`rlce_trl.scripts.utils.train`, as every training script) from the
+- `train`: one run of the training pipeline (`rlce_trl.training.pipeline.train`, as every training script) from the
   role's checkpoint on the phase's data, with the phase's reward method, `max_steps` and overrides, the frozen initial
   model as verifier and the partner role's checkpoint as `partner_model_name_or_path`; its output folder is
   `<step>/model` (the model, its card, the run report).
@@ -30,7 +30,7 @@ from typing import Any
 from trl import ModelConfig
 
 from ..config import RLCEGRPOConfig
-from ..scripts.arguments import RecipeParser, RLCEScriptArguments
+from ..training.arguments import RecipeParser, RLCEScriptArguments
 
 logger = logging.getLogger(__name__)
 
@@ -200,12 +200,12 @@ def _gpus() -> int:
 
 
 def run_train(job: dict) -> dict:
-    """The phase's rows through the one training pipeline ([`~rlce_trl.scripts.utils.train`]): prompt suffix and
+    """The phase's rows through the one training pipeline ([`~rlce_trl.training.pipeline.train`]): prompt suffix and
     method prompts, length filter, one full batch at least, gold check, quantization and PEFT, model card and report,
     all in `<step>/model`. No validation split (the driver validates after the round) and no push to the Hub."""
     from ..data import read_jsonl
     from ..errors import InputError
-    from ..scripts.utils import TaskRows, text_only, train
+    from ..training.pipeline import TaskRows, text_only, train
 
     argv = phase_argv(job)
     script_args, training_args, model_args = parse_job_args(job, argv)
@@ -216,8 +216,9 @@ def run_train(job: dict) -> dict:
         rows, video = text_only(rows), False
     if video and not script_args.media_root:
         raise InputError("The phase's rows carry clips: pass --media_root (the folder the clip paths are under).")
-    task = TaskRows(train=rows, validation=[], free_text=False, media_root=script_args.media_root if video else None,
-                    description=f"{job['method']} co-evolution: {job['phase']['name']} phase, round {job['round']}")
+    name = f"{job['method']} co-evolution: {job['phase']['name']} phase, round {job['round']}"
+    task = TaskRows(train=rows, validation=[], description=name, free_text=False, fill_batch=True,
+                    media_root=script_args.media_root if video else None)
     trainer = train(script_args, training_args, model_args, task)
     if not trainer.accelerator.is_main_process:
         return {}
@@ -245,7 +246,7 @@ def run_build(job: dict) -> dict:
 def run_validate(job: dict) -> dict:
     from ..evaluation.callbacks import make_validation_fn
     from ..generation.generators import make_generator
-    from ..scripts.utils import make_judge
+    from ..training.pipeline import make_judge
     from .corpus import load_validation
 
     script_args, _, _ = parse_job_args(job)

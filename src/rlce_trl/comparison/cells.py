@@ -14,7 +14,7 @@ from pathlib import Path
 from ..data.jsonl import write_json
 from ..data.tasks import get_task
 from ..errors import InputError
-from ..scripts.recipes import load_recipe
+from ..training.recipes import load_recipe
 from . import paper
 
 

@@ -74,7 +74,7 @@ def _recipe(args, method: str, recipe_task: str) -> Path:
         if not path.is_file():
             raise MissingInputError(f"--recipe_dir {args.recipe_dir!r} has no {name}: add it or drop --recipe_dir.")
         return path
-    from ..scripts.recipes import recipes_dir
+    from ..training.recipes import recipes_dir
 
     path = recipes_dir() / name
     if not path.is_file():
@@ -145,7 +145,7 @@ def make_plan(args: argparse.Namespace) -> dict:
             raise InputError(f"--{name} {value}: use 1 or more.")
 
     recipes = {m: _recipe(args, m, recipe_task) for m in methods}
-    from ..scripts.recipes import load_recipe
+    from ..training.recipes import load_recipe
 
     loaded = {m: load_recipe(p) for m, p in recipes.items()}
     contents = {m: r.values for m, r in loaded.items()}

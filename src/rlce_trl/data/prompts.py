@@ -50,7 +50,7 @@ def labels_instruction(labels, template: str = LABELS_INSTRUCTION) -> str:
 
 def answer_instruction(value, labels: tuple[str, ...] | None, where: str) -> str | None:
     """A task file's `answer_instruction`, resolved. The instruction is added to the last user turn of every prompt,
-    in training, evaluation, sampling and `rlce-trl check` alike (`rlce_trl.scripts.utils.policy_rows`), in place of
+    in training, evaluation, sampling and `rlce-trl check` alike (`rlce_trl.training.pipeline.policy_rows`), instead of
     a recipe's `prompt_suffix`. `auto` (the default): with labels, [`labels_instruction`] ("Answer with exactly one
     of positive or negative, and end your response with \\boxed{positive} or \\boxed{negative}."); free text gets
     none (a recipe's `prompt_suffix` applies). `none`: no instruction. Any other text is the instruction, with
@@ -81,7 +81,7 @@ PROMPTING_FILE = "rlce_prompting.json"
 @dataclass(frozen=True)
 class Prompting:
     """How the policy is prompted, beyond its rows' own messages: what the training pipeline adds to every prompt
-    (`rlce_trl.scripts.utils.policy_rows`) and how it renders them (TRL's chat template with
+    (`rlce_trl.training.pipeline.policy_rows`) and how it renders them (TRL's chat template with
     `chat_template_kwargs`). A training run records it in its output folder ([`PROMPTING_FILE`]); `rlce-trl
     evaluate`, `sample`, `select` and `check` prompt with it, so a trained model is evaluated on its training prompt.
 

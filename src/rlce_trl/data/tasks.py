@@ -251,7 +251,7 @@ class TaskFile:
     def rows(self, split: str, with_gold: bool) -> list[dict]:
         """`split` as package rows: `id`, `task`, the conversational `prompt`, `answer_options` for closed labels,
         `answer_instruction` when the task has one (added to the prompt by the pipeline in place of a recipe's
-        `prompt_suffix`: `rlce_trl.scripts.utils.policy_rows`), and `gold` only when `with_gold` (evaluation).
+        `prompt_suffix`: `rlce_trl.training.pipeline.policy_rows`), and `gold` only when `with_gold` (evaluation).
         Checked: a non-empty split, the prompt's columns present in every row, the gold column present (and a label,
         for closed labels) when asked for."""
         records = self.records(split)

@@ -10,7 +10,7 @@ a CPU): GRPO with the five Elect rewards, either paper-faithful with gold answer
 
 `--config recipe.yaml` reads the flags from a YAML mapping (keys are the flag names; flags on the command line win)
 with the same recipe parser as the other training scripts, which is how `rlce-trl train` runs a recipe that names
-`script: elect`. A run is the scripts' one pipeline (`rlce_trl.scripts.utils.train`: the numbered-evidence rows, the
+`script: elect`. A run is the one pipeline (`rlce_trl.training.pipeline.train`: the numbered-evidence rows, the
 length filter, the trainer, the saved weights, model card and run report in `output_dir`).
 
 Paper settings (GPU): `--num_generations 4 --beta 0.04 --learning_rate 1e-5 --lora` (r=8, alpha=16, dropout 0.05),
@@ -23,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rlce_trl.errors import InputError
-from rlce_trl.scripts.arguments import RecipeParser, RLCEScriptArguments, exit_on_bad_input
-from rlce_trl.scripts.utils import TaskRows, train
+from rlce_trl.scripts import exit_on_bad_input
+from rlce_trl.training.arguments import RecipeParser, RLCEScriptArguments
+from rlce_trl.training.pipeline import TaskRows, train
 
 
 @dataclass
@@ -79,7 +80,7 @@ def check_args(args: ElectScriptArguments) -> ElectScriptArguments:
 
 def main(args: ElectScriptArguments | list[str] | None = None):
     """Train; `args` are the parsed settings, or a command line to parse. The run is the shared pipeline
-    ([`rlce_trl.scripts.utils.train`]) with the numbered-evidence task supplying its rows ([`elect_run`])."""
+    ([`rlce_trl.training.pipeline.train`]) with the numbered-evidence task supplying its rows ([`elect_run`])."""
     args = check_args(args) if isinstance(args, ElectScriptArguments) else parse_args(args)
     script_args, training_args, model_args, task, reward_funcs, trainer_class = elect_run(args)
     return train(script_args, training_args, model_args, task, reward_funcs=reward_funcs,
@@ -87,7 +88,7 @@ def main(args: ElectScriptArguments | list[str] | None = None):
 
 
 def elect_run(args: ElectScriptArguments):
-    """What [`train`](rlce_trl.scripts.utils.train) gets for an Elect run: the script, training and model arguments,
+    """What [`train`](rlce_trl.training.pipeline.train) gets for an Elect run: the script, training and model args,
     the numbered-evidence task's rows, the Elect reward functions (weights in the training arguments) and the trainer
     class. `--gate gold` is paper-faithful: a stock `trl.GRPOConfig` and `trl.GRPOTrainer` with the five Elect
     rewards, the rows carrying `solution`; `--gate none` the same without the accuracy reward; `--gate rlce`:
@@ -95,7 +96,7 @@ def elect_run(args: ElectScriptArguments):
     from transformers import AutoTokenizer
     from trl import ModelConfig
 
-    from rlce_trl.data.synthetic import numbered_evidence
+    from rlce_trl.data.synthetic import TASK, numbered_evidence
     from rlce_trl.data.tasks import get_task
     from rlce_trl.elect import ElectRewardConfig, make_elect_reward_funcs
     from rlce_trl.models import resolve_model
@@ -103,7 +104,7 @@ def elect_run(args: ElectScriptArguments):
     model = resolve_model(args.model_name_or_path)
     lo, hi = (int(x) for x in args.think_range.split(","))
     rows = numbered_evidence(args.rows, seed=args.seed, split="train", supervised=args.gate == "gold")
-    task = TaskRows(train=rows, validation=[], description=get_task("numbered_evidence").display_name,
+    task = TaskRows(train=rows, validation=[], description=get_task(TASK).display_name,
                     free_text=False)
     cfg = ElectRewardConfig(tokenizer=AutoTokenizer.from_pretrained(model), think_range=(lo, hi), gate=args.gate)
     common = {

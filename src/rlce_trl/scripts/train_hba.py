@@ -25,8 +25,9 @@ from trl import ModelConfig
 from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.data.tasks import get_task, video_tasks
 from rlce_trl.errors import InputError
-from rlce_trl.scripts.arguments import RecipeParser, RLCEScriptArguments, run_script
-from rlce_trl.scripts.utils import TaskRows, task_file_rows, text_only, train
+from rlce_trl.scripts import run_script
+from rlce_trl.training.arguments import RecipeParser, RLCEScriptArguments
+from rlce_trl.training.pipeline import TaskRows, task_file_rows, text_only, train
 
 #: The HBA tasks this script trains on: the task registry's video tasks (`rlce_trl.data.tasks`).
 DATASETS = video_tasks()

@@ -29,8 +29,9 @@ from rlce_trl.config import RLCEGRPOConfig
 from rlce_trl.data.prefeval import DATASET_NAME, FORMS
 from rlce_trl.data.tasks import looks_like_hub_id
 from rlce_trl.errors import InputError
-from rlce_trl.scripts.arguments import RecipeParser, RLCEScriptArguments, run_script
-from rlce_trl.scripts.utils import TaskRows, task_file_rows, train
+from rlce_trl.scripts import run_script
+from rlce_trl.training.arguments import RecipeParser, RLCEScriptArguments
+from rlce_trl.training.pipeline import TaskRows, task_file_rows, train
 
 
 @dataclass

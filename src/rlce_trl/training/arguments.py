@@ -1,7 +1,7 @@
 """The training scripts' command line: TRL's parser over (script arguments, [`RLCEGRPOConfig`], `trl.ModelConfig`)
-with one-line errors ([`RecipeParser`]), the script arguments the scripts share ([`RLCEScriptArguments`]), and a
-script's `__main__` that turns bad input into one `error:` line and exit status 2 ([`run_script`]). The pipeline the
-scripts then run is [`rlce_trl.scripts.utils.train`].
+with one-line errors ([`RecipeParser`]) and the script arguments the scripts share ([`RLCEScriptArguments`]). The
+pipeline the scripts then run is [`rlce_trl.training.pipeline.train`]; their shared `__main__` is
+`rlce_trl.scripts.run_script`.
 """
 
 from __future__ import annotations
@@ -146,34 +146,6 @@ def _type_name(action) -> str:
     return {"string_to_bool": "boolean", "parse": "value"}.get(name, name)
 
 
-def run_script(make_parser, main) -> None:
-    """A training script's `__main__`: parse the command line (and its `--config` recipe), run `main`; bad input
-    (while parsing or later, e.g. every row filtered out) is one `error:` line and exit status 2 on every rank."""
-    exit_on_bad_input(lambda: main(*make_parser().parse_args_and_config()))
-
-
-def exit_on_bad_input(body):
-    """`body()`, except that bad input ([`InputError`], an unreachable verifier) ends the process with one
-    `error: <message>` line (scrubbed of credentials) and exit status 2, with no traceback: what `rlce-trl` does,
-    for the scripts run as `python examples/<script>.py` or `python -m rlce_trl.scripts.<script>`."""
-    from ..errors import interrupt_message, watch_interrupts
-    from ..verifiers.base import VerifierUnavailableError
-
-    watch_interrupts()
-    try:
-        return body()
-    except KeyboardInterrupt as error:  # Ctrl-C: where the run was saved and how to resume, no traceback
-        print(interrupt_message(error), file=sys.stderr)
-        raise SystemExit(130) from None
-    except (InputError, VerifierUnavailableError) as error:
-        from ..credentials import scrub_message
-        from ..errors import leave_process_group, print_error
-
-        leave_process_group()
-        print_error(scrub_message(error))
-        raise SystemExit(2) from None
-
-
 @dataclass
 class RLCEScriptArguments(ScriptArguments):
     """Script arguments shared by the RLCE training scripts (TRL's `ScriptArguments` plus the fields below).
@@ -211,7 +183,7 @@ class RLCEScriptArguments(ScriptArguments):
         tta_split (`str`, *optional*):
             Test-time adaptation: adapt on this split's rows with their gold removed (the paper: `test`), for
             `num_train_epochs` passes, and evaluate on the same split with its gold at the end of every pass
-            (`rlce_trl.scripts.tta`). `None`: ordinary training on the train split.
+            (`rlce_trl.training.tta`). `None`: ordinary training on the train split.
         tta_eval_base (`bool`, *optional*, defaults to `True`):
             With `tta_split`, also evaluate the base model before the first pass (pass 0).
     """

@@ -1,4 +1,6 @@
-"""What the training scripts (`rlce_trl.scripts.train_prefeval`, `train_hba`, `train_elect`) share.
+"""The one training pipeline ([`train`]) that every run goes through: the training scripts (`rlce_trl.scripts.
+train_prefeval`, `train_hba`, `train_elect`), `rlce-trl train` and `check`, test-time adaptation and each co-evolution
+phase (`rlce_trl.coevolution.phase`).
 
 The scripts follow the shape of TRL's own `trl/scripts/grpo.py`: a `TrlParser` over (script arguments,
 [`RLCEGRPOConfig`], `trl.ModelConfig`), a `--config recipe.yaml` whose keys are those dataclasses' fields, the trainer,
@@ -233,6 +235,8 @@ class TaskRows:
         free_text: whether validation needs the LLM judge (free-text answers: PrefEval, IntentQA).
         media_root: the folder the rows' clips are relative to; `None` for text prompts.
         prefeval_dir: the PrefEval checkout the judge's prompts come from, for PrefEval rows.
+        fill_batch: repeat fewer rows than one generation batch to fill it ([`fill_one_batch`]; a co-evolution phase,
+            whose build may retain few rows); otherwise such a run is refused (`data.checks.check_one_batch`).
     """
 
     train: list[dict]
@@ -241,6 +245,7 @@ class TaskRows:
     free_text: bool
     media_root: str | None = None
     prefeval_dir: str | None = None
+    fill_batch: bool = False
 
 
 def task_file_rows(script_args) -> TaskRows:
@@ -272,7 +277,7 @@ def prompting_of(script_args, training_args) -> Prompting:
 
 
 def prompting_from_recipe(recipe) -> Prompting:
-    """The [`Prompting`] a recipe (a [`~rlce_trl.scripts.recipes.Recipe`]) trains with, read from its values with
+    """The [`Prompting`] a recipe (a [`~rlce_trl.training.recipes.Recipe`]) trains with, read from its values with
     the training arguments' defaults ([`prompting_of`] of the parsed recipe), without building a training config."""
     from dataclasses import fields
 
@@ -303,17 +308,18 @@ def policy_prompts(rows: list[dict], script_args, training_args) -> list[dict]:
 
 
 def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=None, trainer_class=None):
-    """The one training pipeline of the scripts (PrefEval, HBA, Elect; any task's rows), in a fixed order:
+    """The one training pipeline of every run (PrefEval, HBA, Elect, test-time adaptation, each co-evolution phase;
+    any task's rows), in a fixed order:
 
     1. the model arguments ([`prepare_run`]);
     2. with `tta_split`, the first `validation_limit` rows of the split are evaluated with their gold after every pass
-       and trained on without it ([`~rlce_trl.scripts.tta.adaptation_rows`]);
+       and trained on without it ([`~rlce_trl.training.tta.adaptation_rows`]);
     3. the prompts as the policy sees them ([`policy_prompts`]: prompt suffix, then the method's system prompt);
        the evaluation rows get the suffix;
     4. the length filter `max_prompt_length` on exactly those prompts (text prompts; a video prompt's frames are
        counted only by the processor, so video rows are bounded by the frame cap instead);
-    5. no gold in the training rows; at least one generation batch of rows ([`fill_one_batch`]); the dataset (video
-       frames decoded when a row is read, after the clips are checked);
+    5. no gold in the training rows; with `task.fill_batch`, one generation batch of rows ([`fill_one_batch`]); the
+       dataset (video frames decoded when a row is read, after the clips are checked);
     6. validation and per-pass callbacks, the trainer, train and save ([`train_rlce`]).
 
     What a run adds to its task: `reward_funcs` (TRL's reward functions; their weights are `training_args.
@@ -339,8 +345,10 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
     elif script_args.max_prompt_length and training_args.process_index == 0:
         logger.warning("max_prompt_length applies to text prompts; video prompts are bounded by the frame cap.")
     check_no_gold(train_rows)
-    batch = training_args.generation_batch_size // training_args.num_generations  # prompts per generation batch
-    train_rows, repeated = fill_one_batch(train_rows, batch)
+    repeated = 0
+    if task.fill_batch:
+        batch = training_args.generation_batch_size // training_args.num_generations  # prompts per generation batch
+        train_rows, repeated = fill_one_batch(train_rows, batch)
     train_dataset = to_dataset(train_rows)
     if task.media_root is not None:
         from ..data.hba import check_clips, with_frames
@@ -358,7 +366,7 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
 
 def fill_one_batch(rows: list[dict], prompts: int) -> tuple[list[dict], int]:
     """Rows for at least one generation batch of `prompts` prompts: TRL's sampler drops an incomplete batch, so a run
-    with fewer rows would train 0 steps and still save a "trained" model. Fewer rows are repeated in order (every row
+    with fewer rows would train 0 steps. Fewer rows are repeated in order (every row
     at least once: the one step sees them all), with a warning; `(rows, added)`."""
     if not rows:
         raise InputError("There are no training rows: nothing to train on (give a split with rows).")
@@ -424,8 +432,9 @@ def train_and_save(trainer, training_args) -> None:
     if trainer.accelerator.is_main_process:  # one copy of the weights: the last checkpoint shares the final model's
         freed = link_final_weights(training_args.output_dir)
         if freed:
-            print(f"The last checkpoint shares the final model's weights (hard links, {human(freed)} saved); "
-                  f"{training_args.output_dir} takes {human(folder_bytes(training_args.output_dir))}.")
+            size = human(folder_bytes(training_args.output_dir))
+            trainer.accelerator.print(f"The last checkpoint shares the final model's weights (hard links, "
+                                      f"{human(freed)} saved); {training_args.output_dir} takes {size}.")
     _report(trainer, training_args, push=training_args.push_to_hub)
     end_run(trainer)
 
@@ -445,7 +454,8 @@ def _report(trainer, training_args, push: bool) -> None:
         if not os.path.isfile(os.path.join(training_args.output_dir, "trainer_state.json")):
             trainer.save_state()  # the curves, from a stock GRPOTrainer too (RLCEGRPOTrainer.train writes them)
 
-        print(f"Training report: {build_report(training_args.output_dir)[0]} (open it in a browser)")
+        trainer.accelerator.print(f"Training report: {build_report(training_args.output_dir)[0]} (open it in a "
+                                  "browser)")
 
 
 def end_run(trainer) -> None:

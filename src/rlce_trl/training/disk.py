@@ -41,8 +41,11 @@ class CheckpointSizeCallback(TrainerCallback):
         folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
         if not self.printed and state.is_world_process_zero and os.path.isdir(folder):
             self.printed = True
-            print(f"Checkpoint {folder}: {human(folder_bytes(folder))} on disk (every checkpoint takes about as much; "
-                  "save_only_model drops the optimizer state, save_total_limit keeps fewer).", flush=True)
+            from accelerate import PartialState  # the run's output line, as the trainer's accelerator prints
+
+            PartialState().print(f"Checkpoint {folder}: {human(folder_bytes(folder))} on disk (every checkpoint takes "
+                                 "about as much; save_only_model drops the optimizer state, save_total_limit keeps "
+                                 "fewer).", flush=True)
         return control
 
 

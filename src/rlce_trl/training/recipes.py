@@ -95,12 +95,14 @@ class Recipe:
 
     @property
     def task(self) -> str:
-        """The task it trains on: its `hba_task`, `elect` for the Elect script, else PrefEval."""
+        """The task it trains on, by its name in the task registry (`rlce_trl.data.tasks`): its `hba_task`, the
+        numbered-evidence task for the Elect script, else PrefEval."""
         if self.values.get("hba_task"):
             return self.values["hba_task"]
         from ..data.prefeval import TASK as PREFEVAL_TASK
+        from ..data.synthetic import TASK as NUMBERED_EVIDENCE
 
-        return "elect" if self.values.get("script") == "elect" else PREFEVAL_TASK
+        return NUMBERED_EVIDENCE if self.values.get("script") == "elect" else PREFEVAL_TASK
 
     def module(self) -> str:
         """The training script that runs it (module under `rlce_trl.scripts`): the one its top-level `script` key

@@ -1,7 +1,7 @@
 """The preflight of `rlce-trl check`: one sampled step of the real training pipeline, without training.
 
 [`stop_before_training`] runs a training script as `rlce-trl train` would (its rows, the policy prompts of
-[`~rlce_trl.scripts.utils.policy_rows`], the prompt filter, the `RLCEGRPOTrainer` with its verifier and scorer) and
+[`~rlce_trl.training.pipeline.policy_rows`], the prompt filter, the `RLCEGRPOTrainer` with its verifier and scorer) and
 hands the built trainer to a hook instead of training it. [`sample_step`] is that hook's work: a few rows, one group
 of `num_generations` rollouts each with the recipe's generation settings (TRL's own generation and chat template),
 scored once by the trainer's own reward path (the verifier, the evidence pipeline, the rewards), and measured: the
