@@ -7,14 +7,14 @@ import pytest
 from rlce_trl.cli import main as cli
 from rlce_trl.errors import InputError
 from rlce_trl.scripts.train_elect import main, parse_args
-from rlce_trl.training.recipes import resolve_recipe, script_for
+from rlce_trl.training.recipes import load_recipe, resolve_recipe
 
 RECIPE = "elect_numbered_evidence"
 
 
 def test_the_recipe_is_the_scripts_defaults_and_flags_win(tmp_path):
     path = resolve_recipe(RECIPE)
-    assert script_for(path) == "rlce_trl.scripts.train_elect"
+    assert load_recipe(path).module() == "rlce_trl.scripts.train_elect"
     defaults = parse_args(["--output_dir", str(tmp_path)])
     from_recipe = parse_args(["--config", str(path), "--output_dir", str(tmp_path)])
     assert vars(from_recipe) == vars(defaults)

@@ -63,7 +63,8 @@ def test_the_video_length_note_is_logged_once_on_the_main_process(rank, monkeypa
     from rlce_trl.training import pipeline as utils
 
     monkeypatch.setattr(utils, "prepare_run", lambda *a: None)
-    monkeypatch.setattr(utils, "policy_prompts", lambda rows, *a: rows)
+    monkeypatch.setattr(utils, "prompting_of", lambda *a: None)
+    monkeypatch.setattr(utils, "policy_rows", lambda rows, *a: rows)
     monkeypatch.setattr(utils, "preflight_hook", lambda: "preflight")  # nothing saved
     task = utils.TaskRows(train=[{"id": "a", "prompt": "p", "gold": "x"}], validation=[], description="d",
                           free_text=False, media_root=str(tmp_path))

@@ -302,11 +302,6 @@ def policy_rows(rows: list[dict], prompting: Prompting) -> list[dict]:
     return method_rows(rows, prompting.reward_method, prompting.labels_column)
 
 
-def policy_prompts(rows: list[dict], script_args, training_args) -> list[dict]:
-    """The training rows exactly as the policy is prompted ([`policy_rows`] with the run's [`prompting_of`])."""
-    return policy_rows(rows, prompting_of(script_args, training_args))
-
-
 def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=None, trainer_class=None):
     """The one training pipeline of every run (PrefEval, HBA, Elect, test-time adaptation, each co-evolution phase;
     any task's rows), in a fixed order:
@@ -314,7 +309,7 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
     1. the model arguments ([`prepare_run`]);
     2. with `tta_split`, the first `validation_limit` rows of the split are evaluated with their gold after every pass
        and trained on without it ([`~rlce_trl.training.tta.adaptation_rows`]);
-    3. the prompts as the policy sees them ([`policy_prompts`]: prompt suffix, then the method's system prompt);
+    3. the prompts as the policy sees them ([`policy_rows`]: prompt suffix, then the method's system prompt);
        the evaluation rows get the suffix;
     4. the length filter `max_prompt_length` on exactly those prompts (text prompts; a video prompt's frames are
        counted only by the processor, so video rows are bounded by the frame cap instead);
@@ -334,11 +329,12 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
     if script_args.tta_split:
         eval_rows = train_rows[: script_args.validation_limit or None]
         train_rows = adaptation_rows(eval_rows)
-    train_rows = policy_prompts(train_rows, script_args, training_args)
+    prompting = prompting_of(script_args, training_args)
+    train_rows = policy_rows(train_rows, prompting)
     validation_rows = add_prompt_suffix(validation_rows, script_args.prompt_suffix)
     eval_rows = add_prompt_suffix(eval_rows, script_args.prompt_suffix)
     if training_args.process_index == 0 and preflight_hook() is None:  # evaluate/sample prompt as training did
-        save_prompting(prompting_of(script_args, training_args), training_args.output_dir)
+        save_prompting(prompting, training_args.output_dir)
     if task.media_root is None:
         train_rows = filter_long_prompts(train_rows, model_args.model_name_or_path, script_args.max_prompt_length,
                                          training_args.chat_template_kwargs, training_args.max_completion_length)
