@@ -82,5 +82,6 @@ def test_wheel_ships_the_recipes_and_scripts(tmp_path):
     for path in CONFIGS.glob("*.yaml"):
         assert f"rlce_trl/recipes/{path.name}" in names
     assert "rlce_trl/recipes/accelerate/zero3.yaml" in names
-    scripts = {f"rlce_trl/scripts/{name}.py" for name in ("train_prefeval", "train_hba", "utils", "recipes", "tta")}
-    assert scripts <= names
+    scripts = {f"rlce_trl/scripts/{name}.py" for name in ("train_prefeval", "train_hba", "train_elect")}
+    training = {f"rlce_trl/training/{name}.py" for name in ("pipeline", "arguments", "recipes", "tta", "preflight")}
+    assert scripts | training <= names
