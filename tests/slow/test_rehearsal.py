@@ -249,10 +249,11 @@ def test_coevolution_round_zero3_two_ranks_per_phase(tmp_path, real_prefeval, lo
     assert state["done"] and not state.get("failed")
     trained = [s for s in state["steps"] if s["id"].endswith("-train")]
     assert [s["phase"] for s in trained] == ["generator", "critic"]
-    check_topology(out / "round-0" / "generator-train", "co-evolution, generator phase")
+    check_topology(out / "round-0" / "generator-train" / "model", "co-evolution, generator phase")
+    # A phase trains through the one pipeline into <step>/model (weights, card, report, the ranks' facts).
     # The critic phase's validator checks the claim a critique makes; a random critic rarely writes one in the
     # format, so its servers may answer no request (they started, sized, and were stopped all the same).
-    check_topology(out / "round-0" / "critic-train", "co-evolution, critic phase", asked=False)
+    check_topology(out / "round-0" / "critic-train" / "model", "co-evolution, critic phase", asked=False)
 
 
 #: The video rehearsal's clips: clip k lasts VIDEO_SECONDS[k] s and shows VIDEO_FRAMES[k] frames at the recipe's

@@ -86,6 +86,18 @@ def test_contract_against_real_vllm(colocated):
     assert colocated.supports_structured_output
 
 
+def _requests_running(url: str) -> float:
+    """The server's `vllm:num_requests_running` gauge (0 while it is not generating, or not answering)."""
+    import httpx
+
+    try:
+        text = httpx.get(f"{url}/metrics", trust_env=False, timeout=5).text
+    except httpx.HTTPError:
+        return 0.0
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("vllm:num_requests_running"))
+
+
 def _prefix_counters(url: str) -> tuple[float, float]:
     import httpx
 
@@ -170,11 +182,14 @@ def test_server_killed_mid_call_then_restarted(colocated):
     """SIGKILL the whole server while a batch is in flight: the call returns failed replies (no exception), the next
     call finds the process dead, restarts it and answers."""
     slow = [Request(messages(CONTEXT + f" {k}", "Write a long claim."),
-                    Sampling(temperature=1.0, max_tokens=400, n=4)) for k in range(16)]
+                    Sampling(temperature=1.0, max_tokens=400, n=4)) for k in range(32)]
     result: dict = {}
     thread = threading.Thread(target=lambda: result.setdefault("replies", colocated.generate(slow)))
     thread.start()
-    time.sleep(2.0)
+    # killed once the server is generating (a fixed sleep raced a quiet CPU, which answered the batch within it)
+    deadline = time.monotonic() + 60
+    while _requests_running(colocated.process.base_url) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
     os.killpg(colocated.process.pid, signal.SIGKILL)
     thread.join(timeout=300)
     assert not thread.is_alive()
