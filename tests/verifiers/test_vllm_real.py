@@ -86,18 +86,6 @@ def test_contract_against_real_vllm(colocated):
     assert colocated.supports_structured_output
 
 
-def _requests_running(url: str) -> float:
-    """The server's `vllm:num_requests_running` gauge (0 while it is not generating, or not answering)."""
-    import httpx
-
-    try:
-        text = httpx.get(f"{url}/metrics", trust_env=False, timeout=5).text
-    except httpx.HTTPError:
-        return 0.0
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("vllm:num_requests_running"))
-
-
 def _prefix_counters(url: str) -> tuple[float, float]:
     import httpx
 
@@ -184,12 +172,13 @@ def test_server_killed_mid_call_then_restarted(colocated):
     slow = [Request(messages(CONTEXT + f" {k}", "Write a long claim."),
                     Sampling(temperature=1.0, max_tokens=400, n=4)) for k in range(32)]
     result: dict = {}
+    # the server is frozen (SIGSTOP) before the batch is sent, so no reply can come back before the kill: waiting for
+    # the server to be busy raced the CPU, which sometimes answered the whole batch first
+    os.killpg(colocated.process.pid, signal.SIGSTOP)
     thread = threading.Thread(target=lambda: result.setdefault("replies", colocated.generate(slow)))
     thread.start()
-    # killed once the server is generating (a fixed sleep raced a quiet CPU, which answered the batch within it)
-    deadline = time.monotonic() + 60
-    while _requests_running(colocated.process.base_url) == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    time.sleep(2)
+    assert thread.is_alive()  # the call is in flight, waiting on the frozen server
     os.killpg(colocated.process.pid, signal.SIGKILL)
     thread.join(timeout=300)
     assert not thread.is_alive()
