@@ -268,10 +268,12 @@ def parse_rubrics(text: str, max_items: int) -> tuple[list[dict], str | None]:
         if not items:
             return [], "malformed_json" if match or text.strip() else "empty"
     # the same criterion twice counts the same behaviour twice (D.3): keep the first
-    seen, unique = set(), []
+    unique: dict[str, dict] = {}
     for item in items:
-        key = " ".join(item["text"].casefold().split())
-        if key not in seen:
-            seen.add(key)
-            unique.append(item)
-    return unique[:max_items], None
+        unique.setdefault(rubric_key(item["text"]), item)
+    return list(unique.values())[:max_items], None
+
+
+def rubric_key(text: str) -> str:
+    """What makes two rubrics the same criterion: their text with case and whitespace folded."""
+    return " ".join(text.casefold().split())

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..evidence.canonicalization import canonicalize_deterministic
 from ..evidence.pipeline import EvidenceSettings
 from ..evidence.prompts import cap_answer, context_without_options
-from ..evidence.reward import rewards_for
 from ..evidence.state import GroupState
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from .baseline_prompts import YES_NO, judge_messages, parse_yes_no
-from .common import distinct_answers, make_result, no_reward
+from .common import make_result, no_reward, only_answer, read_reply
 
 
 class PolicyJudgeScorer(ScorerBase):
@@ -41,34 +41,23 @@ class PolicyJudgeScorer(ScorerBase):
 
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         stats = StepStats(groups=len(groups))
-        states = [distinct_answers(g, self.settings.answer_fallback) for g in groups]
-        units = {id(s): self._units(s) for s in states}
-        jobs: list[tuple[GroupState, int]] = [(s, i) for s in states for i in range(len(units[id(s)][0]))]
-        requests = [self._request(s, units[id(s)][0][i]) for s, i in jobs]
-        verdicts: dict[int, list[str | None]] = {id(s): [None] * len(units[id(s)][0]) for s in states}
-        for (state, i), reply in zip(jobs, self.verifier.generate(requests), strict=True):
-            text = reply.texts[0] if reply.texts and reply.error is None else ""
-            verdict = parse_yes_no(text)
-            verdicts[id(state)][i] = verdict
+        states = [canonicalize_deterministic(g, self.settings.answer_fallback) for g in groups]
+        units = [self._units(s) for s in states]
+        jobs = [(k, text) for k, (texts, _) in enumerate(units) for text in texts]
+        replies = self.verifier.generate([self._request(states[k], text) for k, text in jobs])
+        verdicts: list[list[str | None]] = [[] for _ in states]
+        for (k, _), reply in zip(jobs, replies, strict=True):
+            verdict = read_reply(reply, parse_yes_no, stats, "unreadable_judgment")
+            verdicts[k].append(verdict)
             stats.tests_validated += 1
             stats.verdicts[verdict or "invalid"] += 1
-            if verdict is None:
-                stats.verdict_failures["error" if reply.error else "unreadable_judgment"] += 1
         results = []
-        for state in states:
+        for state, (_, assignment), judged in zip(states, units, verdicts, strict=True):
             stats.distinct_answers.append(state.num_answers)
             if state.num_answers == 0:
                 result = no_reward(state, "no_answer")
-            elif state.group.labels is None:  # free text: the responses were judged
-                result = self._response_result(state, units[id(state)][1], verdicts[id(state)])
             else:
-                judged = verdicts[id(state)]
-                scores: list[float | None] = [None if v is None else float(v == "yes") for v in judged]
-                winners = [i for i, v in enumerate(judged) if v == "yes"]
-                status = "judged" if winners else "none_correct"
-                # one accepted answer is "the" verified answer; several are listed in scores only
-                answer = state.answers[winners[0]] if len(winners) == 1 else None
-                result = make_result(state, rewards_for(state.assignment, winners), status, scores, answer)
+                result = self._result(state, assignment, judged)
             stats.statuses[result.status] += 1
             results.append(result)
         return results, stats
@@ -93,10 +82,10 @@ class PolicyJudgeScorer(ScorerBase):
         return texts, assignment
 
     @staticmethod
-    def _response_result(state: GroupState, assignment: list[int | None], judged: list[str | None]) -> GroupResult:
-        """Free text: each rollout gets its response's judgment; an answer's score is the share of its rollouts
-        judged correct (None when none was readable), the verified answer the one answer all of whose rollouts
-        were."""
+    def _result(state: GroupState, assignment: list[int | None], judged: list[str | None]) -> GroupResult:
+        """Each rollout gets its unit's judgment; an answer's score is the share of its rollouts judged correct (None
+        when none was readable), the verified answer the one answer all of whose rollouts were. On closed labels the
+        units are the answers, so an answer's score is its own judgment; several accepted answers name none."""
         rewards = [1.0 if u is not None and judged[u] == "yes" else 0.0 for u in assignment]
         scores: list[float | None] = []
         for i in range(state.num_answers):
@@ -105,7 +94,7 @@ class PolicyJudgeScorer(ScorerBase):
             scores.append(sum(v == "yes" for v in read) / len(read) if read else None)
         accepted = [i for i, score in enumerate(scores) if score == 1.0]
         status = "judged" if any(r == 1.0 for r in rewards) else "none_correct"
-        return make_result(state, rewards, status, scores, state.answers[accepted[0]] if len(accepted) == 1 else None)
+        return make_result(state, rewards, status, scores, only_answer(state, accepted))
 
     def _request(self, state: GroupState, proposed: str) -> Request:
         context = context_without_options(state.group.context, state.group.labels)

@@ -33,13 +33,15 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..data.media import video_blocks
 from ..evidence.prompts import cap_answer, render_context
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from .baseline_prompts import YES_NO, parse_yes_no
+from .common import read_reply, reward_result
 
 #: [ours] Appended to the generator's system prompt (the paper names the tags, not the wording).
 GENERATOR_INSTRUCTION = (
@@ -168,15 +170,13 @@ def decide(exchanges: Sequence[Exchange], verifier: Verifier, meta_max_tokens: i
         for ex in pending
     ]
     for ex, reply in zip(pending, verifier.generate(meta_requests), strict=True):
-        verdict = parse_yes_no(reply.texts[0] if reply.texts and reply.error is None else "")
+        verdict = read_reply(reply, parse_yes_no, stats, "meta_unreadable")
         stats.extra["meta_paraphrase_checks"] += 1
         if verdict == "yes":
             survivors.append(ex)
         elif verdict == "no":
             ex.u = False
             stats.extra["meta_rejected"] += 1
-        else:
-            stats.verdict_failures["error" if reply.error else "meta_unreadable"] += 1
     requests = [
         Request([{"role": "user", "content": VALIDATE_USER.format(context=ex.context,
                                                                   claim=cap_answer(ex.critique.claim))}],
@@ -184,13 +184,11 @@ def decide(exchanges: Sequence[Exchange], verifier: Verifier, meta_max_tokens: i
         for ex in survivors
     ]
     for ex, reply in zip(survivors, verifier.generate(requests), strict=True):
-        verdict = parse_yes_no(reply.texts[0] if reply.texts and reply.error is None else "")
+        verdict = read_reply(reply, parse_yes_no, stats, "validator_unreadable")
         ex.stage = "validate"
         stats.tests_validated += 1
         stats.verdicts[{"yes": "supported", "no": "unsupported"}.get(verdict, "invalid")] += 1
-        if verdict is None:
-            stats.verdict_failures["error" if reply.error else "validator_unreadable"] += 1
-        else:
+        if verdict is not None:
             ex.u = verdict == "no"
 
 
@@ -213,25 +211,29 @@ def generator_rewards(exchanges: Sequence[Exchange]) -> list[float | None]:
     return [mean if r is None else r for r in decided]
 
 
-def _result(rewards: list[float | None], exchanges: Sequence[Exchange], status: str) -> GroupResult:
-    return GroupResult(
-        verified=rewards, status=status, answers=[], scores=[], verified_answer=None,
-        assignment=[None] * len(rewards),
-        extra={"rlac": [{"u": ex.u, "stage": ex.stage, "span": ex.critique.span if ex.critique else None,
-                         "claim": ex.critique.claim if ex.critique else None} for ex in exchanges]},
-    )
+class _RLACScorer(ScorerBase):
+    verifier: Verifier
+    meta_max_tokens: int
+    validator_max_tokens: int
+
+    def _results(self, per_group: list[list[Exchange]], stats: StepStats,
+                 rewards: Callable[[list[Exchange]], list[float | None]]) -> list[GroupResult]:
+        """Decide every exchange of the step ([`decide`]), count the outcomes, reward each group with `rewards`."""
+        flat = [ex for exchanges in per_group for ex in exchanges]
+        decide(flat, self.verifier, self.meta_max_tokens, self.validator_max_tokens, stats)
+        for ex in flat:
+            stats.extra["no_verdict" if ex.u is None else "u_unsupported" if ex.u else "u_survived"] += 1
+        results = []
+        for exchanges in per_group:
+            stats.distinct_answers.append(len(exchanges))
+            status = "no_verdict" if all(ex.u is None for ex in exchanges) else "decided"
+            outcomes = [{"u": ex.u, "stage": ex.stage, "span": ex.critique.span if ex.critique else None,
+                         "claim": ex.critique.claim if ex.critique else None} for ex in exchanges]
+            results.append(reward_result(rewards(exchanges), status, {"rlac": outcomes}))
+        return results
 
 
-def _status(exchanges: Sequence[Exchange]) -> str:
-    return "no_verdict" if all(ex.u is None for ex in exchanges) else "decided"
-
-
-def _count_outcomes(exchanges: Sequence[Exchange], stats: StepStats) -> None:
-    for ex in exchanges:
-        stats.extra["no_verdict" if ex.u is None else "u_unsupported" if ex.u else "u_survived"] += 1
-
-
-class RLACGeneratorScorer(ScorerBase):
+class RLACGeneratorScorer(_RLACScorer):
     """The generator phase: every rollout attacked by the frozen critic, decided by meta-verifier and validator.
 
     Args:
@@ -257,20 +259,16 @@ class RLACGeneratorScorer(ScorerBase):
         stats = StepStats(groups=len(groups))
         per_group = [[Exchange(g.context, text, "", g.media) for text in g.completions] for g in groups]
         flat = [ex for exchanges in per_group for ex in exchanges]
-        requests = [critic_request(ex.context, ex.response, ex.media, self.critic_sampling) for ex in flat]
+        # the frozen critic reads the same prompt the critic trains on
+        requests = [Request(critic_messages(ex.context, ex.response), self.critic_sampling, stage="rlac_critic",
+                            media=ex.media) for ex in flat]
         for ex, reply in zip(flat, self.partner.generate(requests), strict=True):
             ex.critique_text = reply.texts[0] if reply.texts and reply.error is None else ""
         stats.tests_built = len(flat)
-        decide(flat, self.verifier, self.meta_max_tokens, self.validator_max_tokens, stats)
-        _count_outcomes(flat, stats)
-        results = []
-        for exchanges in per_group:
-            stats.distinct_answers.append(len(exchanges))
-            results.append(_result(generator_rewards(exchanges), exchanges, _status(exchanges)))
-        return results, stats
+        return self._results(per_group, stats, generator_rewards), stats
 
 
-class RLACCriticScorer(ScorerBase):
+class RLACCriticScorer(_RLACScorer):
     """The critic phase: the completions are critiques of the harvested response (dataset columns `rlac_response`,
     the response, and `rlac_context`, the sample context the validator sees). Args as [`RLACGeneratorScorer`]; the
     critic phase needs no partner."""
@@ -293,19 +291,7 @@ class RLACCriticScorer(ScorerBase):
                                  "rlce_trl.methods.rlac.critic_rows writes): train the critic on harvested pairs.")
             per_group.append([Exchange(columns["rlac_context"], columns["rlac_response"], text, g.media)
                               for text in g.completions])
-        flat = [ex for exchanges in per_group for ex in exchanges]
-        decide(flat, self.verifier, self.meta_max_tokens, self.validator_max_tokens, stats)
-        _count_outcomes(flat, stats)
-        results = []
-        for exchanges in per_group:
-            stats.distinct_answers.append(len(exchanges))
-            results.append(_result([critic_reward(ex) for ex in exchanges], exchanges, _status(exchanges)))
-        return results, stats
-
-
-def critic_request(context: str, response: str, media: list[dict] | None, sampling: Sampling) -> Request:
-    """The frozen critic's request in the generator phase (the same prompt the critic trains on)."""
-    return Request(critic_messages(context, response), sampling, stage="rlac_critic", media=media)
+        return self._results(per_group, stats, lambda exchanges: [critic_reward(ex) for ex in exchanges]), stats
 
 
 def critic_messages(context: str, response: str) -> list[dict]:
@@ -349,8 +335,7 @@ def critic_rows(rows: Sequence[dict], responses: Sequence[str]) -> list[dict]:
     for row, response in zip(rows, responses, strict=True):
         context = render_context(row["prompt"])
         messages = critic_messages(context, response)
-        videos = [b for m in row["prompt"] if not isinstance(m["content"], str) for b in m["content"]
-                  if b.get("type") == "video"]
+        videos = video_blocks(row["prompt"])
         if videos:
             messages[1]["content"] = [*videos, {"type": "text", "text": messages[1]["content"]}]
         kept = {k: v for k, v in row.items() if k in ("id", "task", "form", "topic", "question", "videos")}

@@ -43,6 +43,7 @@ import re
 from collections.abc import Sequence
 
 from ..evidence.answers import match_label
+from ..evidence.canonicalization import canonicalize_deterministic
 from ..evidence.pipeline import EvidenceSettings
 from ..evidence.state import GroupState
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
@@ -53,12 +54,13 @@ from .baseline_prompts import (
     parse_rubrics,
     rubric_generation_messages,
     rubric_judge_messages,
+    rubric_key,
     rubric_policy_system,
     rubric_schema,
     rubric_seed_messages,
     rubric_task_question,
 )
-from .common import QuestionFn, distinct_answers, group_question, make_result, no_reward
+from .common import QuestionFn, group_question, make_result, no_reward, only_answer, read_reply
 
 #: Standard deviations below this are zero: J takes the values 0, 0.5 and 1 only.
 STD_TOLERANCE = 1e-12
@@ -114,12 +116,10 @@ def rubric_format(completions, answer_options=None, **kwargs) -> list[float]:
 
 
 def _source(prompt) -> str:
-    """Where a row's evidence comes from, for the response-shape sentence: "clip" when it carries video."""
-    from ..data.media import has_video
+    """Where a row's evidence comes from, for the response-shape sentence: "clip" when it has a video block."""
+    from ..data.media import video_blocks
 
-    placeholder = any(isinstance(m.get("content"), list) and any(b.get("type") == "video" for b in m["content"])
-                      for m in prompt if isinstance(m, dict))
-    return "clip" if placeholder or has_video(prompt) else "input"
+    return "clip" if video_blocks(prompt) else "input"
 
 
 def rubric_rows(rows: Sequence[dict], labels_column: str = "answer_options") -> list[dict]:
@@ -190,7 +190,7 @@ class RubricScorer(ScorerBase):
     # -- the step ---------------------------------------------------------------------------------------------------
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         stats = StepStats(groups=len(groups))
-        states = [distinct_answers(g, self.settings.answer_fallback) for g in groups]
+        states = [canonicalize_deterministic(g, self.settings.answer_fallback) for g in groups]
         self._seed(states, stats)
         candidates = self._generate(states, stats) if self.evolving else [[] for _ in states]
         rubric_sets = [self._rubrics(s) + new for s, new in zip(states, candidates, strict=True)]
@@ -221,16 +221,8 @@ class RubricScorer(ScorerBase):
             else:
                 todo.setdefault(key, s)  # one seed request per prompt, even if it appears twice in the step
         low, high = self.seed_rubrics
-        requests = [
-            Request(
-                messages=rubric_seed_messages(s.group.context, low, high),
-                sampling=Sampling(temperature=0.0, max_tokens=self.generator_max_tokens),
-                json_schema=rubric_schema(low, high),
-                stage="rubric_seed",
-                media=s.group.media,  # D.3: the seed pass reads the clip and its transcript
-            )
-            for s in todo.values()
-        ]
+        requests = [self._generation_request(rubric_seed_messages(s.group.context, low, high), low, high,
+                                             "rubric_seed", s.group) for s in todo.values()]
         for key, reply in zip(todo, self.verifier.generate(requests), strict=True):
             rubrics, failure = self._parse(reply, high)
             if failure or not rubrics:  # retried on the next visit
@@ -241,14 +233,10 @@ class RubricScorer(ScorerBase):
 
     def _generate(self, states: list[GroupState], stats: StepStats) -> list[list[dict]]:
         requests = [
-            Request(
-                messages=rubric_generation_messages(
-                    s.group.context, s.group.completions, self._rubrics(s), self.max_new_rubrics
-                ),
-                sampling=Sampling(temperature=0.0, max_tokens=self.generator_max_tokens),
-                json_schema=rubric_schema(0, self.max_new_rubrics),
-                stage="rubric_generation",
-                media=s.group.media,  # D.3: the per-visit generator reads the clip (if applicable)
+            self._generation_request(
+                rubric_generation_messages(s.group.context, s.group.completions, self._rubrics(s),
+                                           self.max_new_rubrics),
+                0, self.max_new_rubrics, "rubric_generation", s.group,
             )
             for s in states
         ]
@@ -257,11 +245,17 @@ class RubricScorer(ScorerBase):
             rubrics, failure = self._parse(reply, self.max_new_rubrics)
             if failure:
                 stats.construction_failures[f"generation_{failure}"] += 1
-            known = {" ".join(r["text"].casefold().split()) for r in self._rubrics(state)}
-            new = [r for r in rubrics if " ".join(r["text"].casefold().split()) not in known]
+            known = {rubric_key(r["text"]) for r in self._rubrics(state)}
+            new = [r for r in rubrics if rubric_key(r["text"]) not in known]
             stats.tests_built += len(new)
             out.append(new)
         return out
+
+    def _generation_request(self, messages: list[dict], low: int, high: int, stage: str, group: Group) -> Request:
+        """A seed or per-visit generation: greedy, a JSON list of `low` to `high` rubrics; D.3's generator reads the
+        clip and its transcript."""
+        return Request(messages=messages, sampling=Sampling(temperature=0.0, max_tokens=self.generator_max_tokens),
+                       json_schema=rubric_schema(low, high), stage=stage, media=group.media)
 
     def _judge(
         self, states: list[GroupState], rubric_sets: list[list[dict]], stats: StepStats
@@ -288,11 +282,9 @@ class RubricScorer(ScorerBase):
                         stage="rubric_judge",
                     ))
         for (k, r, rollouts), reply in zip(jobs, self.verifier.generate(requests), strict=True):
-            value = parse_rubric_score(reply.texts[0]) if reply.texts and reply.error is None else None
+            value = read_reply(reply, parse_rubric_score, stats, "unreadable_score")
             stats.tests_validated += 1
             stats.verdicts[f"score_{value}" if value is not None else "invalid"] += 1
-            if value is None:
-                stats.verdict_failures["error" if reply.error else "unreadable_score"] += 1
             for g in rollouts:
                 judged[k][r][g] = (value or 0) / 2  # 0/1/2 -> J in {0, 0.5, 1}; unreadable scores 0
         return judged
@@ -352,7 +344,7 @@ class RubricScorer(ScorerBase):
 
     def load_state_dict(self, state: dict) -> None:
         for key, buffer in state.get("rubrics", {}).items():
-            self.buffers[key] = {"persistent": [], "active": [], "archived": [], **buffer}
+            self.buffers[key] = {**_empty_buffer(), **buffer}
 
     def record_details(self, group: Group) -> dict | None:
         """The group's evidence record keeps its prompt's persistent and active rubrics."""
@@ -371,5 +363,4 @@ class RubricScorer(ScorerBase):
             scores.append(sum(mine) / len(mine) if mine else None)
         known = [s for s in scores if s is not None]
         best = [i for i, s in enumerate(scores) if known and s is not None and abs(s - max(known)) <= STD_TOLERANCE]
-        answer = state.answers[best[0]] if len(best) == 1 else None
-        return make_result(state, list(rewards), "scored", scores, answer)
+        return make_result(state, list(rewards), "scored", scores, only_answer(state, best))

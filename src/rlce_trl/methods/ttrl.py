@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..evidence.canonicalization import canonicalize_deterministic
 from ..evidence.pipeline import EvidenceSettings
-from ..evidence.reward import rewards_for
-from ..evidence.votes import TIE_RULES, leaders, vote_counts
+from ..evidence.votes import TIE_RULES
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Verifier
-from .common import distinct_answers, make_result, no_reward
+from .common import vote_result
 
 
 class TTRLScorer(ScorerBase):
@@ -43,21 +43,10 @@ class TTRLScorer(ScorerBase):
         stats = StepStats(groups=len(groups))
         results = []
         for group in groups:
-            state = distinct_answers(group, self.settings.answer_fallback)
-            counts = vote_counts(state.assignment, state.num_answers)
-            winners = leaders(counts)  # the tie rule is self.tie: TTRL's own is "first" (Counter.most_common)
-            scores = [float(c) for c in counts]
-            if not winners:
-                result = no_reward(state, "no_answer", scores)
-            elif len(winners) > 1 and self.tie == "none":
-                result = no_reward(state, "tie", scores)
-            else:
-                status = "voted" if len(winners) == 1 else "tie_first"
-                winner = winners[0]  # answers are indexed in order of first appearance
-                rewards = rewards_for(state.assignment, [winner])
-                result = make_result(state, rewards, status, scores, state.answers[winner])
+            state = canonicalize_deterministic(group, self.settings.answer_fallback)
+            result = vote_result(state, self.tie)  # TTRL's own tie rule is "first" (Counter.most_common)
             stats.distinct_answers.append(state.num_answers)
             stats.statuses[result.status] += 1
-            stats.extra["initial_ties"] += len(winners) > 1
+            stats.extra["initial_ties"] += result.status in ("tie", "tie_first")
             results.append(result)
         return results, stats

@@ -12,16 +12,16 @@ choose and no call is made. An unreadable selection gives the group no reward (s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
+from ..evidence.canonicalization import canonicalize_deterministic
 from ..evidence.pipeline import EvidenceSettings
-from ..evidence.reward import rewards_for
 from ..evidence.state import GroupState
-from ..evidence.votes import leaders, vote_counts
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from .baseline_prompts import parse_usc_choice, usc_messages
-from .common import QuestionFn, distinct_answers, group_question, make_result, no_reward
+from .common import QuestionFn, group_question, make_result, no_reward, read_reply, vote_result, vote_scores
 
 
 class USCScorer(ScorerBase):
@@ -52,36 +52,28 @@ class USCScorer(ScorerBase):
 
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         stats = StepStats(groups=len(groups))
-        states = [distinct_answers(g, self.settings.answer_fallback) for g in groups]
+        states = [canonicalize_deterministic(g, self.settings.answer_fallback) for g in groups]
         results: list[GroupResult | None] = [None] * len(states)
         jobs: list[tuple[int, list[int], Request]] = []  # (group, rollouts shown, request)
         for k, state in enumerate(states):
             stats.distinct_answers.append(state.num_answers)
-            counts = vote_counts(state.assignment, state.num_answers)
-            scores = [float(c) for c in counts]
-            if state.num_answers == 0:
-                results[k] = no_reward(state, "no_answer", scores)
-            elif state.group.labels is not None:
-                results[k] = self._closed(state, counts)
+            if state.num_answers == 0 or state.group.labels is not None:
+                results[k] = vote_result(state)  # tie rule "none": D.1 rewards "the unique most frequent answer"
+                continue
+            shown = [g for g, a in enumerate(state.assignment) if a is not None]
+            if len({state.group.completions[g].strip() for g in shown}) == 1:  # one distinct response: no call
+                results[k] = self._select(state, shown[0], "single_response")
             else:
-                shown = [g for g, a in enumerate(state.assignment) if a is not None]
-                texts = {state.group.completions[g].strip() for g in shown}
-                if len(texts) == 1:  # one distinct response: it is the consensus, no call needed
-                    results[k] = self._select(state, shown[0], "single_response")
-                else:
-                    jobs.append((k, shown, self._request(state, shown)))
+                jobs.append((k, shown, self._request(state, shown)))
         replies = self.verifier.generate([job[2] for job in jobs])
         for (k, shown, _), reply in zip(jobs, replies, strict=True):
-            text = reply.texts[0] if reply.texts and reply.error is None else ""
-            choice = parse_usc_choice(text, len(shown))
+            parse = functools.partial(parse_usc_choice, num_responses=len(shown))
+            choice = read_reply(reply, parse, stats, "unreadable_selection")
             stats.tests_validated += 1
+            stats.verdicts["invalid" if choice is None else "selected"] += 1
             if choice is None:
-                stats.verdicts["invalid"] += 1
-                stats.verdict_failures["error" if reply.error else "unreadable_selection"] += 1
-                counts = vote_counts(states[k].assignment, states[k].num_answers)
-                results[k] = no_reward(states[k], "invalid_selection", [float(c) for c in counts])
+                results[k] = no_reward(states[k], "invalid_selection", vote_scores(states[k]))
             else:
-                stats.verdicts["selected"] += 1
                 results[k] = self._select(states[k], shown[choice], "selected")
         for result in results:
             stats.statuses[result.status] += 1
@@ -89,20 +81,11 @@ class USCScorer(ScorerBase):
         return results, stats
 
     @staticmethod
-    def _closed(state: GroupState, counts: list[int]) -> GroupResult:
-        winners = leaders(counts)
-        scores = [float(c) for c in counts]
-        if len(winners) != 1:  # tie rule "none": D.1 rewards "the unique most frequent answer"
-            return no_reward(state, "tie", scores)
-        return make_result(state, rewards_for(state.assignment, winners), "voted", scores, state.answers[winners[0]])
-
-    @staticmethod
     def _select(state: GroupState, rollout: int, status: str) -> GroupResult:
         chosen = state.group.completions[rollout].strip()
         verified = [1.0 if c.strip() == chosen else 0.0 for c in state.group.completions]
-        counts = vote_counts(state.assignment, state.num_answers)
         answer = state.answers[state.assignment[rollout]]
-        return make_result(state, verified, status, [float(c) for c in counts], answer)
+        return make_result(state, verified, status, vote_scores(state), answer)
 
     def _request(self, state: GroupState, shown: list[int]) -> Request:
         cap = self.max_response_chars
