@@ -39,14 +39,12 @@ DEFAULT_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 def as_tests(entries: Iterable[dict | EvidenceTest]) -> list[EvidenceTest]:
     """Logged tests (`{"favoured", "against", "verdict"}` dicts) as [`EvidenceTest`]s; tests pass through."""
-    tests = []
-    for e in entries:
-        if isinstance(e, EvidenceTest):
-            tests.append(e)
-        else:
-            tests.append(EvidenceTest(int(e["favoured"]), None if e.get("against") is None else int(e["against"]),
-                                      e.get("text"), e.get("verdict")))
-    return tests
+    return [
+        e if isinstance(e, EvidenceTest)
+        else EvidenceTest(int(e["favoured"]), None if e.get("against") is None else int(e["against"]), e.get("text"),
+                          e.get("verdict"))
+        for e in entries
+    ]
 
 
 def eligible(answer_correct: Sequence[bool]) -> bool:
@@ -138,10 +136,6 @@ def accuracy_vs_num_tests(
     return [CurvePoint(k + 1, sums[k] / counts[k] if counts[k] else None, counts[k]) for k in range(max_tests)]
 
 
-def bin_label(low: float, high: float) -> str:
-    return f"{round(100 * low)}-{round(100 * high)}%"
-
-
 def accuracy_vs_incorrect_fraction(
     groups: Iterable[tuple[Sequence[EvidenceTest], Sequence[bool]]],
     bins: Sequence[float] = DEFAULT_BINS,
@@ -161,7 +155,8 @@ def accuracy_vs_incorrect_fraction(
         sums[b] += credit
         counts[b] += 1
     return [
-        CurvePoint(bin_label(bins[b], bins[b + 1]), sums[b] / counts[b] if counts[b] else None, counts[b])
+        CurvePoint(f"{round(100 * bins[b])}-{round(100 * bins[b + 1])}%", sums[b] / counts[b] if counts[b] else None,
+                   counts[b])
         for b in range(len(bins) - 1)
     ]
 

@@ -107,21 +107,15 @@ def log_groups(
     verifier: Verifier,
     methods: Sequence[str] = DEFAULT_METHODS,
     settings: EvidenceSettings | None = None,
-    options: dict[str, dict] | None = None,
     prompt_ids: Sequence[str] | None = None,
     correct_fn: CorrectFn = default_correct,
-    per_group: bool = True,
-    keep_test_text: bool = False,
 ) -> list[dict]:
     """Run every method of `methods` (names of [`rlce_trl.methods.REWARD_METHODS`]) over the same groups with one
     verifier and return the logged-groups records (format in the module docstring).
 
-    Args:
-        per_group: score each group in its own `score([group])` call, so that every group's verifier cost is exact.
-            The trainer batches all groups of a step into one call per stage; the requests and tokens are the same,
-            only the number of calls differs. `False` scores all groups in one step and spreads the cost evenly.
-        options: per-method keyword options for the scorer factories, e.g. `{"rler": {"max_active": 5}}`.
-        keep_test_text: also log the text of every test.
+    Each group is scored in its own `score([group])` call, so that every group's verifier cost is exact (the trainer
+    batches all groups of a step into one call per stage: the requests and tokens are the same, only the number of
+    calls differs).
     """
     from ..methods import build_scorer  # the registry imports the scorers; analysis stays importable without it
 
@@ -140,34 +134,29 @@ def log_groups(
             "methods": {},
         })
     for name in methods:
-        scorer = build_scorer(name, counting, settings, **(options or {}).get(name, {}))
-        batches = [[k] for k in range(len(groups))] if per_group else [list(range(len(groups)))]
-        for batch in batches:
+        scorer = build_scorer(name, counting, settings)
+        for group, gold, record in zip(groups, golds, records, strict=True):
             before, chars = counting.stats.snapshot(), counting.prompt_chars
-            results, _ = scorer.score([groups[k] for k in batch])
+            (result,), _ = scorer.score([group])
             work = counting.stats.since(before)
-            share = 1 / len(batch)
-            for k, result in zip(batch, results, strict=True):
-                group, gold = groups[k], golds[k]
-                entry = {
-                    "rewards": list(result.verified),
-                    "status": result.status,
-                    "answers": list(result.answers),
-                    "assignment": list(result.assignment),
-                    "answer_correct": [correct_fn(a, gold, group.labels) for a in result.answers],
-                    "verified_answer": result.verified_answer,
-                    "calls": work.calls * share,
-                    "requests": work.requests * share,
-                    "tokens": work.generated_tokens * share,
-                    "prompt_chars": (counting.prompt_chars - chars) * share,
-                }
-                if result.tests:
-                    entry["tests"] = [
-                        {"favoured": t.favoured, "against": t.against, "verdict": t.verdict, "tie_break": t.tie_break,
-                         **({"text": t.text} if keep_test_text else {})}
-                        for t in result.tests
-                    ]
-                records[k]["methods"][name] = entry
+            entry = {
+                "rewards": list(result.verified),
+                "status": result.status,
+                "answers": list(result.answers),
+                "assignment": list(result.assignment),
+                "answer_correct": [correct_fn(a, gold, group.labels) for a in result.answers],
+                "verified_answer": result.verified_answer,
+                "calls": float(work.calls),
+                "requests": float(work.requests),
+                "tokens": float(work.generated_tokens),
+                "prompt_chars": float(counting.prompt_chars - chars),
+            }
+            if result.tests:
+                entry["tests"] = [
+                    {"favoured": t.favoured, "against": t.against, "verdict": t.verdict, "tie_break": t.tie_break}
+                    for t in result.tests
+                ]
+            record["methods"][name] = entry
     return records
 
 

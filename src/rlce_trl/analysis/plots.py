@@ -19,6 +19,24 @@ def _pyplot():
     return plt
 
 
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _bars(ax, names: Sequence[str], values: Sequence[float | None], counts: Sequence[int], color: str) -> None:
+    """Percentage bars, each with its number of cases above it."""
+    heights = [0.0 if v is None else 100 * v for v in values]
+    ax.bar(names, heights, color=color)
+    for k, (height, n) in enumerate(zip(heights, counts, strict=True)):
+        ax.text(k, height + 1.5, f"n={n}", ha="center", fontsize=8)
+    ax.set_ylim(0, 110)
+
+
 def plot_bench(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
     """PNG plots of the bench: variation share, reversal rates, composition curves, cost. Needs matplotlib
     (`pip install rlce-trl[analysis]`)."""
@@ -27,48 +45,29 @@ def plot_bench(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     rows = summary["rows"]
     names = [r["method"] for r in rows]
-    paths = []
-
-    def pct(values):
-        return [0.0 if v is None else 100 * v for v in values]
 
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    ax.bar(names, pct([r["variation_share"] for r in rows]), color="#4C72B0")
+    _bars(ax, names, [r["variation_share"] for r in rows], [r["varied_groups"] for r in rows], "#4C72B0")
     ax.set_ylabel("% of reward variation")
     ax.set_title("Reward variation between correct and incorrect rollouts")
-    ax.set_ylim(0, 110)
-    for k, r in enumerate(rows):
-        ax.text(k, pct([r["variation_share"]])[0] + 1.5, f"n={r['varied_groups']}", ha="center", fontsize=8)
-    fig.tight_layout()
-    paths.append(out / "variation.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths = [_save(fig, out / "variation.png")]
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for ax, ref, title in zip(axes, REFERENCES, ("USC", "Policy LLM-Judge"), strict=True):
         shown = [r for r in rows if r["method"] != ref and f"reverses_{ref}" in r]
-        ax.bar([r["method"] for r in shown], pct([r[f"reverses_{ref}"] for r in shown]), color="#DD8452")
-        for k, r in enumerate(shown):
-            ax.text(k, pct([r[f"reverses_{ref}"]])[0] + 1.5, f"n={r[f'reverses_{ref}_cases']}", ha="center",
-                    fontsize=8)
+        _bars(ax, [r["method"] for r in shown], [r[f"reverses_{ref}"] for r in shown],
+              [r[f"reverses_{ref}_cases"] for r in shown], "#DD8452")
         ax.set_title(f"Reverses {title}'s wrong preferences")
-        ax.set_ylim(0, 110)
         ax.tick_params(axis="x", labelrotation=30)
     axes[0].set_ylabel("% of wrong preferences reversed")
-    fig.tight_layout()
-    paths.append(out / "reversals.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(_save(fig, out / "reversals.png"))
 
     if summary["by_num_tests"]:
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
         _composition(axes, summary["by_num_tests"], summary["by_incorrect_fraction"], fontsize=8, counts=True,
                      titles=("Verdict accuracy vs number of tests", "Verdict accuracy vs incorrect tests"),
                      incorrect_label="fraction of incorrect tests")
-        fig.tight_layout()
-        paths.append(out / "composition.png")
-        fig.savefig(paths[-1], dpi=120)
-        plt.close(fig)
+        paths.append(_save(fig, out / "composition.png"))
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for ax, key, title in ((axes[0], "requests_per_group", "verifier requests per group"),
@@ -76,10 +75,7 @@ def plot_bench(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
         ax.bar(names, [r.get(key) or 0.0 for r in rows], color="#55A868")
         ax.set_title(title)
         ax.tick_params(axis="x", labelrotation=30)
-    fig.tight_layout()
-    paths.append(out / "cost.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(_save(fig, out / "cost.png"))
     return paths
 
 
@@ -91,7 +87,10 @@ def _composition(axes, curves: dict, bars: dict, *, titles: tuple[str, str], inc
     for name, points in curves.items():
         shown = [p for p in points if p.accuracy is not None]
         axes[0].plot([p.x for p in shown], [100 * p.accuracy for p in shown], marker="o", label=name)
-    _paper_num_tests(axes[0])
+    for (task, points), style in zip(PAPER_NUM_TESTS.items(), ("k--", "k:"), strict=True):
+        xs = sorted(points)
+        axes[0].plot(xs, [100 * points[x] for x in xs], style, marker="s", alpha=0.6,
+                     label=f"paper, {task} (1 and 12)")
     axes[0].set_xlabel("evidence tests composed")
     axes[0].set_ylabel("verdict accuracy (%)")
     axes[0].set_title(titles[0])
@@ -106,25 +105,15 @@ def _composition(axes, curves: dict, bars: dict, *, titles: tuple[str, str], inc
                 axes[1].text(x, height + 1.5, f"n={p.groups}", ha="center", fontsize=7)
     labels = [p.x for p in next(iter(bars.values()))]
     axes[1].set_xticks(range(len(labels)), labels)
-    _paper_incorrect(axes[1], labels)
+    for (task, points), marker in zip(PAPER_INCORRECT_FRACTION.items(), ("s", "D"), strict=True):
+        xs = [labels.index(b) for b in points if b in labels]
+        axes[1].scatter(xs, [100 * points[b] for b in points if b in labels], marker=marker, color="k", zorder=3,
+                        label=f"paper, {task}")
     axes[1].set_xlabel(incorrect_label)
     axes[1].set_ylabel("verdict accuracy (%)")
     axes[1].set_ylim(0, 110)
     axes[1].set_title(titles[1])
     axes[1].legend(fontsize=fontsize)
-
-
-def _paper_num_tests(ax) -> None:
-    for (task, points), style in zip(PAPER_NUM_TESTS.items(), ("k--", "k:"), strict=True):
-        xs = sorted(points)
-        ax.plot(xs, [100 * points[x] for x in xs], style, marker="s", alpha=0.6, label=f"paper, {task} (1 and 12)")
-
-
-def _paper_incorrect(ax, labels: Sequence[str]) -> None:
-    for (task, points), marker in zip(PAPER_INCORRECT_FRACTION.items(), ("s", "D"), strict=True):
-        xs = [labels.index(b) for b in points if b in labels]
-        ax.scatter(xs, [100 * points[b] for b in points if b in labels], marker=marker, color="k", zorder=3,
-                   label=f"paper, {task}")
 
 
 def plot_simulation(results: Sequence[SimulationResult], path: str | os.PathLike, title: str = "") -> Path:
@@ -138,7 +127,4 @@ def plot_simulation(results: Sequence[SimulationResult], path: str | os.PathLike
                  incorrect_label="fraction of incorrect tests (realized)")
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, Path(path))

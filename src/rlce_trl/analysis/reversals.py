@@ -18,11 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .variation import EPS
-
-
-def _values(rewards: Sequence[float | None]) -> list[float]:
-    return [0.0 if r is None else float(r) for r in rewards]
+from .variation import EPS, _values
 
 
 def wrong_preferences(reference: Sequence[float | None], correct: Sequence[bool]) -> list[tuple[int, int]]:

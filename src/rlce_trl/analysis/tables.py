@@ -21,14 +21,6 @@ from .variation import pairwise_ordering, variation_share
 REFERENCES = ("usc", "policy_judge")
 
 
-def _methods_in(records: Sequence[dict]) -> list[str]:
-    seen: dict[str, None] = {}
-    for record in records:
-        for name in record.get("methods", {}):
-            seen.setdefault(name, None)
-    return list(seen)
-
-
 def _test_groups(records: Sequence[dict], method: str) -> list[tuple[list, list[bool]]]:
     out = []
     for record in records:
@@ -45,7 +37,6 @@ def _mean(values: list[float]) -> float | None:
 def summarize(
     records: Sequence[dict],
     methods: Sequence[str] | None = None,
-    references: Sequence[str] = REFERENCES,
     max_tests: int = 12,
     permutations: int = 20,
     seed: int = 0,
@@ -53,7 +44,7 @@ def summarize(
 ) -> dict:
     """Every analysis of the bench over logged groups: `{"rows": [one dict per method], "by_num_tests": {method:
     [CurvePoint]}, "by_incorrect_fraction": {method: [CurvePoint]}}`."""
-    methods = list(methods) if methods else _methods_in(records)
+    methods = list(methods or dict.fromkeys(name for record in records for name in record.get("methods", {})))
     rows, by_k, by_fraction = [], {}, {}
     for method in methods:
         logged = [r for r in records if method in r["methods"]]
@@ -70,7 +61,7 @@ def summarize(
             "variation_share_mean": share.mean,
             "pair_correct_higher": sum(u for _, u, _ in ordering) / ordered_pairs if ordered_pairs else None,
         }
-        for ref in references:
+        for ref in REFERENCES:
             if ref == method:
                 row[f"reverses_{ref}"], row[f"reverses_{ref}_cases"] = None, 0
                 continue

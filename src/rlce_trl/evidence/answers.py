@@ -49,10 +49,7 @@ def extract_boxed(text: str) -> str | None:
 def ends_with_boxed(text: str) -> bool:
     """Whether the response *ends* in the required `\\boxed{}` answer format (appendix C.2, the format reward)."""
     spans = boxed_spans(text)
-    if not spans:
-        return False
-    start, end = spans[-1]
-    return bool(text[start + len(_BOXED) : end - 1].strip()) and _TRAILER.fullmatch(text, end) is not None
+    return bool(last_boxed(text)) and _TRAILER.fullmatch(text, spans[-1][1]) is not None
 
 
 def normalize_answer(answer: str) -> str:
@@ -107,6 +104,4 @@ def extract_answer(response: str, labels: Sequence[str] | None = None) -> str | 
     boxed = extract_boxed(response or "")
     if labels:
         return match_label(boxed, labels) if boxed is not None else find_label_in_text(response or "", labels)
-    if boxed is not None:
-        return boxed
-    return (response or "").strip() or None
+    return boxed if boxed is not None else (response or "").strip() or None

@@ -45,10 +45,6 @@ def canonicalize_deterministic(group: Group, fallback: bool = True) -> GroupStat
     return state
 
 
-def needs_equivalence(state: GroupState, known: Sequence[str] = ()) -> bool:
-    return state.group.labels is None and bool(equivalence_pairs(state, known))
-
-
 def _known_members(state: GroupState, known: Sequence[str]) -> dict[int, int]:
     """Group answers that already are a known class (renamed to it by normal form): answer index -> class index."""
     return {i: known.index(a) for i, a in enumerate(state.answers) if a in known}
@@ -85,7 +81,6 @@ _DIFFERENT = {"different", "no", "false", "not equivalent"}
 def parse_equivalence(reply_text: str, num_pairs: int) -> tuple[list[bool | None], bool]:
     """Per pair: True (same), False (different) or None (not readable). Second value: whether the reply was readable
     as a whole. Tolerates prose around the JSON object and `P1: same` lines."""
-    decisions: list[bool | None] = [None] * num_pairs
     found: dict[str, str] = {}
     match = re.search(r"\{.*\}", reply_text, flags=re.DOTALL)
     if match:
@@ -97,9 +92,8 @@ def parse_equivalence(reply_text: str, num_pairs: int) -> tuple[list[bool | None
             pass
     if not found:
         found = {k.upper(): v for k, v in re.findall(r"\b(P\d+)\"?\s*[:=-]\s*\"?([A-Za-z ]+)", reply_text)}
-    for m in range(num_pairs):
-        value = found.get(f"P{m + 1}", "").strip().casefold()
-        decisions[m] = True if value in _SAME else False if value in _DIFFERENT else None
+    values = [found.get(f"P{m + 1}", "").strip().casefold() for m in range(num_pairs)]
+    decisions = [True if v in _SAME else False if v in _DIFFERENT else None for v in values]
     return decisions, all(d is not None for d in decisions)
 
 

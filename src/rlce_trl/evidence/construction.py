@@ -27,22 +27,16 @@ def ordered_pairs(num_answers: int) -> list[tuple[int, int]]:
     return [p for i, j in itertools.combinations(range(num_answers), 2) for p in ((i, j), (j, i))]
 
 
-def _one_test(sampling: Sampling, n: int) -> Sampling:
-    """`n` samples, each read for its first non-blank line only (`parse_test`), so a backend may stop there."""
-    return Sampling(sampling.temperature, sampling.top_p, sampling.top_k, sampling.max_tokens, n, one_line=True)
-
-
-def pair_request(
-    state: GroupState, favoured: int, against: int, n: int, sampling: Sampling, prompts=None
+def construction_request(
+    state: GroupState, favoured: int, against: int | None, n: int, sampling: Sampling, prompts=None
 ) -> Request:
-    sampling = _one_test(sampling, n)
-    messages = construction_messages(state.group.context, state.answers[favoured], state.answers[against], prompts)
-    return Request(messages=messages, sampling=sampling, stage="construction")
-
-
-def pointwise_request(state: GroupState, answer: int, n: int, sampling: Sampling) -> Request:
-    sampling = _one_test(sampling, n)
-    messages = pointwise_construction_messages(state.group.context, state.answers[answer])
+    """`n` tests favouring answer `favoured` over `against` (pointwise: `against is None`, built with no other
+    answer). Each sample is read for its first non-blank line only (`parse_test`), so a backend may stop there."""
+    if against is None:
+        messages = pointwise_construction_messages(state.group.context, state.answers[favoured])
+    else:
+        messages = construction_messages(state.group.context, state.answers[favoured], state.answers[against], prompts)
+    sampling = Sampling(sampling.temperature, sampling.top_p, sampling.top_k, sampling.max_tokens, n, one_line=True)
     return Request(messages=messages, sampling=sampling, stage="construction")
 
 

@@ -187,7 +187,7 @@ class EvidencePipeline(ScorerBase):
     # -- stages -----------------------------------------------------------------------------------------------------
     def _canonicalize(self, states: list[GroupState], stats: StepStats) -> None:
         known = {id(s): self._known_classes(s) for s in states}
-        todo = [s for s in states if canonicalization.needs_equivalence(s, known[id(s)])]
+        todo = [s for s in states if s.group.labels is None and canonicalization.equivalence_pairs(s, known[id(s)])]
         requests = [
             canonicalization.equivalence_request(s, self.settings.equivalence_max_tokens, known[id(s)]) for s in todo
         ]
@@ -200,27 +200,36 @@ class EvidencePipeline(ScorerBase):
                     self._static_record_classes(s)
 
     def _construct(self, states: list[GroupState], stats: StepStats) -> None:
-        settings = self.settings
-        n = settings.tests_per_direction
-        jobs: list[tuple[GroupState, int, int | None, Request]] = []
+        jobs = []
         for s in states:
-            if settings.mode == "pointwise":
-                for i in range(s.num_answers):
-                    jobs.append((s, i, None, construction.pointwise_request(s, i, n, settings.construction_sampling)))
-                continue
-            for i, j in construction.ordered_pairs(s.num_answers):
-                cached = self._static_lookup(s, i, j, stats) if self._static else None
-                if cached is not None:
-                    stats.extra["static_cache_hits"] += 1
-                    # A cached abstention stays an abstention: static tests and their verdicts are fixed.
-                    s.tests.extend(
-                        EvidenceTest(i, j, text, verdict, failure=None if verdict else "static_abstention")
-                        for text, verdict in cached
-                    )
-                else:
-                    request = construction.pair_request(s, i, j, n, settings.construction_sampling, settings.prompts)
-                    jobs.append((s, i, j, request))
+            if self.settings.mode == "pointwise":
+                pairs = [(i, None) for i in range(s.num_answers)]
+            else:
+                pairs = construction.ordered_pairs(s.num_answers)
+            jobs += self._construction_jobs(s, pairs, stats, tie_break=False)
         self._run_construction(jobs, stats, tie_break=False)
+
+    def _construction_jobs(
+        self, state: GroupState, pairs: Sequence[tuple[int, int | None]], stats: StepStats, tie_break: bool
+    ) -> list[tuple[GroupState, int, int | None, Request]]:
+        """The construction requests of one group's ordered `pairs`; in static mode a stored pair's tests (of the
+        extra round too, with `static_tie_breaks`) are reused with their verdicts instead of asked for."""
+        n = self.settings.tie_break_tests_per_direction if tie_break else self.settings.tests_per_direction
+        sampling, prompts = self.settings.construction_sampling, self.settings.prompts
+        fixed = self._static and (self.static_tie_breaks or not tie_break)
+        jobs = []
+        for i, j in pairs:
+            cached = self._static_lookup(state, i, j, stats, tie_break) if fixed else None
+            if cached is None:
+                jobs.append((state, i, j, construction.construction_request(state, i, j, n, sampling, prompts)))
+                continue
+            stats.extra["static_cache_hits"] += 1
+            # A cached abstention stays an abstention: static tests and their verdicts are fixed.
+            state.tests.extend(
+                EvidenceTest(i, j, text, verdict, None if verdict else "static_abstention", tie_break)
+                for text, verdict in cached
+            )
+        return jobs
 
     def _run_construction(self, jobs: list, stats: StepStats, tie_break: bool) -> None:
         replies = self.verifier.generate(_with_media([job[3] for job in jobs], [job[0] for job in jobs]))
@@ -241,8 +250,7 @@ class EvidencePipeline(ScorerBase):
             for test in s.tests:
                 if test.text is None or test.verdict is not None or test.failure is not None:
                     continue  # construction failed, or a cached static verdict
-                labels = s.group.labels
-                shown = test.text
+                labels, shown = s.group.labels, test.text
                 if self.settings.redact_answers:
                     shown = validation.redact_answers(test.text, s.answers, labels, self.settings.redaction)
                 jobs.append((s, test))
@@ -277,30 +285,13 @@ class EvidencePipeline(ScorerBase):
         (every test abstained). None when the only reason is a verifier that failed on every request."""
         if len(state.winners) == 1 or all(t.failure == "error" for t in state.tests):
             return []
-        if state.winners:
-            return aggregation.unresolved_pairs(state.winners)
-        return construction.ordered_pairs(state.num_answers)
+        return aggregation.unresolved_pairs(state.winners or range(state.num_answers))
 
     def _extra_round(self, groups: list[GroupState], stats: StepStats) -> None:
         """One more round of tests for the unresolved comparisons, then aggregate again (section 3.2)."""
         if not groups:
             return
-        n = self.settings.tie_break_tests_per_direction
-        sampling, prompts = self.settings.construction_sampling, self.settings.prompts
-        jobs = []
-        for s in groups:
-            for i, j in self._unresolved(s):
-                fixed = self._static and self.static_tie_breaks
-                cached = self._static_lookup(s, i, j, stats, tie_break=True) if fixed else None
-                if cached is not None:  # static: this pair's extra tests, with their verdicts, as first built
-                    stats.extra["static_cache_hits"] += 1
-                    s.tests.extend(
-                        EvidenceTest(i, j, text, verdict, failure=None if verdict else "static_abstention",
-                                     tie_break=True)
-                        for text, verdict in cached
-                    )
-                else:
-                    jobs.append((s, i, j, construction.pair_request(s, i, j, n, sampling, prompts)))
+        jobs = [job for s in groups for job in self._construction_jobs(s, self._unresolved(s), stats, tie_break=True)]
         stats.extra["extra_round_groups"] += len(groups)
         self._run_construction(jobs, stats, tie_break=True)
         self._validate(groups, stats)
