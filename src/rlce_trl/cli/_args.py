@@ -1,13 +1,15 @@
 """What every `rlce-trl` parser shares: the parser class (one-line errors, the command's usage and a "did you mean"
-for an unknown flag) and the argparse types for counts (`positive_int`, `nonnegative_int`, `bounded_int`)."""
+for an unknown flag), the argparse types for counts (`positive_int`, `nonnegative_int`, `bounded_int`), and the
+check of video rows that `evaluate` and `sample` share."""
 
 from __future__ import annotations
 
 import argparse
 import re
 import sys
+from pathlib import Path
 
-from ..errors import InputError, bounded_int, did_you_mean, nonnegative_int, positive_int
+from ..errors import InputError, MissingInputError, bounded_int, did_you_mean, nonnegative_int, positive_int
 
 
 class CLIParser(argparse.ArgumentParser):
@@ -74,4 +76,19 @@ def leaf_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ar
         parser = subs[0].choices[chosen]
 
 
-__all__ = ["CLIParser", "bounded_int", "check_unknown_flags", "leaf_parser", "nonnegative_int", "positive_int"]
+def check_video_rows(rows: list[dict], media_root: str | None) -> None:
+    """Rows with videos need `--media_root`, and every clip they name must be there: checked before the model loads."""
+    from ..data.hba import check_clips
+
+    if not media_root:
+        raise InputError("these rows hold videos: pass --media_root (the folder their paths are relative to).")
+    if not Path(media_root).is_dir():
+        raise MissingInputError(f"--media_root {media_root!r}: no such folder.")
+    try:
+        check_clips(rows, media_root)
+    except ValueError as error:
+        raise InputError(" ".join(str(error).split())) from None
+
+
+__all__ = ["CLIParser", "bounded_int", "check_unknown_flags", "check_video_rows", "leaf_parser", "nonnegative_int",
+           "positive_int"]

@@ -11,7 +11,7 @@ import argparse
 import os
 from pathlib import Path
 
-from ..errors import InputError, print_error
+from ..errors import InputError
 from ._args import CLIParser, bounded_int, positive_int
 
 USAGE = """rlce-trl analyze LOG --output_dir DIR [options]      (the bench over a logged-groups JSONL)
@@ -117,8 +117,7 @@ def main_ttt(args: argparse.Namespace) -> int:
     try:
         runs = [load_run(p) for p in args.runs]
     except (FileNotFoundError, ValueError) as error:
-        print_error(error)
-        return 2
+        raise InputError(str(error)) from None
     print(table(runs))
     return 0
 

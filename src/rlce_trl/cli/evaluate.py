@@ -1,8 +1,7 @@
-"""`rlce-trl evaluate`'s flags and entry point (the loop is in `evaluate.py`).
+"""`rlce-trl evaluate`'s flags and entry point (the loop is in `rlce_trl.evaluation.evaluate`).
 
 Everything the user gives is checked before a model is loaded: flags, the data file and its rows, the PrefEval
-folder, the judge settings. A problem ends in one line (`error: ...`, exit 2) that names the fix; `cli.py` prints the
-[`~rlce_trl.errors.InputError`] raised here.
+folder, the judge settings; a problem is one [`~rlce_trl.errors.InputError`] that names the fix.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from ..errors import InputError, MissingInputError, first_line
 from ..evaluation.evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 from ..generation.generators import BACKENDS, Generator, make_generator
 from ..models import ALIAS_NAMES as ALIASES
-from ._args import positive_int
+from ._args import check_video_rows, positive_int
 from ._prompting import add_config_argument, policy_rows, resolve_prompting, say_prompting
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -101,12 +100,8 @@ def check_flags(args: argparse.Namespace) -> None:
         import torch
 
         args.batch_size = 8 if torch.cuda.is_available() else 1
-    for name, low in (("batch_size", 1), ("max_new_tokens", 1), ("judge_concurrency", 1),
-                      ("judge_max_reply_bytes", 64)):
-        if getattr(args, name) < low:
-            problems.append(f"--{name} {getattr(args, name)}: use {low} or more")
-    if args.limit is not None and args.limit < 1:
-        problems.append(f"--limit {args.limit}: use 1 or more (or leave it out for every row)")
+    if args.judge_max_reply_bytes < 64:  # the counts are checked by their argparse types
+        problems.append(f"--judge_max_reply_bytes {args.judge_max_reply_bytes}: use 64 or more")
     if args.judge_deadline <= 0:
         problems.append(f"--judge_deadline {args.judge_deadline}: use a positive number of seconds")
     if (args.data is None) == (args.task is None):
@@ -115,7 +110,7 @@ def check_flags(args: argparse.Namespace) -> None:
         problems.append("--judge_base_url needs --judge_model (the model name at the judge endpoint)")
     if args.judge_base_url and not args.judge_base_url.startswith(("http://", "https://")):
         problems.append("--judge_base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)")
-    if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
+    if Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
         problems.append(f"--output_dir {args.output_dir!r} is a file: pass a folder")
     if problems:
         raise InputError("; ".join(problems) + ".")
@@ -192,31 +187,15 @@ def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
     say_prompting(prompting, source)
     judge = None
     if args.judge_base_url:
-        client = OpenAIJudgeClient(
-            args.judge_base_url,
-            args.judge_model,
-            api_key_env=args.judge_api_key_env,
-            concurrency=args.judge_concurrency,
-            deadline=args.judge_deadline,
-            max_reply_bytes=args.judge_max_reply_bytes,
-        )
-        prompts = None
-        prefeval = rows is None or any(judge_of(r["task"]) == "prefeval_checks" for r in rows)
-        if prefeval or args.prefeval_dir:  # fail now, not after the first generated batch
-            prompts = load_prefeval_judge_prompts(args.prefeval_dir)
-        judge = Judge(client, prompts)
+        client = OpenAIJudgeClient(args.judge_base_url, args.judge_model, api_key_env=args.judge_api_key_env,
+                                   concurrency=args.judge_concurrency, deadline=args.judge_deadline,
+                                   max_reply_bytes=args.judge_max_reply_bytes)
+        prefeval = args.prefeval_dir or rows is None or any(judge_of(r["task"]) == "prefeval_checks" for r in rows)
+        # the judge prompts load now: a missing checkout fails before the first generated batch
+        judge = Judge(client, load_prefeval_judge_prompts(args.prefeval_dir) if prefeval else None)
     video = bool(rows) and any(r.get("videos") for r in rows)
-    if video and not args.media_root:
-        raise InputError("these rows hold videos: pass --media_root (the folder their paths are relative to).")
     if video:
-        from ..data.hba import check_clips
-
-        if not Path(args.media_root).is_dir():
-            raise MissingInputError(f"--media_root {args.media_root!r}: no such folder.")
-        try:
-            check_clips(rows, args.media_root)  # before the model loads
-        except ValueError as error:
-            raise InputError(" ".join(str(error).split())) from None
+        check_video_rows(rows, args.media_root)
     if generator is None:
         from ..models import resolve_model
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..errors import print_error
+from ..errors import InputError
 from ._args import positive_int
 
 
@@ -28,13 +28,11 @@ def main(args: argparse.Namespace) -> int:
     from ..report.plots import CURVES_PNG
 
     if args.output_dir and os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
-        print_error(f"--output_dir {args.output_dir!r} is a file: pass a folder for the page and plots.")
-        return 2
+        raise InputError(f"--output_dir {args.output_dir!r} is a file: pass a folder for the page and plots.")
     try:
         path, data = build_report(args.run_dir, args.output_dir, args.max_groups)
     except FileNotFoundError as error:
-        print_error(error)
-        return 2
+        raise InputError(str(error)) from None
     for note in data.notes:
         print(f"note: {note}")
     pngs = os.path.join(os.path.dirname(path), CURVES_PNG)

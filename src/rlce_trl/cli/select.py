@@ -74,7 +74,7 @@ def _int_list(text: str, flag: str, example: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise InputError(f"{flag} {text!r}: give comma-separated integers, e.g. {example}") from None
+        values = []
     if not values:
         raise InputError(f"{flag} {text!r}: give comma-separated integers, e.g. {example}")
     return values
@@ -85,10 +85,7 @@ def _select_config(args):
     from ..elect.election import ElectConfig
     from ..selection import known_selectors, selector_name_problem
 
-    problems = []
-    for name, low in (("subsets", 1), ("chunk_size", 1), ("rlce_tests_per_direction", 1), ("rlce_max_tokens", 1)):
-        if getattr(args, name) < low:
-            problems.append(f"--{name} {getattr(args, name)}: use {low} or more")
+    problems = []  # the counts are checked by their argparse types
     if not args.elect_delta >= 0:
         problems.append(f"--elect_delta {args.elect_delta}: use 0 or more (the paper: 0.08)")
     if not 0 <= args.elect_gamma <= 1:
@@ -239,11 +236,9 @@ def main(args: argparse.Namespace, verifier=None) -> int:
     if verifier is None and needs and not args.verifier_model_name_or_path:
         raise InputError(f"selectors {needs} need --verifier_model_name_or_path (the base model)")
     settings_path = _check_resume(args, Path(args.output_dir))
-    tokenizer = None
     if verifier is None and needs:
         verifier = _load_verifier(args.verifier_model_name_or_path, video=any(media_items(r.prompt) for r in rows))
-    if verifier is not None:
-        tokenizer = getattr(verifier, "tokenizer", None)
+    tokenizer = getattr(verifier, "tokenizer", None)
     settings = EvidenceSettings(tests_per_direction=args.rlce_tests_per_direction,
                                 construction_sampling=dataclasses.replace(EvidenceSettings.construction_sampling,
                                                                           max_tokens=args.rlce_max_tokens))

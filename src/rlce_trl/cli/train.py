@@ -37,7 +37,6 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "train", help="Train with a recipe: rlce-trl train --config <recipe or path> [overrides].", usage=USAGE,
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
     )
     parser.add_argument("--config", default=None, help="The recipe: a YAML path or a name from `rlce-trl recipes`.")
     parser.set_defaults(func=main, accepts_extra=True)
@@ -70,10 +69,9 @@ def main_recipes(args: argparse.Namespace) -> int:
             return 0
         recipes = list_recipes()
     except FileNotFoundError as error:
-        from ..errors import print_error
+        from ..errors import InputError
 
-        print_error(error)
-        return 2
+        raise InputError(str(error)) from None
     width = max(len(p.stem) for p in recipes)
     for path in recipes:
         print(f"{path.stem:<{width}}  {describe(path)}")

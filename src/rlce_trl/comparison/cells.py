@@ -227,13 +227,9 @@ def run_base(args, plan: dict, log=print) -> dict:
     done = _read_json(here / "done.json")
     if done is not None:
         return done
-    model = plan["model"]
-    from ..models import MODEL_ALIASES
+    from ..models import resolve_model
 
-    if model.lower() in MODEL_ALIASES:  # an offline alias: the folder it converts to
-        from ..models import resolve_model
-
-        model = resolve_model(model)
+    model = resolve_model(plan["model"])  # an offline alias: the folder it converts to
     log(f"[base] test evaluation of {model}")
     wall = _run(eval_arguments(args, plan, model, here / "test"), here / "eval.log", "base model: test evaluation")
     record = {"method": "base", "model": plan["model"], "score": _score(here / "test" / "summary.json"),

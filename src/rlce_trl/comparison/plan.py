@@ -21,20 +21,27 @@ def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _accelerate_config(launcher: list[str]) -> dict:
+    """The accelerate config the launcher's `--config_file` names ({} without one, or when it cannot be read)."""
+    if "--config_file" not in launcher or launcher.index("--config_file") + 1 >= len(launcher):
+        return {}
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path(launcher[launcher.index("--config_file") + 1]).read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
 def _devices_of(launcher: list[str]) -> int:
-    text = " ".join(launcher)
-    match = re.search(r"--(?:num_processes|nproc_per_node|nproc-per-node)[= ](\d+)", text)
+    match = re.search(r"--(?:num_processes|nproc_per_node|nproc-per-node)[= ](\d+)", " ".join(launcher))
     if match:
         return int(match.group(1))
-    if "--config_file" in launcher and launcher.index("--config_file") + 1 < len(launcher):
-        import yaml
-
-        try:
-            config = yaml.safe_load(Path(launcher[launcher.index("--config_file") + 1]).read_text()) or {}
-            return int(config.get("num_processes") or 1)
-        except (OSError, ValueError, TypeError, yaml.YAMLError):
-            return 1
-    return 1
+    try:
+        return int(_accelerate_config(launcher).get("num_processes") or 1)
+    except (ValueError, TypeError):
+        return 1
 
 
 def _has_matplotlib() -> bool:
@@ -45,14 +52,7 @@ def _has_matplotlib() -> bool:
 
 def _zero3(launcher: list[str]) -> bool:
     """Whether the launcher's accelerate config shards the model with DeepSpeed ZeRO-3."""
-    if "--config_file" not in launcher or launcher.index("--config_file") + 1 >= len(launcher):
-        return False
-    import yaml
-
-    try:
-        config = yaml.safe_load(Path(launcher[launcher.index("--config_file") + 1]).read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return False
+    config = _accelerate_config(launcher)
     deepspeed = config.get("deepspeed_config") or {}
     return config.get("distributed_type") == "DEEPSPEED" and int(deepspeed.get("zero_stage") or 0) == 3
 
@@ -139,10 +139,6 @@ def make_plan(args: argparse.Namespace) -> dict:
     devices = args.devices if args.devices is not None else _devices_of(launcher)
     if devices < 1:
         raise InputError(f"--devices {devices}: use 1 or more.")
-    for name in ("validation_steps", "validation_limit", "test_limit", "max_new_tokens", "eval_batch_size"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise InputError(f"--{name} {value}: use 1 or more.")
 
     recipes = {m: _recipe(args, m, recipe_task) for m in methods}
     from ..training.recipes import load_recipe

@@ -24,7 +24,7 @@ def metric_prefix(history: list[dict]) -> str:
     return "rlce"
 
 
-def _verdict_order(key: str) -> tuple[int, str]:
+def verdict_order(key: str) -> tuple[int, str]:
     """yes, no, unknown, then any other verdict (e.g. invalid) by name."""
     name = key.rsplit("/", 1)[-1][len("verdict_"):-len("_frac")]
     return {"yes": 0, "no": 1, "unknown": 2}.get(name, 3), name
@@ -39,7 +39,7 @@ def panels(history: list[dict]) -> list[tuple[str, list[str]]]:
     wanted = [
         ("Rewards", [k for k in keys if k == "reward" or re.fullmatch(r"rewards/[^/]+/mean", k)]),
         ("Verdict fractions", sorted([k for k in keys if re.fullmatch(rf"{re.escape(p)}/verdict_\w+_frac", k)],
-                                     key=_verdict_order)),
+                                     key=verdict_order)),
         ("Tie and verified rates", [f"{p}/{n}" for n in ("tie_rate", "unresolved_tie_rate", "verified_fraction")]),
         ("Distinct answers per group", [f"{p}/distinct_answers_mean"]),
         ("Verifier seconds vs step time", [f"{p}/verifier_seconds", "step_time"]),

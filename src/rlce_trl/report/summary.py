@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .data import RunData
-from .plots import metric_prefix
+from .plots import metric_prefix, verdict_order
 
 
 @dataclass
@@ -61,12 +61,11 @@ def summary_items(data: RunData) -> list[Item]:
         values = _values(entries, key)
         detail = f"mean of {key} over {len(values)} logged steps" if values else f"{key} not logged"
         items.append(Item(label, _pct(_mean(values)), detail))
-    order = {"yes": 0, "no": 1, "unknown": 2}
     verdicts = sorted({k for e in entries for k in e if k.startswith(f"{p}/verdict_") and k.endswith("_frac")},
-                      key=lambda k: (order.get(k[len(f"{p}/verdict_"):-len("_frac")], 3), k))
-    mix = [(k[len(f"{p}/verdict_"):-len("_frac")], _mean(_values(entries, k))) for k in verdicts]
-    mix = [(name, value) for name, value in mix  # yes / no / unknown always, another verdict when it occurred
-           if value is not None and (name in order or value > 0)]
+                      key=verdict_order)
+    mix = [(verdict_order(k), _mean(_values(entries, k))) for k in verdicts]
+    mix = [(name, value) for (rank, name), value in mix  # yes / no / unknown always, another verdict when it occurred
+           if value is not None and (rank < 3 or value > 0)]
     items.append(Item("verdicts", " · ".join(f"{name} {_pct(value)}" for name, value in mix) or "n/a",
                       "mean share of each verdict over the logged steps (" + ", ".join(verdicts) + ")" if mix
                       else "no verdicts logged"))
