@@ -16,7 +16,7 @@ from transformers import TrainerCallback
 from ..data.jsonl import write_json
 from ..generation.generators import TransformersGenerator, VisionLanguageGenerator
 from .evaluate import evaluate_rows
-from .lockstep import generation_is_collective, run_on_main
+from .lockstep import _broadcast, _world, generation_is_collective, run_on_main
 
 #: `validate(model, processing_class, step) -> score` (higher is better unless told otherwise).
 ValidateFn = Callable[[object, object, int], float]
@@ -99,20 +99,12 @@ class BestCheckpointCallback(TrainerCallback):
             return True
         return score > self.best_score if self.greater_is_better else score < self.best_score
 
-    def _shared_score(self, args, state, model, processing_class) -> float:
-        score = run_on_main(model, lambda: self.validate(model, processing_class, state.global_step))
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized() and args.world_size > 1:
-            box = [score]
-            dist.broadcast_object_list(box, src=0)
-            score = box[0]
-        return score
-
     def _run(self, args, state, control, model, processing_class):
         if any(h["step"] == state.global_step for h in self.history):
             return control
-        score = self._shared_score(args, state, model, processing_class)
+        score = run_on_main(model, lambda: self.validate(model, processing_class, state.global_step))
+        if _world()[1] > 1:  # the main process's score (and stop decision) on every process
+            score = _broadcast(score)
         best_dir = Path(self.best_dir or Path(args.output_dir) / "best")
         improved = self._is_better(score)
         self.history.append({"step": state.global_step, "score": score, "best": improved})

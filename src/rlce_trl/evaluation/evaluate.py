@@ -31,7 +31,7 @@ from ..data.prefeval import TASK as PREFEVAL_TASK
 from ..data.tasks import TASKS, judge_of
 from ..errors import InputError
 from ..generation.generators import Generator
-from .metrics import TASK_METRIC_NAMES, extract_prediction, macro_average, task_score
+from .metrics import extract_prediction, macro_average, task_score
 
 #: The fields of a record written before judging (a re-judged row keeps these and gets fresh verdict fields).
 _GENERATED = ("id", "task", "form", "topic", "question", "prompt", "prompt_text", "gold", "response", "prediction")
@@ -134,8 +134,8 @@ def check_eval_rows(rows: Sequence[dict], where: str = "data") -> str:
     if len(tasks) != 1:
         raise InputError(f"{where}: one task per evaluation run, got {sorted(map(str, tasks))}: split the file.")
     task = next(iter(tasks))
-    if task not in TASK_METRIC_NAMES:
-        raise InputError(f"{where}: unknown task {task!r}: use one of {', '.join(TASK_METRIC_NAMES)}, or pass your "
+    if task not in TASKS:
+        raise InputError(f"{where}: unknown task {task!r}: use one of {', '.join(TASKS)}, or pass your "
                          "task file (--task).")
     seen: set = set()
     for k, row in enumerate(rows):
@@ -145,22 +145,17 @@ def check_eval_rows(rows: Sequence[dict], where: str = "data") -> str:
     return task
 
 
-def _judged(task: str) -> bool:
-    """Whether the task's rows are scored by the LLM judge (free text with `judge_accuracy`)."""
-    return TASKS[task].needs_judge
-
-
 def summarize(task: str, rows: Sequence[dict], records: Sequence[dict]) -> dict:
     """The summary of one split: metric and score over the finished rows, progress, extraction and judge counts."""
     summary = {
         "task": task,
-        "metric": TASK_METRIC_NAMES.get(task),
+        "metric": TASKS[task].metric,
         "num_rows": len(rows),
         "num_done": len(records),
         "complete": len(records) == len(rows),
         "no_valid_answer": sum(r.get("prediction") is None for r in records),
     }
-    if _judged(task):  # free text the judge decides
+    if TASKS[task].needs_judge:  # free text the judge decides
         unjudged = sum(r.get("correct") is None for r in records)
         summary["unjudged"] = unjudged
         summary["judge_failed"] = failed = sum(bool(r.get("judge_failed")) for r in records)
@@ -216,18 +211,14 @@ def evaluate_rows(
 
 def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progress, description, media_root) -> dict:
     predictions_path, summary_path = output_dir / "predictions.jsonl", output_dir / "summary.json"
-    free_text = _judged(task)
-    if any(r.get("videos") for r in rows):
-        if media_root is None:
-            raise ValueError("These rows hold videos: pass the folder their paths are relative to (--media_root).")
-        from ..data.hba import expand_videos
+    free_text = TASKS[task].needs_judge
+    videos = any(r.get("videos") for r in rows)
+    if videos and media_root is None:
+        raise ValueError("These rows hold videos: pass the folder their paths are relative to (--media_root).")
+    from ..data.hba import expand_videos
 
-        def prompt_of(row: dict) -> list[dict]:
-            return expand_videos(row, media_root)["prompt"]
-    else:
-
-        def prompt_of(row: dict) -> list[dict]:
-            return row["prompt"]
+    def prompt_of(row: dict) -> list[dict]:
+        return expand_videos(row, media_root)["prompt"] if videos else row["prompt"]
 
     done, repaired = _read_done(predictions_path)
     ids = {r["id"] for r in rows}
@@ -235,11 +226,9 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
                and _needs_judging(done[r["id"]])]
     records = [done[i] for i in (r["id"] for r in rows) if i in done]
     todo = [r for r in rows if r["id"] not in done]
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(rows), initial=len(records), desc=description, unit="row")
+    bar = tqdm(total=len(rows), initial=len(records), desc=description, unit="row", disable=not progress)
     write_json(summarize(task, rows, records), summary_path)
 
     def append(new: list[dict]) -> None:  # a judge error quoting a credentialed URL must not reach the file
@@ -256,22 +245,14 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
     for start in range(0, len(todo), batch_size):
         batch = todo[start : start + batch_size]
         responses = generate([prompt_of(r) for r in batch])
-        new = []
         render = getattr(generate, "render", None) if media_root is None else None
-        for row, response in zip(batch, responses, strict=True):
-            new.append(
-                {
-                    "id": row["id"],
-                    "task": task,
-                    **{k: row[k] for k in ("form", "topic") if k in row},
-                    "question": row.get("question", ""),
-                    "prompt": row["prompt"],  # the messages generated from (video rows: the clips' paths)
-                    **({"prompt_text": render(row["prompt"])} if render is not None else {}),
-                    "gold": row["gold"],
-                    "response": response,
-                    "prediction": extract_prediction(response, row.get("answer_options") or []),
-                }
-            )
+        new = [{"id": row["id"], "task": task, **{k: row[k] for k in ("form", "topic") if k in row},
+                "question": row.get("question", ""),
+                "prompt": row["prompt"],  # the messages generated from (video rows: the clips' paths)
+                **({"prompt_text": render(row["prompt"])} if render is not None else {}),
+                "gold": row["gold"], "response": response,
+                "prediction": extract_prediction(response, row.get("answer_options") or [])}
+               for row, response in zip(batch, responses, strict=True)]
         if free_text:  # the judge decides
             verdicts = judge(task, new) if judge is not None else [{"correct": None} for _ in new]
             for record, verdict in zip(new, verdicts, strict=True):
@@ -279,10 +260,8 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
         append(new)
         records += new
         write_json(summarize(task, rows, records), summary_path)
-        if bar is not None:
-            bar.update(len(batch))
-    if bar is not None:
-        bar.close()
+        bar.update(len(batch))
+    bar.close()
     stale = set(done) - ids
     summary = summarize(task, rows, [r for r in records if r["id"] in ids])
     if stale:

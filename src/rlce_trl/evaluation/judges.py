@@ -28,7 +28,6 @@ import json
 import os
 import re
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -113,7 +112,7 @@ class OpenAIJudgeClient:
             return list(pool.map(fn, items))
 
 
-def ask_until_parsed(client, messages: list[dict], parse, max_attempts: int = 4, retry_wait: float = 0.0):
+def ask_until_parsed(client, messages: list[dict], parse, max_attempts: int = 4):
     """Ask up to `max_attempts` times until `parse(reply)` is not `None`. Returns `(parsed, last_reply, attempts,
     error)`; `parsed` is `None` when every attempt failed to parse, or when the endpoint failed (`error` set: the
     client has already retried it, so asking again would only repeat the failure)."""
@@ -122,8 +121,6 @@ def ask_until_parsed(client, messages: list[dict], parse, max_attempts: int = 4,
         try:
             reply = client.complete(messages)
         except JudgeError as e:
-            if retry_wait:
-                time.sleep(retry_wait * attempt)
             return None, reply, attempt, str(e)
         parsed = parse(reply)
         if parsed is not None:
@@ -146,13 +143,8 @@ REFERENCE_JUDGE_TEMPLATE = (
 
 
 def reference_judge_messages(question: str, reference: str, prediction: str) -> list[dict[str, str]]:
-    return [
-        {"role": "system", "content": REFERENCE_JUDGE_SYSTEM},
-        {
-            "role": "user",
-            "content": REFERENCE_JUDGE_TEMPLATE.format(question=question, reference=reference, prediction=prediction),
-        },
-    ]
+    text = REFERENCE_JUDGE_TEMPLATE.format(question=question, reference=reference, prediction=prediction)
+    return [{"role": "system", "content": REFERENCE_JUDGE_SYSTEM}, {"role": "user", "content": text}]
 
 
 def parse_json_verdict(text: str) -> dict | None:
@@ -189,13 +181,8 @@ def judge_against_reference(client, items: Sequence[dict], max_attempts: int = 4
         messages = reference_judge_messages(item["question"], item["gold"], item["prediction"])
         parsed, reply, attempts, error = ask_until_parsed(client, messages, parse_json_verdict, max_attempts)
         if parsed is None:
-            return {
-                "correct": None,
-                "explanation": reply[:REPLY_CHARS],
-                "attempts": attempts,
-                "judge_error": error or "unparsed",
-                "judge_failed": error is not None,
-            }
+            return {"correct": None, "explanation": reply[:REPLY_CHARS], "attempts": attempts,
+                    "judge_error": error or "unparsed", "judge_failed": error is not None}
         return {**parsed, "attempts": attempts, "judge_error": None, "judge_failed": False}
 
     return client.map(one, list(items))
@@ -203,18 +190,9 @@ def judge_against_reference(client, items: Sequence[dict], max_attempts: int = 4
 
 # -------------------------------------------------------------------------------------------------------- PrefEval
 
-PREFEVAL_CHECKS = {
-    "acknowledge": "check_acknowledge.txt",
-    "hallucination": "check_hallucination.txt",
-    "violation": "check_violation.txt",
-    "helpful": "check_helpful.txt",
-}
-PREFEVAL_ERROR_TYPES = (
-    "unhelpful",
-    "preference_unaware_violation",
-    "hallucinated_preference_violation",
-    "inconsistent",
-)
+PREFEVAL_CHECKS = {check: f"check_{check}.txt" for check in ("acknowledge", "hallucination", "violation", "helpful")}
+PREFEVAL_ERROR_TYPES = ("unhelpful", "preference_unaware_violation", "hallucinated_preference_violation",
+                        "inconsistent")
 
 
 def load_prefeval_judge_prompts(prefeval_dir: str | os.PathLike | None = None) -> dict[str, str]:
@@ -266,13 +244,8 @@ def parse_check(check: str, reply: str) -> dict | None:
 def prefeval_check_messages(
     check: str, prompts: dict[str, str], question: str, preference: str, response: str, restatement: str = ""
 ) -> list[dict[str, str]]:
-    text = fill(
-        prompts[check],
-        question=question,
-        end_generation=response,
-        preference=preference,
-        assistant_restatement=restatement,
-    )
+    text = fill(prompts[check], question=question, end_generation=response, preference=preference,
+                assistant_restatement=restatement)
     return [{"role": "user", "content": text}]
 
 
@@ -330,21 +303,9 @@ def judge_prefeval(client, items: Sequence[dict], prompts: dict[str, str], max_a
 
     for i, item in enumerate(results):
         if i not in answered:
-            item.update(
-                {
-                    "acknowledge": None,
-                    "violation": None,
-                    "helpful": None,
-                    "hallucination": "skipped",
-                    "quote": "",
-                    "parse_failure": False,
-                    "no_answer": True,
-                    "judge_failed": False,
-                    **{t: False for t in PREFEVAL_ERROR_TYPES},
-                    "correct": False,
-                    "correct_prefeval_rule": False,
-                }
-            )
+            item.update({"acknowledge": None, "violation": None, "helpful": None, "hallucination": "skipped",
+                         "quote": "", "parse_failure": False, "no_answer": True, "judge_failed": False,
+                         **{t: False for t in PREFEVAL_ERROR_TYPES}, "correct": False, "correct_prefeval_rule": False})
             continue
         item.setdefault("hallucination", "skipped")
         required = ["acknowledge", "violation", "helpful"] + (["hallucination"] if i in needs_hallucination else [])
@@ -379,7 +340,6 @@ def summarize_prefeval(results: Sequence[dict]) -> dict:
     }
     for error_type in PREFEVAL_ERROR_TYPES:
         summary[f"error_{error_type}"] = sum(bool(r.get(error_type)) for r in results) / n
-    for check in ("acknowledge", "violation", "hallucination"):
+    for check in ("acknowledge", "violation", "hallucination", "helpful"):
         summary[f"rate_{check}"] = sum(r.get(check) == "yes" for r in results) / n
-    summary["rate_helpful"] = sum(r.get("helpful") == "yes" for r in results) / n
     return summary

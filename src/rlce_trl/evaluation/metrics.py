@@ -19,30 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..data.tasks import TASKS, Task
+from ..data.tasks import TASKS
 from ..evidence.answers import extract_answer
 
 #: The task answer of one response with the paper's fallbacks (appendix A): the same reader RLCE trains with.
 extract_prediction = extract_answer
-
-
-class _TaskMetricNames(Mapping):
-    """Task name -> the metric it reports (table 5 for the paper's tasks), read from the task registry
-    ([`rlce_trl.data.tasks`]): a user's task file is in it once loaded."""
-
-    def __getitem__(self, task: str) -> str:
-        if task not in TASKS:
-            raise KeyError(task)
-        return TASKS[task].metric
-
-    def __iter__(self):
-        return iter(TASKS)
-
-    def __len__(self) -> int:
-        return len(TASKS)
-
-
-TASK_METRIC_NAMES = _TaskMetricNames()
 
 
 def weighted_f1(predictions: Sequence[str | None], golds: Sequence[str], labels: Sequence[str]) -> float:
@@ -118,11 +99,6 @@ METRIC_FUNCTIONS = {
 }
 
 
-def metric_score(task: Task, records: Sequence[dict]) -> float:
-    """`task`'s metric over per-row evaluation records."""
-    return METRIC_FUNCTIONS[task.metric](records, task)
-
-
 def task_score(task: str, records: Sequence[dict]) -> float:
     """The task's metric ([`rlce_trl.data.tasks`]) over per-row evaluation records.
 
@@ -130,4 +106,4 @@ def task_score(task: str, records: Sequence[dict]) -> float:
     when unjudged)."""
     if task not in TASKS:
         raise ValueError(f"No metric for task {task!r}; known tasks: {sorted(TASKS)}.")
-    return metric_score(TASKS[task], records)
+    return METRIC_FUNCTIONS[TASKS[task].metric](records, TASKS[task])

@@ -17,8 +17,8 @@ rule, default threshold and setting.
 from __future__ import annotations
 
 from .metrics import GroupSummary, StepRecord, pooled
-from .monitor import HEALTH_FILE, HealthMonitor, card_section, evaluate_rules, no_signal_line, read_alarms, read_signal
-from .rules import Alarm, HealthThresholds, threshold_problems
+from .monitor import HEALTH_FILE, HealthMonitor, card_section, no_signal_line, read_alarms, read_signal
+from .rules import Alarm, HealthThresholds, evaluate_rules, threshold_problems
 from .signal import NoLearningSignalError, group_signal, signal_verdict
 
 __all__ = [

@@ -6,13 +6,12 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from transformers import TrainerCallback
 
 from ..data.jsonl import append_jsonl, read_jsonl_lenient, truncate_jsonl
 from .metrics import (
-    GroupSummary,
     StepRecord,
     answer_entropy,
     answered_share,
@@ -27,17 +26,12 @@ from .metrics import (
     zero_spread_share,
 )
 from .rules import (
+    ENTRENCHMENT_METHODS,
     Alarm,
     Check,
     HealthThresholds,
-    check_answer_loss,
-    check_cross_prompt_collapse,
-    check_duplicate_collapse,
-    check_entrenchment,
-    check_reward_signal_divergence,
-    check_verifier_drift,
-    check_within_group_collapse,
     entrenchment_cusum,
+    evaluate_rules,
     reward_signal_divergence,
 )
 from .signal import SignalVerdict, group_signal
@@ -45,45 +39,15 @@ from .signal import SignalVerdict, group_signal
 logger = logging.getLogger(__name__)
 
 HEALTH_FILE = "rlce_health.jsonl"
-#: Methods whose verified answer is chosen by evidence rather than by the vote: entrenchment is checked for them.
-#: (For TTRL and the pseudo-label scorers the verified answer IS the majority by construction.)
-ENTRENCHMENT_METHODS = ("rlce",)
 #: The logged `health/verified_majority_share` pools up to this many windows of steps to reach `min_groups` eligible
 #: groups (the entrenchment rule itself reads every step since the reference).
 MAX_POOL = 4
 
 
 # -- the monitor --------------------------------------------------------------------------------------------------
-def _pool(records: Iterable[StepRecord]) -> list[GroupSummary]:
-    return [g for r in records for g in r.groups]
-
-
 def _mean(values) -> float | None:
     values = [v for v in values if v is not None]
     return sum(values) / len(values) if values else None
-
-
-def evaluate_rules(now: dict, ref: dict, logged: dict, method: str, t: HealthThresholds) -> list[Check]:
-    """Every rule that applies, on the window metrics `now`, the reference `ref` and the logged `health/*` values
-    (as [`HealthMonitor.add`] builds them)."""
-    out: list[Check | None] = []
-    if now["one_answer_share"] is not None and ref["one_answer_share"] is not None:
-        out.append(check_within_group_collapse(now["one_answer_share"], ref["one_answer_share"], t))
-    if now["answered_share"] is not None and ref["answered_share"] is not None:
-        out.append(check_answer_loss(now["answered_share"], ref["answered_share"], t))
-    if now["_closed"]:
-        if now.get("answer_entropy") is not None and ref.get("answer_entropy") is not None:
-            out.append(check_cross_prompt_collapse(now["answer_entropy"], ref["answer_entropy"], t))
-    elif now.get("near_duplicate_rate") is not None and ref.get("near_duplicate_rate") is not None:
-        out.append(check_duplicate_collapse(now["near_duplicate_rate"], ref["near_duplicate_rate"], t))
-    if "health/verdict_drift" in logged:
-        out.append(check_verifier_drift(logged["health/verdict_drift"], sum(now["_verdicts"].values()),
-                                        sum(ref["_verdicts"].values()), t))
-    if "health/reward_signal_divergence" in logged:
-        out.append(check_reward_signal_divergence(logged["health/reward_signal_divergence"], t))
-    if method in ENTRENCHMENT_METHODS and ref["_eligible"]:
-        out.append(check_entrenchment(now["_since_reference"], ref["_by_split"], t))
-    return [c for c in out if c is not None]
 
 
 class HealthMonitor(TrainerCallback):
@@ -142,23 +106,15 @@ class HealthMonitor(TrainerCallback):
 
     # the metrics of a window of steps
     def _window_metrics(self, records: Sequence[StepRecord]) -> dict:
-        groups = _pool(records)
+        groups = [g for r in records for g in r.groups]
         closed = sum(g.closed for g in groups) * 2 >= len(groups)
         by_split = verified_majority_by_split(groups)
         agree, eligible = pooled(by_split)
         verdicts = sum((r.verdict_mix() for r in records), Counter())
-        out = {
-            "one_answer_share": one_answer_share(groups),
-            "answered_share": answered_share(groups),
-            "zero_spread_share": zero_spread_share(groups),
-            "signal_share": signal_share(groups),
-            "task_reward": task_reward(groups),
-            "_closed": closed,
-            "_agree": agree,
-            "_eligible": eligible,
-            "_by_split": by_split,
-            "_verdicts": verdicts,
-        }
+        out = {"one_answer_share": one_answer_share(groups), "answered_share": answered_share(groups),
+               "zero_spread_share": zero_spread_share(groups), "signal_share": signal_share(groups),
+               "task_reward": task_reward(groups), "_closed": closed, "_agree": agree, "_eligible": eligible,
+               "_by_split": by_split, "_verdicts": verdicts}
         if closed:
             out["answer_entropy"] = answer_entropy(groups)
         else:
@@ -245,9 +201,8 @@ class HealthMonitor(TrainerCallback):
         new = self.alarms[before:]
         if new and self.stop and self.stopped_by is None:
             self.stopped_by = new[0]
-            control.should_training_stop = True
-            control.should_save = True  # the checkpoint (and its model card) of the step the run stops at
-            control.should_log = True
+            # saving the checkpoint (and its model card) of the step the run stops at
+            control.should_training_stop = control.should_save = control.should_log = True
         for alarm in new:
             if self.is_main:
                 logger.warning(alarm.message + (" -- stopping the run (health_stop)." if alarm is self.stopped_by
@@ -273,9 +228,8 @@ class HealthMonitor(TrainerCallback):
         if (new and self.signal_patience and steps_run >= self.signal_patience and not self.had_signal
                 and self.stopped_without_signal is None):
             self.stopped_without_signal = new[-1][1]
-            control.should_training_stop = True
-            control.should_save = True  # the checkpoint of the step the run stops at (and its model card)
-            control.should_log = True
+            # saving the checkpoint (and its model card) of the step the run stops at
+            control.should_training_stop = control.should_save = control.should_log = True
             records[-1]["stopped"] = True
             if self.is_main:
                 logger.warning("No step of the first %d had a learning signal: stopping the run "
@@ -290,26 +244,26 @@ class HealthMonitor(TrainerCallback):
             if not self._file_started:  # a fresh run drops earlier alarms, a resumed one those after its step
                 self._file_started = True
                 resume_step = getattr(self, "_resume_step", 0)
-                truncate_jsonl(path, lambda r: (_is_alarm(r) or _is_signal(r)) and r["step"] <= resume_step)
+                truncate_jsonl(path, lambda r: (_is(r, "alarm") or _is(r, "signal")) and r["step"] <= resume_step)
             append_jsonl(records, path)
-        alarms = [r for r in records if _is_alarm(r)]  # the trail holds the alarms; the signal lines stay here
+        alarms = [r for r in records if _is(r, "alarm")]  # the trail holds the alarms; the signal lines stay here
         if self.evidence_log is not None and alarms:
             self.evidence_log.write(alarms)
 
 
-def read_alarms(path: str) -> list[dict]:
-    """The alarm records of a `rlce_health.jsonl` (unreadable lines skipped); [] when there is no file."""
+def _is(record: dict, kind: str) -> bool:
+    return record.get("type") == f"health_{kind}" and isinstance(record.get("step"), int)
+
+
+def _read(path: str, kind: str) -> list[dict]:
     if not os.path.exists(path):
         return []
-    return [record for record in read_jsonl_lenient(path, "health alarms file")[0] if _is_alarm(record)]
+    return [record for record in read_jsonl_lenient(path, "health alarms file")[0] if _is(record, kind)]
 
 
-def _is_alarm(record: dict) -> bool:
-    return record.get("type") == "health_alarm" and isinstance(record.get("step"), int)
-
-
-def _is_signal(record: dict) -> bool:
-    return record.get("type") == "health_signal" and isinstance(record.get("step"), int)
+def read_alarms(path: str) -> list[dict]:
+    """The alarm records of a `rlce_health.jsonl` (unreadable lines skipped); [] when there is no file."""
+    return _read(path, "alarm")
 
 
 def _signal_record(step: int, verdict: SignalVerdict) -> dict:
@@ -320,9 +274,7 @@ def _signal_record(step: int, verdict: SignalVerdict) -> dict:
 def read_signal(path: str) -> list[dict]:
     """The learning-signal records of a `rlce_health.jsonl` (steps without signal, the first step with one, the
     stop); [] when there is no file."""
-    if not os.path.exists(path):
-        return []
-    return [record for record in read_jsonl_lenient(path, "health alarms file")[0] if _is_signal(record)]
+    return _read(path, "signal")
 
 
 def no_signal_line(records: list[dict]) -> str | None:

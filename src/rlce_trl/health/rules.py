@@ -8,6 +8,10 @@ from dataclasses import dataclass
 
 from .metrics import pooled
 
+#: Methods whose verified answer is chosen by evidence rather than by the vote: entrenchment is checked for them.
+#: (For TTRL and the pseudo-label scorers the verified answer IS the majority by construction.)
+ENTRENCHMENT_METHODS = ("rlce",)
+
 
 # -- the rules ----------------------------------------------------------------------------------------------------
 @dataclass
@@ -232,6 +236,29 @@ def check_entrenchment(stream, reference: dict, t: HealthThresholds) -> Check:
     threshold = entrenchment_threshold(eligible, t)
     return Check("entrenchment", "health/entrenchment_cusum", value, threshold, value >= threshold,
                  agree / eligible if eligible else None)
+
+
+def evaluate_rules(now: dict, ref: dict, logged: dict, method: str, t: HealthThresholds) -> list[Check]:
+    """Every rule that applies, on the window metrics `now`, the reference `ref` and the logged `health/*` values
+    (as [`HealthMonitor.add`] builds them)."""
+    out: list[Check | None] = []
+    if now["one_answer_share"] is not None and ref["one_answer_share"] is not None:
+        out.append(check_within_group_collapse(now["one_answer_share"], ref["one_answer_share"], t))
+    if now["answered_share"] is not None and ref["answered_share"] is not None:
+        out.append(check_answer_loss(now["answered_share"], ref["answered_share"], t))
+    if now["_closed"]:
+        if now.get("answer_entropy") is not None and ref.get("answer_entropy") is not None:
+            out.append(check_cross_prompt_collapse(now["answer_entropy"], ref["answer_entropy"], t))
+    elif now.get("near_duplicate_rate") is not None and ref.get("near_duplicate_rate") is not None:
+        out.append(check_duplicate_collapse(now["near_duplicate_rate"], ref["near_duplicate_rate"], t))
+    if "health/verdict_drift" in logged:
+        out.append(check_verifier_drift(logged["health/verdict_drift"], sum(now["_verdicts"].values()),
+                                        sum(ref["_verdicts"].values()), t))
+    if "health/reward_signal_divergence" in logged:
+        out.append(check_reward_signal_divergence(logged["health/reward_signal_divergence"], t))
+    if method in ENTRENCHMENT_METHODS and ref["_eligible"]:
+        out.append(check_entrenchment(now["_since_reference"], ref["_by_split"], t))
+    return [c for c in out if c is not None]
 
 
 # -- alarms -------------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
-from .metrics import GroupSummary, _spread
+from .metrics import GroupSummary, _spread, answered_share, verdict_mix
 
 #: Steps a run may go without any learning signal before it stops (`health_signal_patience`; 0 turns the stop off).
 SIGNAL_PATIENCE = 2
@@ -130,13 +130,7 @@ def signal_verdict(answered_share: float | None, multi_answer_share: float | Non
 
 def group_signal(groups: Sequence[GroupSummary], verdicts: Counter | dict | None = None) -> SignalVerdict:
     """[`signal_verdict`] of scored groups ([`GroupSummary`]); `verdicts` default: the groups' own."""
-    rollouts = [a for g in groups for a in g.answers]
-    answered = sum(a is not None for a in rollouts) / len(rollouts) if rollouts else None
     multi = sum(len(g.distinct) >= 2 for g in groups) / len(groups) if groups else None
     rewarded = [g for g in groups if g.rewards]
     spread = sum(_spread(g.rewards) > 0 for g in rewarded) / len(rewarded) if rewarded else (0.0 if groups else None)
-    if verdicts is None:
-        verdicts = Counter()
-        for g in groups:
-            verdicts.update(g.verdicts)
-    return signal_verdict(answered, multi, spread, verdicts)
+    return signal_verdict(answered_share(groups), multi, spread, verdict_mix(groups) if verdicts is None else verdicts)
