@@ -17,6 +17,20 @@ logger = logging.getLogger(__name__)
 MARKER = "rlce_interrupted.json"
 
 
+def _saved_checkpoint(trainer, may_save: bool, after: str) -> str | None:
+    """The last finished step's checkpoint, saved first if `may_save` and missing; `None` when there is none."""
+    step = trainer.state.global_step
+    folder = os.path.join(trainer.args.output_dir, f"checkpoint-{step}")
+    if step > 0 and not os.path.isdir(folder) and may_save:
+        try:
+            trainer._save_checkpoint(trainer.model, trial=None)
+        except Exception as error:  # noqa: BLE001 -- the error that stopped training is the one to report
+            logger.warning("Could not save a checkpoint after %s: %s", after, error)
+    if step == 0 or not os.path.isfile(os.path.join(folder, "trainer_state.json")):
+        return None
+    return folder
+
+
 def save_interrupted(trainer) -> TrainingInterrupted:
     """Save what can be saved after a Ctrl-C and return the error that says where. A single process saves the
     checkpoint of the last finished step (the weights of an interrupted step are not yet updated: the optimizer
@@ -24,15 +38,8 @@ def save_interrupted(trainer) -> TrainingInterrupted:
     a lone interrupted rank could hang in)."""
     _INTERRUPTS.clear()  # this Ctrl-C is handled here
     args, step = trainer.args, trainer.state.global_step
-    folder = os.path.join(args.output_dir, f"checkpoint-{step}")
-    if step > 0 and not os.path.isdir(folder) and trainer.accelerator.num_processes == 1:
-        try:
-            trainer._save_checkpoint(trainer.model, trial=None)
-        except Exception as error:  # noqa: BLE001 -- a failed save is reported as nothing saved
-            logger.warning("Could not save a checkpoint after Ctrl-C: %s", error)
-    if step == 0 or not os.path.isfile(os.path.join(folder, "trainer_state.json")):
-        return TrainingInterrupted(None, step, args.output_dir)
-    if trainer.is_world_process_zero():
+    folder = _saved_checkpoint(trainer, trainer.accelerator.num_processes == 1, "Ctrl-C")
+    if folder is not None and trainer.is_world_process_zero():
         trainer.state.save_to_json(os.path.join(args.output_dir, "trainer_state.json"))  # the report's curves
         with open(os.path.join(args.output_dir, MARKER), "w", encoding="utf-8") as f:
             json.dump({"checkpoint": folder, "step": step}, f)
@@ -42,19 +49,11 @@ def save_interrupted(trainer) -> TrainingInterrupted:
 def save_after_verifier_failure(trainer) -> str | None:
     """The verifier failed for good on some process and every process raised together in the gather of
     `_calculate_rewards` (`error.every_process`), so all are here at once and the collective save of a sharded model
-    cannot hang: save the checkpoint of the last finished step unless `save_steps` already did. Returns its folder
-    (`None` before the first step or when saving failed)."""
-    step = trainer.state.global_step
-    folder = os.path.join(trainer.args.output_dir, f"checkpoint-{step}")
-    if step > 0 and not os.path.isdir(folder):
-        try:
-            trainer._save_checkpoint(trainer.model, trial=None)
-        except Exception as error:  # noqa: BLE001 -- the verifier's error is the one to report
-            logger.warning("Could not save a checkpoint after the verifier failed: %s", error)
-    if step == 0 or not os.path.isfile(os.path.join(folder, "trainer_state.json")):
-        return None
-    logger.error("The verifier failed for good; the checkpoint of step %d is %s: fix the verifier and resume from it "
-                 "(resume_from_checkpoint).", step, folder)
+    cannot hang: save the checkpoint of the last finished step unless `save_steps` already did, and return it."""
+    folder = _saved_checkpoint(trainer, True, "the verifier failed")
+    if folder is not None:
+        logger.error("The verifier failed for good; the checkpoint of step %d is %s: fix the verifier and resume from "
+                     "it (resume_from_checkpoint).", trainer.state.global_step, folder)
     return folder
 
 

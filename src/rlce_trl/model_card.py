@@ -198,22 +198,27 @@ def fix_license(card: str, license_id: str | None, base: str) -> str:
     return card[: found.start()] + section + card[found.start():] if found else card.rstrip() + "\n\n" + section
 
 
-def quick_start(target: str, suffix: str | None, max_new_tokens: int | None) -> str:
-    """The card's quick start: the policy's system prompt, a question that ends with the recipe's prompt suffix, and
-    the answer read from the last `\\boxed{}`, the convention RLCE rewards."""
-    from .data.prompts import SOLVER_SYSTEM_PROMPT
-
-    question = "I am vegetarian and I cook for two on weeknights. What should I make for dinner tonight?"
+def quick_start(target: str, suffix: str | None, max_new_tokens: int | None, messages: list[dict] | None = None,
+                dataset: str = "its task") -> str:
+    """The card's quick start, reading the answer from the last `\\boxed{}`, the convention RLCE rewards: the run's
+    first training prompt (`messages`, exactly as the policy saw it in training) when it recorded one, else the
+    policy's system prompt and a question that ends with the recipe's prompt suffix."""
     tokens = max(256, int(max_new_tokens or 0))
-    if suffix:
-        ask = f"{question!r}\nsuffix = {suffix!r}  # the recipe's prompt_suffix, as in training"
-        content = 'f"{question} {suffix}"'
+    if messages:
+        why = (f"The policy answers the way it was trained on {dataset}: the messages below are its first training "
+               "prompt, exactly as\nthe policy saw it, and RLCE read and rewarded the answer in the last `\\boxed{}`.")
+        head, tail = f"messages = {json.dumps(messages, ensure_ascii=False, indent=4)}\n", ""
     else:
-        ask = f"{question!r}"
-        content = "question"
-    why = ("The policy answers the way it was trained: the training prompts' system prompt asks for the final answer "
-           "in `\\boxed{}`, and RLCE read and rewarded the answer in the last `\\boxed{}`" +
-           (", with the recipe's prompt suffix at the end of each question." if suffix else "."))
+        from .data.prompts import SOLVER_SYSTEM_PROMPT
+
+        question = "I am vegetarian and I cook for two on weeknights. What should I make for dinner tonight?"
+        suffix_line = f"\nsuffix = {suffix!r}  # the recipe's prompt_suffix, as in training" if suffix else ""
+        why = ("The policy answers the way it was trained: the training prompts' system prompt asks for the final "
+               "answer in `\\boxed{}`, and RLCE read and rewarded the answer in the last `\\boxed{}`" +
+               (", with the recipe's prompt suffix at the end of each question." if suffix else "."))
+        head = f"system = {SOLVER_SYSTEM_PROMPT!r}\nquestion = {question!r}{suffix_line}\n"
+        content = 'f"{question} {suffix}"' if suffix else "question"
+        tail = f'messages = [{{"role": "system", "content": system}}, {{"role": "user", "content": {content}}}]\n'
     return f"""## Quick start
 
 {why}
@@ -223,36 +228,8 @@ import re
 
 from transformers import pipeline
 
-system = {SOLVER_SYSTEM_PROMPT!r}
-question = {ask}
-generator = pipeline("text-generation", model="{target}", device_map="auto")
-messages = [{{"role": "system", "content": system}}, {{"role": "user", "content": {content}}}]
-reply = generator(messages, max_new_tokens={tokens}, return_full_text=False)[0]["generated_text"]
-answers = re.findall(r"\\\\boxed\\{{([^{{}}]*)\\}}", reply)
-print(answers[-1] if answers else "no boxed answer: " + reply)
-```
-
-"""
-
-
-def run_quick_start(target: str, messages: list[dict], dataset: str, max_new_tokens: int | None) -> str:
-    """The card's quick start for a run that recorded its first training prompt: those chat messages, exactly as the
-    policy was prompted in training (system prompt, suffix and all), and the answer read from the last `\\boxed{}`."""
-    tokens = max(256, int(max_new_tokens or 0))
-    shown = json.dumps(messages, ensure_ascii=False, indent=4)
-    return f"""## Quick start
-
-The policy answers the way it was trained on {dataset}: the messages below are its first training prompt, exactly as
-the policy saw it, and RLCE read and rewarded the answer in the last `\\boxed{{}}`.
-
-```python
-import re
-
-from transformers import pipeline
-
-messages = {shown}
-generator = pipeline("text-generation", model="{target}", device_map="auto")
-reply = generator(messages, max_new_tokens={tokens}, return_full_text=False)[0]["generated_text"]
+{head}generator = pipeline("text-generation", model="{target}", device_map="auto")
+{tail}reply = generator(messages, max_new_tokens={tokens}, return_full_text=False)[0]["generated_text"]
 answers = re.findall(r"\\\\boxed\\{{([^{{}}]*)\\}}", reply)
 print(answers[-1] if answers else "no boxed answer: " + reply)
 ```
@@ -262,24 +239,11 @@ print(answers[-1] if answers else "no boxed answer: " + reply)
 
 def fix_quick_start(card: str, target: str, suffix: str | None, max_new_tokens: int | None,
                     example: list[dict] | None = None, dataset: str = "its task") -> str:
-    """Replace TRL's quick start (a generic question, the raw reply) with the run's own first training prompt
-    ([`run_quick_start`]), or [`quick_start`] when the run recorded none."""
+    """Replace TRL's quick start (a generic question, the raw reply) with [`quick_start`]."""
     found = find_anchor(card, "quick_start")
     if not found:
         return card
-    text = (run_quick_start(target, example, dataset, max_new_tokens) if example
-            else quick_start(target, suffix, max_new_tokens))
-    return card[: found.start()] + text + card[found.end():]
-
-
-def demo_line(steps: int) -> str:
-    """The line for a run too short to mean anything; "" for a real one."""
-    if steps >= DEMO_STEPS:
-        return ""
-    plural = "s" if steps != 1 else ""
-    return (f"> **A demo run of {steps} step{plural}: not a trained model.** It shows the mechanics (rollouts, "
-            "evidence tests, verdicts, rewards); a model worth using trains for hundreds of steps (see the paper's "
-            "recipes).\n\n")
+    return card[: found.start()] + quick_start(target, suffix, max_new_tokens, example, dataset) + card[found.end():]
 
 
 def training_summary(trainer, dataset: str, recipe: str | None) -> str:
@@ -309,12 +273,14 @@ def fill_training_procedure(card: str, summary: str) -> str:
 
 
 def add_demo_line(card: str, steps: int) -> str:
-    """The demo line right under the card's title paragraph."""
-    line = demo_line(steps)
-    found = find_anchor(card, "trained_using") if line else None
+    """A line right under the card's title paragraph for a run too short to mean anything."""
+    found = find_anchor(card, "trained_using") if steps < DEMO_STEPS else None
     if not found:
         return card
-    return card[: found.end()] + "\n" + line.rstrip("\n") + "\n" + card[found.end():]
+    line = (f"> **A demo run of {steps} step{'' if steps == 1 else 's'}: not a trained model.** It shows the "
+            "mechanics (rollouts, evidence tests, verdicts, rewards); a model worth using trains for hundreds of "
+            "steps (see the paper's recipes).")
+    return card[: found.end()] + "\n" + line + "\n" + card[found.end():]
 
 
 def public_settings(args, prefixes=("verifier_", "rlce_")) -> dict[str, object]:
@@ -354,11 +320,6 @@ def verifier_source(trainer) -> str:
 PACKAGED_CALIBRATION = "smollm2-135m-instruct"
 
 
-def _preference_data(dataset: str | None) -> bool:
-    """Whether the run's dataset is preference data, which the packaged calibration's claims come from."""
-    return bool(dataset) and (dataset == "rlce-trl preference sample" or dataset.startswith("PrefEval"))
-
-
 def _label_light(args, dataset: str | None = None) -> str | None:
     """The "label-light" line when the verifier's prompts or verdicts were calibrated on labelled cases."""
     parts = []
@@ -373,7 +334,8 @@ def _label_light(args, dataset: str | None = None) -> str | None:
 
         fitted = VerdictCalibration.load(args.rlce_verdict_calibration_file).fitted_on
         parts.append(f"calibrated verdicts fitted on {fitted} labelled claims")
-        if str(args.rlce_verdict_calibration_file) == PACKAGED_CALIBRATION and not _preference_data(dataset):
+        preference_data = dataset == "rlce-trl preference sample" or (dataset or "").startswith("PrefEval")
+        if str(args.rlce_verdict_calibration_file) == PACKAGED_CALIBRATION and not preference_data:  # its claims' data
             parts.append(f"the packaged `{PACKAGED_CALIBRATION}` calibration was fitted for that verifier with the "
                          "built-in prompts on preference claims; it was applied to this run's task anyway, which it "
                          "was not fitted on")
@@ -387,8 +349,7 @@ def setting_value(value) -> str:
     text = str(value)
     if not text.strip():
         return "*empty*"
-    ticks = "``" if "`" in text else "`"
-    return f"{ticks} {text} {ticks}" if ticks == "``" else f"`{text}`"
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def rlce_section(trainer, dataset_name: str | None = None) -> str:
@@ -473,6 +434,7 @@ def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str 
         card = card[: card.index(BEGIN)] + card[card.index(END) + len(END) :].lstrip("\n")
     args = trainer.args
     info = dict(getattr(trainer, "rlce_card_info", None) or {})
+    dataset = dataset_name or info.get("dataset")
     name_or_path = getattr(trainer.accelerator.unwrap_model(trainer.model).config, "_name_or_path", None)
     section = rlce_section(trainer, dataset_name)
     if report:
@@ -483,10 +445,8 @@ def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str 
     card = fix_base_model(card, name_or_path, trainer.hub_model_id, args.output_dir)
     target = trainer.hub_model_id or f"./{Path(os.path.normpath(args.output_dir)).name}"
     card = fix_quick_start(card, target, info.get("prompt_suffix"), getattr(args, "max_completion_length", None),
-                           _example_prompt(trainer), dataset_name or info.get("dataset") or "its task")
-    summary = training_summary(trainer, dataset_name or info.get("dataset") or "not recorded",
-                               info.get("recipe"))
-    card = fill_training_procedure(card, summary)
+                           _example_prompt(trainer), dataset or "its task")
+    card = fill_training_procedure(card, training_summary(trainer, dataset or "not recorded", info.get("recipe")))
     card = add_demo_line(card, trainer.state.global_step)
     if "## License\n" not in card:
         card = fix_license(card, model_license(name_or_path), base_description(name_or_path))

@@ -19,17 +19,13 @@ logger = logging.getLogger(__name__)
 COMPLETIONS_PATTERN = os.path.join("completions", "completions_*.parquet")
 
 
-def completion_tables(output_dir: str) -> list[str]:
-    """The completions tables of a run, oldest first (TRL names them by the zero-padded step)."""
-    return sorted(glob.glob(os.path.join(output_dir, COMPLETIONS_PATTERN)))
-
-
 def prune_completions(output_dir: str, keep: int) -> int:
     """Remove all but the `keep` newest completions tables; returns how many were removed (0 when `keep` <= 0)."""
     if keep <= 0:
         return 0
     removed = 0
-    for path in completion_tables(output_dir)[:-keep]:
+    tables = sorted(glob.glob(os.path.join(output_dir, COMPLETIONS_PATTERN)))  # oldest first: zero-padded steps
+    for path in tables[:-keep]:
         try:
             os.unlink(path)
             removed += 1

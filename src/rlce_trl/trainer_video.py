@@ -19,7 +19,7 @@ import logging
 import torch
 
 from .config_video import video_problems
-from .data.media import first_prompt, has_video, resolve, text_only_prompt, video_blocks
+from .data.media import first_prompt, has_video, map_video_blocks, resolve, text_only_prompt, video_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -154,25 +154,17 @@ class VideoGRPOMixin:
     def _detach_frames(prompt, store: list):
         """The prompt with each clip's frames moved to `store` (the block keeps an index, its metadata and its
         source reference; a block without a reference keeps its frames, which then travel with the prompt)."""
-        out = []
-        for message in prompt:
-            content = message.get("content")
-            if isinstance(content, list):
-                new = []
-                for block in content:
-                    if isinstance(block, dict) and block.get("type") == "video":
-                        video, metadata = resolve(block)
-                        kept = {"type": "video", "metadata": metadata, "frames_ref": len(store)}
-                        if block.get("source"):
-                            kept["source"] = block["source"]
-                        else:
-                            kept["video"] = video
-                        store.append(video)
-                        block = kept
-                    new.append(block)
-                content = new
-            out.append({**message, "content": content})
-        return out
+        def detach(block: dict) -> dict:
+            video, metadata = resolve(block)
+            kept = {"type": "video", "metadata": metadata, "frames_ref": len(store)}
+            if block.get("source"):
+                kept["source"] = block["source"]
+            else:
+                kept["video"] = video
+            store.append(video)
+            return kept
+
+        return map_video_blocks(prompt, detach)
 
     def _tokenize_prompts(self, prompts: list):
         """Override: TRL tokenizes video with the processor's defaults (module docstring); video rows are rendered
@@ -187,7 +179,9 @@ class VideoGRPOMixin:
             blocks = video_blocks(prompt)
             for block in blocks:
                 block["video"] = self._video_frames[block["frames_ref"]]
-            conversations.append([{**m, "content": self._processor_content(m["content"])} for m in prompt])
+            # as the processor reads them: video blocks with frames and metadata only
+            conversations.append(map_video_blocks(
+                prompt, lambda b: {"type": "video", "video": b["video"], "metadata": b.get("metadata")}))
             counts.append(len(blocks))
         batch = VisionLanguageGenerator(None, self.processing_class).encode(conversations)
         mask = batch["attention_mask"].bool()
@@ -201,18 +195,6 @@ class VideoGRPOMixin:
             types = batch["mm_token_type_ids"]
             fields["mm_token_type_ids"] = [t[m].tolist() for t, m in zip(types, mask, strict=True)]
         return prompt_ids, None, fields
-
-    @staticmethod
-    def _processor_content(content):
-        """Message content as the processor reads it: video blocks with frames and metadata only."""
-        if not isinstance(content, list):
-            return content
-        return [
-            {"type": "video", "video": b["video"], "metadata": b.get("metadata")}
-            if isinstance(b, dict) and b.get("type") == "video"
-            else b
-            for b in content
-        ]
 
     def _video_token_types(self, input_ids: torch.Tensor, logits_to_keep: int) -> torch.Tensor:
         """`mm_token_type_ids` of prompt+completion ids: 2 on the prompt's video pad tokens (a video batch has no
