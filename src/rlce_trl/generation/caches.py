@@ -6,8 +6,6 @@ this package does not know. [`decoding_path`] names the path each kind takes thr
 
 from __future__ import annotations
 
-import copy
-
 
 def cache_kwarg(model) -> str:
     """`cache` (transformers >= 5.24) or `past_key_values` (before), as the model's forward names it."""
@@ -24,15 +22,11 @@ def cache_kwarg(model) -> str:
 DECODING_PATHS = ("keys-values", "recurrent", "generate")
 
 
-def _state_layer_class():
-    """transformers' base class of cache layers that hold recurrent / convolution state (None where it has none)."""
+def is_state_layer(layer) -> bool:
+    """Whether a cache layer holds recurrent / convolution state (never, in a transformers without such layers)."""
     from transformers import cache_utils
 
-    return getattr(cache_utils, "LinearAttentionCacheLayerMixin", None)
-
-
-def is_state_layer(layer) -> bool:
-    state = _state_layer_class()
+    state = getattr(cache_utils, "LinearAttentionCacheLayerMixin", None)
     return state is not None and isinstance(layer, state)
 
 
@@ -58,6 +52,7 @@ def new_cache(model):
 
 def decoding_path(model) -> str:
     """Which of `DECODING_PATHS` a model takes, read from the cache its config builds (no forward is run)."""
+    from transformers import cache_utils
     from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
@@ -73,8 +68,6 @@ def decoding_path(model) -> str:
     if all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in layers):
         return "keys-values"
     # recurrent layers beside full attention; sliding-window or indexed attention next to them is left to `generate`
-    from transformers import cache_utils
-
     odd = tuple(c for c in (DynamicSlidingWindowLayer, getattr(cache_utils, "DynamicIndexedLayer", None)) if c)
 
     def known(layer) -> bool:
@@ -85,8 +78,10 @@ def decoding_path(model) -> str:
     return "generate"
 
 
-def map_states(cache, fn) -> None:
-    """Apply `fn` to every recurrent and convolution state tensor of `cache` (batch first), in place of it."""
+def map_batch(cache, fn) -> None:
+    """Apply `fn` to every batch-first tensor of `cache` (keys, values, recurrent and convolution states), in place."""
+    for layer in kv_layers(cache):
+        layer.keys, layer.values = fn(layer.keys), fn(layer.values)
     for layer in cache.layers:
         if is_state_layer(layer):
             for i in range(layer.number_of_states):
@@ -112,8 +107,3 @@ def forward(model, **kwargs):
         return model(**kwargs)
     except (IndexError, KeyError, AttributeError) as error:
         raise UnsupportedCacheError(f"{type(error).__name__}: {error}") from error
-
-
-def copy_state(cache):
-    """A copy of a prefix's cache that a continuation may update in place (its recurrent state is)."""
-    return copy.deepcopy(cache)

@@ -1,11 +1,7 @@
 """Greedy generation backends of `rlce-trl evaluate` and of the checkpoint-selection callback.
 
-A generator is any callable `prompts -> responses`, one response per conversational prompt. Three are provided:
-
-- [`VLLMGenerator`]: an in-process `vllm.LLM` (text rows; the default when vLLM is installed);
-- [`TransformersGenerator`]: a causal LM, batched with left padding (text rows; also wraps a model being trained);
-- [`VisionLanguageGenerator`]: a vision-language model and its processor, for HBA video rows whose `{"type": "video"}`
-  blocks hold frames (see `rlce_trl.data.hba.expand_videos`).
+A generator is any callable `prompts -> responses`, one response per conversational prompt: [`VLLMGenerator`] (the
+default when vLLM is installed), [`TransformersGenerator`] or [`VisionLanguageGenerator`] (HBA video rows).
 
 Decoding follows appendix A of the paper: temperature 0 (greedy), one response per row, thinking disabled. Each
 backend's `.sample(prompts, specs)` draws seeded candidates with token log-probabilities for `rlce-trl sample`.
@@ -17,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .hf import eos_token_ids, evaluating
+from .hf import eos_token_ids, evaluating, load_frozen_model, load_frozen_vlm, with_pad_token
 from .sampling import Sampling
 
 Generator = Callable[[Sequence[list[dict]]], list[str]]
@@ -50,18 +46,20 @@ def render_prompt(render: Callable, messages, chat_template_kwargs: dict | None 
     return render(messages, **kwargs, **chat_template_kwargs)
 
 
-def _load_dtype(dtype: str):
+def _load(loader, path: str, dtype: str):
+    """`loader(path, device, dtype)` on the GPU when there is one (`dtype="auto"`: bfloat16 there, float32 on CPU)."""
     import torch
 
-    if dtype == "auto":
-        return torch.bfloat16 if torch.cuda.is_available() else torch.float32
-    return getattr(torch, dtype)
+    cuda = torch.cuda.is_available()
+    auto = torch.bfloat16 if cuda else torch.float32
+    return loader(path, "cuda" if cuda else None, auto if dtype == "auto" else getattr(torch, dtype))
 
 
-def _device() -> str | None:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else None
+def _decoding(spec: Sampling) -> dict:
+    """The `model.generate` decoding arguments of one candidate: greedy, or sampled with its settings."""
+    if spec.temperature == 0:
+        return {"do_sample": False}
+    return {"do_sample": True, "temperature": spec.temperature, "top_p": spec.top_p, "top_k": spec.top_k or None}
 
 
 class TransformersGenerator:
@@ -85,14 +83,10 @@ class TransformersGenerator:
 
     @classmethod
     def from_pretrained(cls, path: str, max_new_tokens: int = 512, batch_size: int = 8, dtype: str = "auto"):
-        from .hf import load_frozen_model
-
-        return cls(*load_frozen_model(path, _device(), _load_dtype(dtype)), max_new_tokens, batch_size)
+        return cls(*_load(load_frozen_model, path, dtype), max_new_tokens, batch_size)
 
     def __call__(self, prompts: Sequence[list[dict]]) -> list[str]:
-        tokenizer = self.tokenizer
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
+        tokenizer = with_pad_token(self.tokenizer)
         texts = [self.render(p) for p in prompts]
 
         def encode(batch):
@@ -107,9 +101,7 @@ class TransformersGenerator:
         other prompts are in the run (resumable sampling reproduces them)."""
         import torch
 
-        tokenizer, model = self.tokenizer, self.model
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
+        tokenizer, model = with_pad_token(self.tokenizer), self.model
         device = next(model.parameters()).device
         groups: dict[tuple, list[int]] = {}
         for i, spec in enumerate(specs):
@@ -120,15 +112,14 @@ class TransformersGenerator:
                 text = self.render(prompt)
                 batch = tokenizer([text], return_tensors="pt", add_special_tokens=False).to(device)
                 row: list[Sampled | None] = [None] * len(specs)
-                for (temperature, top_p, top_k), members in groups.items():
-                    greedy = temperature == 0
-                    kwargs = {"do_sample": False} if greedy else {
-                        "do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": top_k or None}
-                    torch.manual_seed(specs[members[0]].seed)
+                for members in groups.values():
+                    spec = specs[members[0]]
+                    greedy = spec.temperature == 0
+                    torch.manual_seed(spec.seed)
                     with torch.no_grad():
                         gen = model.generate(**batch, max_new_tokens=self.max_new_tokens, output_logits=True,
                                              return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
-                                             num_return_sequences=1 if greedy else len(members), **kwargs)
+                                             num_return_sequences=1 if greedy else len(members), **_decoding(spec))
                     sampled = _sampled_sequences(gen, batch["input_ids"].shape[1], tokenizer, model)
                     for j, i in enumerate(members):
                         row[i] = sampled[0 if greedy else j]
@@ -166,9 +157,7 @@ class VisionLanguageGenerator:
 
     @classmethod
     def from_pretrained(cls, path: str, max_new_tokens: int = 512, batch_size: int = 8, dtype: str = "auto"):
-        from .hf import load_frozen_vlm
-
-        return cls(*load_frozen_vlm(path, _device(), _load_dtype(dtype)), max_new_tokens, batch_size)
+        return cls(*_load(load_frozen_vlm, path, dtype), max_new_tokens, batch_size)
 
     def encode(self, prompts: Sequence[list[dict]]):
         """Model inputs of a batch (left-padded `input_ids`, `pixel_values_videos`, `video_grid_thw`, ...)."""
@@ -188,12 +177,8 @@ class VisionLanguageGenerator:
         )
 
     def __call__(self, prompts: Sequence[list[dict]]) -> list[str]:
-        tokenizer = self.processor.tokenizer
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        return _generate_batched(
-            self.model, tokenizer, list(prompts), self.encode, self.max_new_tokens, self.batch_size
-        )
+        return _generate_batched(self.model, with_pad_token(self.processor.tokenizer), list(prompts), self.encode,
+                                 self.max_new_tokens, self.batch_size)
 
     def sample(self, prompts: Sequence[list[dict]], specs: Sequence[Sampling]) -> list[list[Sampled]]:
         """`len(specs)` responses per prompt (video blocks with frames, as for `__call__`), with the token
@@ -203,9 +188,7 @@ class VisionLanguageGenerator:
         would stand behind them)."""
         import torch
 
-        tokenizer, model = self.processor.tokenizer, self.model
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
+        tokenizer, model = with_pad_token(self.processor.tokenizer), self.model
         device = next(model.parameters()).device
         pads = [getattr(self.processor, name, None) for name in ("video_token_id", "image_token_id")]
         suppress = [t for t in pads if isinstance(t, int)] or None
@@ -215,14 +198,11 @@ class VisionLanguageGenerator:
                 batch = self.encode([prompt]).to(device)
                 row = []
                 for spec in specs:
-                    kwargs = {"do_sample": False} if spec.temperature == 0 else {
-                        "do_sample": True, "temperature": spec.temperature, "top_p": spec.top_p,
-                        "top_k": spec.top_k or None}
                     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
                         torch.manual_seed(spec.seed)
                         gen = model.generate(**batch, max_new_tokens=self.max_new_tokens, output_logits=True,
                                              return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
-                                             suppress_tokens=suppress, **kwargs)
+                                             suppress_tokens=suppress, **_decoding(spec))
                     row.append(_sampled_sequences(gen, batch["input_ids"].shape[1], tokenizer, model)[0])
                 out.append(row)
         return out

@@ -1,14 +1,5 @@
 """The one place transformers models are loaded and driven for generation, shared by the verifier backends
-(`transformers_backend`, `vlm_backend`) and the generators of `rlce-trl evaluate` and `sample` (`generators.py`):
-
-- `load_frozen_model` / `load_frozen_vlm`: a checkpoint as a frozen model (eval mode, no gradients, never ZeRO-3
-  sharded) with its tokenizer or processor; `from_pretrained` keyword arguments (`trust_remote_code`, `revision`,
-  `attn_implementation`, `quantization_config`, ...) reach the model load, and those that decide which tokenizer or
-  processor loads (`TOKENIZER_KWARGS`) reach that load too;
-- `eos_token_ids`: the tokens that end a reply (the generation config's and the tokenizer's);
-- `generate_kwargs`: `model.generate` settings of one `Sampling` (greedy, or sampled with temperature / top-p / top-k);
-- `evaluating`: eval mode for a model that may also be training, restored afterwards.
-
+(`transformers_backend`, `vlm_backend`) and the generators of `rlce-trl evaluate` and `sample` (`generators.py`).
 torch and transformers are imported when a model is loaded, so importing this module costs nothing.
 """
 
@@ -98,17 +89,21 @@ def _frozen(model, device):
 
 @contextlib.contextmanager
 def _without_zero3_init():
-    try:
-        from transformers.integrations import deepspeed as hf_ds
-    except ImportError:  # pragma: no cover - transformers always ships it
-        yield
-        return
+    from transformers.integrations import deepspeed as hf_ds
+
     saved = getattr(hf_ds, "_hf_deepspeed_config_weak_ref", None)
     hf_ds._hf_deepspeed_config_weak_ref = None
     try:
         yield
     finally:
         hf_ds._hf_deepspeed_config_weak_ref = saved
+
+
+def with_pad_token(tokenizer):
+    """`tokenizer`, its end token standing in as pad token when it has none."""
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
 
 
 def eos_token_ids(model, tokenizer) -> list[int]:

@@ -1,5 +1,5 @@
 """Decoding pieces of the transformers backend: shared prompt prefixes read once, ragged batches over one KV cache,
-closed decisions read from the logits at their slot, and a plain decode loop.
+closed decisions read from the logits at their slot, and free text streamed one cached step per token.
 
 ```
  prompts (token ids) ─► plan_prefixes: sort, cut into clusters sharing a long prefix (a group's sample context)
@@ -8,7 +8,7 @@ closed decisions read from the logits at their slot, and a plain decode loop.
  batch of rows       ─► Rows: each row's prefix KV left-padded to the longest, masked;
                         row tokens fed with masked pads in the middle; positions continue each row's own prefix
                      ─► greedy_walk (closed replies: only decision slots read logits, forced text fed in one go)
-                        or decode (free text, greedy or sampled: one cached step per token, finished rows dropped,
+                        or Stream (free text, greedy or sampled: one cached step per token, finished rows dropped,
                         a one-line reply ended at its first line break)
 ```
 
@@ -28,19 +28,13 @@ forced text token by token, padding, finished rows) is gone.
 from __future__ import annotations
 
 import time
+from copy import deepcopy
 from dataclasses import dataclass, field
+from os.path import commonprefix
 
 import torch
 
-from .caches import cache_kwarg, copy_state, forward, is_kv_layer, is_state_layer, kv_layers, map_states, new_cache
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+from .caches import cache_kwarg, forward, is_kv_layer, is_state_layer, kv_layers, map_batch, new_cache
 
 
 def plan_prefixes(ids: list[list[int]], indices: list[int], min_shared: float = 0.5) -> list[tuple[int, list[int]]]:
@@ -55,7 +49,7 @@ def plan_prefixes(ids: list[list[int]], indices: list[int], min_shared: float = 
     for k in order:
         if clusters:
             prefix, members = clusters[-1]
-            shared = common_prefix(ids[members[-1]], ids[k])
+            shared = len(commonprefix([ids[members[-1]], ids[k]]))
             if shared >= max(1, min_shared * min(len(ids[members[-1]]), len(ids[k]))):
                 members.append(k)
                 clusters[-1] = (min(prefix, shared, len(ids[k]) - 1), members)
@@ -92,7 +86,7 @@ class PrefixCache:
     def longest(self, ids: list[int]) -> tuple[int, list[tuple[torch.Tensor, torch.Tensor]] | object]:
         best, kv, hit = 0, None, None
         for key, layers in self.entries.items():
-            shared = common_prefix(list(key), ids)
+            shared = len(commonprefix([list(key), ids]))
             if not isinstance(layers, list) and shared < len(key):
                 continue
             if shared > best:
@@ -101,7 +95,7 @@ class PrefixCache:
             return 0, []
         self.entries[hit] = self.entries.pop(hit)  # most recently used last
         if not isinstance(kv, list):
-            return best, copy_state(kv)
+            return best, deepcopy(kv)  # a continuation updates its recurrent state in place
         return best, [(k[:, :, :best], v[:, :, :best]) for k, v in kv]
 
     def put(self, ids: list[int], kv: list[tuple[torch.Tensor, torch.Tensor]] | object) -> None:
@@ -163,7 +157,7 @@ class Rows:
             if len(prefixes) != 1:
                 raise ValueError("a recurrent model's rows start one prompt at a time (a pad would move its state)")
             state, length = prefixes[0]
-            self.cache = copy_state(state) if length else new_cache(model)
+            self.cache = deepcopy(state) if length else new_cache(model)
             self.mask = torch.ones(1, length, dtype=torch.long, device=device)
             self.next_pos = torch.tensor([length], dtype=torch.long, device=device)
             return
@@ -222,9 +216,7 @@ class Rows:
         if len(rows) == len(self):
             return
         index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
-        for layer in kv_layers(self.cache):
-            layer.keys, layer.values = layer.keys[index], layer.values[index]
-        map_states(self.cache, lambda state: state.index_select(0, index))
+        map_batch(self.cache, lambda rows: rows.index_select(0, index))
         self.mask, self.next_pos = self.mask[index], self.next_pos[index]
         first = int(self.mask.any(0).long().argmax())
         if first:
@@ -257,9 +249,7 @@ class Rows:
     def repeat(self, n: int) -> None:
         """Each row becomes `n` consecutive rows (independent samples of one prompt)."""
         if n > 1:
-            for layer in kv_layers(self.cache):
-                layer.keys, layer.values = layer.keys.repeat_interleave(n, 0), layer.values.repeat_interleave(n, 0)
-            map_states(self.cache, lambda state: state.repeat_interleave(n, dim=0))
+            map_batch(self.cache, lambda rows: rows.repeat_interleave(n, dim=0))
             self.mask = self.mask.repeat_interleave(n, dim=0)
             self.next_pos = self.next_pos.repeat_interleave(n, dim=0)
 
@@ -384,14 +374,3 @@ class Stream:
             self.rows = self.logits = None
         return ended
 
-
-def decode(rows: Rows, logits: torch.Tensor, max_tokens: int, eos_ids: list[int], pick, stop=None) -> list[Decoded]:
-    """One batch of free-text rows decoded to the end (a `Stream` nobody refills; what the backend of the previous
-    commit calls, which `benchmarks/verifier_speed.py --previous` loads)."""
-    stream = Stream(max_tokens, eos_ids, pick, stop)
-    stream.add(rows, logits, range(len(rows)))
-    out: list[Decoded] = [Decoded()] * len(rows)
-    while len(stream):
-        for row, decoded in stream.step():
-            out[row] = decoded
-    return out

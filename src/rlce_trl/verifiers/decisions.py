@@ -25,10 +25,9 @@ from .base import Reply, Request, Sampling
 TOP_LOGPROBS = 20
 
 
-def enum_fields(request: Request) -> list[tuple[str, list[str]]] | None:
+def enum_fields(schema: dict | None) -> list[tuple[str, list[str]]] | None:
     """`[(field, options)]` of a JSON-object-of-enums schema (every required field an enum of strings), else None."""
-    schema = request.json_schema
-    if request.choices or not schema or schema.get("type") != "object":
+    if not schema or schema.get("type") != "object":
         return None
     props, keys = schema.get("properties", {}), schema.get("required", [])
     if not keys or any(not all(isinstance(o, str) for o in props.get(k, {}).get("enum", [None])) for k in keys):
@@ -69,7 +68,8 @@ def decide(requests: list[Request], send: Callable[[list[Request]], list[Reply]]
     decision; the others, and closed ones that cannot be read that way, go out as they are."""
     replies: list[Reply | None] = [None] * len(requests)
     choice = [k for k, r in enumerate(requests) if r.sampling.greedy and r.choices and r.json_schema is None]
-    fields = {k: f for k, r in enumerate(requests) if r.sampling.greedy and (f := enum_fields(r))}
+    fields = {k: f for k, r in enumerate(requests)
+              if r.sampling.greedy and not r.choices and (f := enum_fields(r.json_schema))}
     plain = [k for k in range(len(requests)) if k not in fields and k not in set(choice)]
     fallback: list[int] = []
 

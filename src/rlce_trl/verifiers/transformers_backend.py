@@ -1,24 +1,18 @@
 """The transformers backend: a frozen Hugging Face model generating in-process (CPU, tests, small models).
 
-One `generate` call of the pipeline is answered without `model.generate` (see `kv_decoding.py`):
-
-- requests are grouped by decoding settings, then by shared token prefix (a group's sample context: the verifier
-  prompts put it first); each shared prefix is read ONCE and every request continues from its key/value cache, in
-  rows of up to `batch_size` prompts (each sampled `n` times from the same cache);
-- closed replies (guided choice: the verdicts; a JSON object of string enums: the equivalence reply) are decided
-  from the logits at their decision slots: the forced text between slots is fed in one forward with each decision,
-  never decoded token by token; the log-probabilities of the choices come back as `Reply.choice_logprobs`;
-- free text (construction) is decoded one cached step per token, finished rows dropped from the batch; a
-  `one_line` sample (a test) ends at the line break after its first non-blank line, all that is read of it.
+One `generate` call of the pipeline is answered without `model.generate` (`kv_decoding.py`): requests are grouped by
+decoding settings, then by shared token prefix (a group's sample context), each prefix read ONCE for rows of up to
+`batch_size` prompts; closed replies (guided choice: the verdicts; a JSON object of string enums: the equivalence
+reply) are decided from the logits at their decision slots, with the choices' log-probabilities
+(`Reply.choice_logprobs`); free text is decoded one cached step per token, a `one_line` sample (a test) ending at the
+line break after its first non-blank line, all that is read of it.
 
 Every decision is the arg-max over the allowed tokens, as a constrained greedy `generate` takes it, so verdicts and
-equivalence decisions are those of the previous backend (which `shared_prefixes = False` still runs). Sampled
-replies under a constraint, and models whose generation config adds logits processors, go through `model.generate`
-with `prefix_allowed_tokens_fn`, as before.
-
-Hybrid models (recurrent or convolution state in the cache: Qwen3.5, NemotronH, Falcon-H1, LFM2, ...) share prefixes
-as well, each continuation on its own copy of the prefix state, and feed their prompts one at a time
-(`caches.decoding_path`); models whose cache `kv_decoding` does not know are answered through `model.generate`.
+equivalence decisions are those of `model.generate` (which `shared_prefixes = False` still runs). Sampled replies
+under a constraint, models whose generation config adds logits processors and models whose cache `kv_decoding` does
+not know (`caches.decoding_path`) go through `model.generate` with `prefix_allowed_tokens_fn`. Hybrid models
+(recurrent state in the cache: Qwen3.5, NemotronH, Falcon-H1, LFM2, ...) share prefixes too, each continuation on its
+own copy of the prefix state.
 """
 
 from __future__ import annotations
@@ -31,7 +25,7 @@ from collections.abc import Callable
 import torch
 
 from ..generation.caches import UnsupportedCacheError, decoding_path, model_type
-from ..generation.hf import eos_token_ids, evaluating, generate_kwargs, load_frozen_model  # noqa: F401 - load_frozen_model: public here
+from ..generation.hf import eos_token_ids, evaluating, generate_kwargs, load_frozen_model, with_pad_token  # noqa: F401 - load_frozen_model: public here
 from ..generation.kv_decoding import (
     PrefixCache,
     Rows,
@@ -43,6 +37,7 @@ from ..generation.kv_decoding import (
     sample_tokens,
 )
 from .base import Reply, Request, Verifier, VerifierUnavailableError, first_line_ended
+from .decisions import enum_fields
 
 logger = logging.getLogger(__name__)
 
@@ -62,23 +57,32 @@ def template_of(choices: tuple[str, ...] | None, schema: dict | None) -> list[st
     reply). Other schemas return `None`: they are left to the tolerant parser."""
     if choices:
         return [tuple(choices)]
-    if not schema or schema.get("type") != "object":
-        return None
-    props, keys = schema.get("properties", {}), schema.get("required", [])
-    if not keys or any("enum" not in props.get(k, {}) for k in keys):
+    fields = enum_fields(schema)
+    if fields is None:
         return None
     template: list[str | tuple[str, ...]] = []
-    for n, key in enumerate(keys):
-        template += [("{" if n == 0 else ", ") + json.dumps(key) + ': "', tuple(props[key]["enum"])]
-        template.append('"')
-    template.append("}")
-    return template
+    for n, (key, options) in enumerate(fields):
+        template += [("{" if n == 0 else ", ") + json.dumps(key) + ': "', tuple(options), '"']
+    return [*template, "}"]
 
 
-def slot_names(choices: tuple[str, ...] | None, schema: dict | None) -> list[str | None]:
-    """The name of each choice slot of `template_of(choices, schema)`: `None` for guided choice, the JSON field
-    names for an object of enums (the keys of `Reply.choice_logprobs` are built from them)."""
-    return [None] if choices else list((schema or {}).get("required", []))
+def settings_key(request: Request) -> str:
+    """Requests with the same key decode alike (sampling and constraint) and are answered together."""
+    schema = json.dumps(request.json_schema, sort_keys=True) if request.json_schema else ""
+    return repr((request.sampling, request.choices or (), schema))
+
+
+def automaton_for(request: Request, tokenizer, eos_id: int, built: dict) -> _TemplateAutomaton | None:
+    """The constraint of a closed request (`None`: free text), built once per shape into `built`. Its slots are named
+    `None` for guided choice, by the JSON field for an object of enums (the keys of `Reply.choice_logprobs`)."""
+    template = template_of(request.choices, request.json_schema)
+    if template is None:
+        return None
+    names = [None] if request.choices else list(request.json_schema["required"])
+    key = json.dumps([template, names])
+    if key not in built:
+        built[key] = _TemplateAutomaton(tokenizer, template, eos_id, names)
+    return built[key]
 
 
 class _TemplateAutomaton:
@@ -178,8 +182,7 @@ class TransformersVerifier(Verifier):
         if context is None:  # a dedicated frozen copy: freeze it once
             model.eval()
             model.requires_grad_(False)
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
+        with_pad_token(tokenizer)
         self.eos_ids = eos_token_ids(model, tokenizer)
         self._automata: dict[str, _TemplateAutomaton] = {}
         #: Read shared prompt prefixes once and closed decisions at their slots (False: every request through
@@ -213,10 +216,7 @@ class TransformersVerifier(Verifier):
     def _generate(self, requests: list[Request]) -> list[Reply]:
         # Each prompt is tokenized once; requests with the same decoding settings are answered together.
         ids = [self.tokenizer(self._prompt(r), add_special_tokens=False)["input_ids"] for r in requests]
-        settings = [
-            repr((r.sampling, r.choices or (), json.dumps(r.json_schema, sort_keys=True) if r.json_schema else ""))
-            for r in requests
-        ]
+        settings = [settings_key(r) for r in requests]
         replies: list[Reply | None] = [None] * len(requests)
         self.last_work = Work()
         with self.context(), torch.inference_mode(), evaluating(self.model), self._cache_errors():
@@ -246,17 +246,6 @@ class TransformersVerifier(Verifier):
                 f"({error}); serve the verifier with vLLM instead (verifier_mode: server, `vllm serve <checkpoint>`)."
             ) from error
 
-    def _automaton(self, request: Request) -> _TemplateAutomaton | None:
-        template = template_of(request.choices, request.json_schema)
-        if template is None:
-            return None
-        key = json.dumps([template, slot_names(request.choices, request.json_schema)])
-        if key not in self._automata:
-            self._automata[key] = _TemplateAutomaton(
-                self.tokenizer, template, self.eos_ids[0], slot_names(request.choices, request.json_schema)
-            )
-        return self._automata[key]
-
     def _fast_path(self, request: Request) -> bool:
         """Whether the request is answered over shared KV caches (everything but sampled constrained replies, and
         models whose generation config adds logits processors that `generate` would apply)."""
@@ -273,7 +262,7 @@ class TransformersVerifier(Verifier):
         `batch_size` prompts at a time; closed replies read logits only at their decision slots, free text streams
         (a new prompt joins as soon as rows have ended, so the batch stays full)."""
         sampling, work = request.sampling, self.last_work
-        automaton = self._automaton(request)
+        automaton = automaton_for(request, self.tokenizer, self.eos_ids[0], self._automata)
         clusters = plan_prefixes(ids, members)
         plan = [(c, k) for c, (_, ms) in enumerate(clusters) for k in sorted(ms, key=lambda k: len(ids[k]))]
         last_use = {c: i for i, (c, _) in enumerate(plan)}
@@ -354,26 +343,25 @@ class TransformersVerifier(Verifier):
         return lambda tokens: tokens[-1] in breaks and first_line_ended(tok.decode(tokens, skip_special_tokens=True))
 
     def _generate_chunk(self, prompts: list[list[int]], request: Request) -> list[Reply]:
-        sampling = request.sampling
-        tok = self.tokenizer
-        tok.padding_side = "left"
-        batch = tok.pad({"input_ids": prompts}, return_tensors="pt").to(self.model.device)
-        prompt_len = batch["input_ids"].shape[1]
-        kwargs = generate_kwargs(sampling, tok.pad_token_id, self.eos_ids)
-        automaton = self._automaton(request)
-        if automaton is not None:
-            kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
-        # a whole, unsharded copy that each rank drives on its own groups: never the per-token all-reduce that
-        # transformers turns on whenever ZeRO-3 is enabled (the ranks' calls would not line up: a hang)
-        output = self.model.generate(**batch, **kwargs, synced_gpus=False)[:, prompt_len:]
-        return replies_from_generate(output, len(prompts), sampling, self.eos_ids, tok)
+        self.tokenizer.padding_side = "left"
+        batch = self.tokenizer.pad({"input_ids": prompts}, return_tensors="pt").to(self.model.device)
+        automaton = automaton_for(request, self.tokenizer, self.eos_ids[0], self._automata)
+        return generate_replies(self.model, batch, request.sampling, automaton, self.eos_ids, self.tokenizer)
 
 
-def replies_from_generate(output, count: int, sampling, eos_ids, tokenizer) -> list[Reply]:
-    """`count` replies of `sampling.n` texts each from `generate`'s new tokens: text up to the first end token,
-    finish reason, generated-token count (the end token included)."""
+def generate_replies(model, batch, sampling, automaton, eos_ids, tokenizer, **extra) -> list[Reply]:
+    """`model.generate` over a left-padded `batch` of prompts with the same settings (constrained by `automaton`
+    unless `None`; `extra`: more `generate` arguments): `sampling.n` texts per prompt, each up to its first end
+    token, with its finish reason and generated-token count (the end token included)."""
+    prompt_len = batch["input_ids"].shape[1]
+    kwargs = {**generate_kwargs(sampling, tokenizer.pad_token_id, eos_ids), **extra}
+    if automaton is not None:
+        kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
+    # a whole, unsharded copy that each rank drives on its own groups: never the per-token all-reduce that
+    # transformers turns on whenever ZeRO-3 is enabled (the ranks' calls would not line up: a hang)
+    output = model.generate(**batch, **kwargs, synced_gpus=False)[:, prompt_len:]
     replies = []
-    for i in range(count):
+    for i in range(batch["input_ids"].shape[0]):
         texts, finishes, num_tokens = [], [], 0
         for row in output[i * sampling.n : (i + 1) * sampling.n].tolist():
             ends = [p for p, t in enumerate(row) if t in eos_ids]

@@ -11,16 +11,15 @@ equal decoding settings, micro-batches of `batch_size`, guided choice and enum-o
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Callable
 
 import torch
 
 from ..data.media import with_media
-from ..generation.hf import eos_token_ids, evaluating, generate_kwargs, load_frozen_vlm  # noqa: F401 - load_frozen_vlm: public here
+from ..generation.hf import eos_token_ids, evaluating, load_frozen_vlm, with_pad_token  # noqa: F401 - load_frozen_vlm: public here
 from .base import Reply, Request, Verifier
-from .transformers_backend import _TemplateAutomaton, replies_from_generate, template_of
+from .transformers_backend import automaton_for, generate_replies, settings_key
 
 logger = logging.getLogger(__name__)
 
@@ -53,53 +52,34 @@ class VisionLanguageVerifier(Verifier):
         if context is None:
             model.eval()
             model.requires_grad_(False)
-        self.tokenizer = processor.tokenizer
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.tokenizer = with_pad_token(processor.tokenizer)
         self.eos_ids = eos_token_ids(model, self.tokenizer)
         self._encoder = VisionLanguageGenerator(None, processor)
-        self._automata: dict[str, _TemplateAutomaton] = {}
+        self._automata: dict = {}
         # a sampled pad token would have no pixels behind it
         pads = [getattr(processor, name, None) for name in ("video_token_id", "image_token_id")]
         self._suppress = [t for t in pads if isinstance(t, int)]
 
     def _generate(self, requests: list[Request]) -> list[Reply]:
-        settings = [
-            repr((r.sampling, r.choices or (), json.dumps(r.json_schema, sort_keys=True) if r.json_schema else ""))
-            for r in requests
-        ]
-        order = sorted(range(len(requests)), key=settings.__getitem__)  # stable: groups keep their order
+        settings = [settings_key(r) for r in requests]
         replies: list[Reply | None] = [None] * len(requests)
         with self.context(), torch.inference_mode(), evaluating(self.model):
-            start = 0
-            while start < len(order):
-                same = [k for k in order[start:] if settings[k] == settings[order[start]]]
+            for key in sorted(set(settings)):  # groups in key order, each in request order
+                same = [k for k in range(len(requests)) if settings[k] == key]
                 for begin in range(0, len(same), self.batch_size):
                     chunk = same[begin : begin + self.batch_size]
                     for k, reply in zip(chunk, self._generate_chunk([requests[k] for k in chunk]), strict=True):
                         replies[k] = reply
-                start += len(same)
         return replies  # type: ignore[return-value]
 
     def _generate_chunk(self, requests: list[Request]) -> list[Reply]:
-        request, sampling, tok = requests[0], requests[0].sampling, self.tokenizer
+        tok = self.tokenizer
         side, tok.padding_side = tok.padding_side, "left"
         try:
             batch = self._encoder.encode([with_media(r.messages, r.media) for r in requests])
         finally:
             tok.padding_side = side
-        batch = batch.to(self.model.device)
-        prompt_len = batch["input_ids"].shape[1]
-        kwargs = generate_kwargs(sampling, tok.pad_token_id, self.eos_ids)
-        if self._suppress:
-            kwargs["suppress_tokens"] = self._suppress
-        template = template_of(request.choices, request.json_schema)
-        if template is not None:
-            key = json.dumps(template)
-            if key not in self._automata:
-                self._automata[key] = _TemplateAutomaton(tok, template, self.eos_ids[0])
-            automaton = self._automata[key]
-            kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
-        # unsharded: each rank generates on its own groups, without ZeRO-3's per-token all-reduce (a hang otherwise)
-        output = self.model.generate(**batch, **kwargs, synced_gpus=False)[:, prompt_len:]
-        return replies_from_generate(output, len(requests), sampling, self.eos_ids, tok)
+        automaton = automaton_for(requests[0], tok, self.eos_ids[0], self._automata)
+        extra = {"suppress_tokens": self._suppress} if self._suppress else {}
+        return generate_replies(self.model, batch.to(self.model.device), requests[0].sampling, automaton, self.eos_ids,
+                                tok, **extra)
