@@ -127,20 +127,20 @@ def consensus_keyframes(sets: Sequence[frozenset[int]], weights: Sequence[float]
         bit = {f: 1 << i for i, f in enumerate(universe)}
         masks = [sum(bit[f] for f in k) for k in sets]
         pairs = [(m, w) for m, w in zip(masks, weights, strict=True) if m and w]
-        best_key, best_mask = None, 0
+
+        def members(mask: int) -> tuple[int, ...]:
+            return tuple(f for f in universe if mask & bit[f])
+
+        best_value, best_mask = None, 0
         for mask in range(1, 1 << len(universe)):
-            value = 0.0
-            for m, w in pairs:
-                value += w * (mask & m).bit_count() / (mask | m).bit_count()
-            size = mask.bit_count()
-            if best_key is None or value > best_key[0] + _EPS:
-                best_key, best_mask = (value, size, None), mask
-            elif abs(value - best_key[0]) <= _EPS and size <= best_key[1]:
-                members = tuple(f for f in universe if mask & bit[f])
-                best_members = tuple(f for f in universe if best_mask & bit[f])
-                if (size, members) < (best_key[1], best_members):
-                    best_key, best_mask = (best_key[0], size, None), mask
-        return frozenset(f for f in universe if best_mask & bit[f])
+            value = sum(w * (mask & m).bit_count() / (mask | m).bit_count() for m, w in pairs)
+            size, best_size = mask.bit_count(), best_mask.bit_count()
+            if best_value is None or value > best_value + _EPS:
+                best_value, best_mask = value, mask
+            elif abs(value - best_value) <= _EPS and size <= best_size and (
+                    (size, members(mask)) < (best_size, members(best_mask))):
+                best_mask = mask  # a tie keeps the value found first
+        return frozenset(members(best_mask))
     current: set[int] = set()
     value = 0.0
     while True:

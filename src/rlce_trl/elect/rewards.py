@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..data.media import video_blocks
 from ..data.prompts import completion_text
 from ..evidence.answers import extract_answer, normalize_answer
 from .parsing import frame_sensitive_score, parse_elect_output, repetition_ratio, think_length, transparency_score
@@ -73,15 +74,12 @@ def frames_in_prompt(prompt) -> int | None:
     metadata's `frames_indices`); `None` for text prompts."""
     if isinstance(prompt, str) or not prompt:
         return None
-    for message in prompt:
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "video":
-                if isinstance(block.get("video"), (list, tuple)) and block["video"]:
-                    return len(block["video"])
-                indices = (block.get("metadata") or {}).get("frames_indices")
-                if indices:
-                    return len(indices)
+    for block in video_blocks([m for m in prompt if isinstance(m, dict)]):
+        if isinstance(block.get("video"), (list, tuple)) and block["video"]:
+            return len(block["video"])
+        indices = (block.get("metadata") or {}).get("frames_indices")
+        if indices:
+            return len(indices)
     return None
 
 

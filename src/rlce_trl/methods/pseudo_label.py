@@ -6,11 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
-
-
-def _result(rewards: list[float | None]) -> GroupResult:
-    return GroupResult(verified=rewards, status="pseudo_label" if any(r is not None for r in rewards) else "no_label",
-                       answers=[], scores=[], verified_answer=None, assignment=[None] * len(rewards))
+from .common import reward_result
 
 
 class _ColumnRewardScorer(ScorerBase):
@@ -30,7 +26,8 @@ class _ColumnRewardScorer(ScorerBase):
         for g in groups:
             columns = g.columns or {}
             has_label = bool(columns.get("pseudo_label"))
-            results.append(_result([self.reward(c, columns, g.labels) if has_label else None for c in g.completions]))
+            rewards = [self.reward(c, columns, g.labels) if has_label else None for c in g.completions]
+            results.append(reward_result(rewards, "pseudo_label" if has_label and rewards else "no_label"))
         return results, StepStats(groups=len(groups))
 
 

@@ -89,16 +89,19 @@ def resolve_alias(name: str) -> tuple[str, str | None]:
     return METHOD_ALIASES.get(name, (name, None))
 
 
-def _import(path: str) -> Callable[..., object]:
-    module_name, _, attr = path.partition(":")
+def _factory(method: str) -> Callable[..., object]:
+    """The registered factory of `method`, else the attribute its `package.module:Class` path names."""
+    if method in REWARD_METHODS:
+        return REWARD_METHODS[method]
+    module_name, _, attr = method.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ValueError(
-            f"reward_method={path!r}: cannot import {module_name!r} ({error}); is it on PYTHONPATH?"
+            f"reward_method={method!r}: cannot import {module_name!r} ({error}); is it on PYTHONPATH?"
         ) from None
     if not hasattr(module, attr):
-        raise ValueError(f"reward_method={path!r}: module {module_name!r} has no attribute {attr!r}.")
+        raise ValueError(f"reward_method={method!r}: module {module_name!r} has no attribute {attr!r}.")
     return getattr(module, attr)
 
 
@@ -108,7 +111,7 @@ def scorer_name(name: str) -> str:
     method, _ = resolve_alias(name)
     if method in REWARD_METHODS or method_name_problem(method):
         return method
-    factory = _import(method)
+    factory = _factory(method)
     return getattr(factory, "name", "") or getattr(factory, "__name__", method).lower()
 
 
@@ -119,7 +122,7 @@ def method_hook(name: str, hook: str) -> Callable[..., object] | None:
     method, _ = resolve_alias(name)
     if method not in REWARD_METHODS and not _DOTTED.match(method):
         return None
-    factory = REWARD_METHODS[method] if method in REWARD_METHODS else _import(method)
+    factory = _factory(method)
     return getattr(getattr(factory, "func", factory), hook, None)  # a functools.partial names its class in `func`
 
 
@@ -143,7 +146,7 @@ def build_scorer(name: str, verifier: Verifier, settings: EvidenceSettings | Non
     settings = settings or EvidenceSettings()
     if mode is not None:
         settings = dataclasses.replace(settings, mode=mode)
-    factory = REWARD_METHODS[method] if method in REWARD_METHODS else _import(method)
+    factory = _factory(method)
     if partner is not None:
         if takes_partner(factory):
             kwargs = {**kwargs, "partner": partner}

@@ -6,9 +6,11 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from ..data.media import media_items, video_blocks
 from ..evidence.answers import boxed_spans, extract_answer, last_boxed, match_label, normalize_answer
 from ..evidence.prompts import render_context
 from ..evidence.votes import ranking, tally
+from ..verifiers.base import Reply, Request, Sampling, Verifier
 
 #: The vote of a response without a box: mathruler's `extract_boxed_content` returns the literal "None", and VisPlay
 #: counts it like any other answer (it can be the majority; a "None" majority is then invalid as a pseudo-label).
@@ -50,6 +52,14 @@ def consistency(votes: Sequence[str | None]) -> float:
     return majority_vote(votes)[1] / len(votes) if votes else 0.0
 
 
+def ask(verifier: Verifier, rows: Sequence[dict], clips: Sequence[dict], sampling: Sampling,
+        stage: str) -> list[Reply]:
+    """One batched call over role rows: each row's prompt as text messages, the clip of its clip row as media."""
+    requests = [Request(text_messages(row["prompt"]), sampling, stage=stage, media=media_items(clip["prompt"]))
+                for row, clip in zip(rows, clips, strict=True)]
+    return verifier.generate(requests)
+
+
 def text_messages(prompt) -> list[dict[str, str]]:
     """A conversational prompt as `Request.messages` (text parts only; the clip travels in `Request.media`)."""
     if isinstance(prompt, str):
@@ -66,13 +76,9 @@ def text_messages(prompt) -> list[dict[str, str]]:
 def clip_parts(row: dict) -> tuple[str, list[dict]]:
     """A clip row's sample context as text (`render_context`: the system prompt dropped, a conversation as
     `Role: text` turns, a single user turn as its bare text) and its video blocks, as given."""
-    prompt = row["prompt"]
-    videos = [] if isinstance(prompt, str) else [
-        b for m in prompt if isinstance(m.get("content"), list) for b in m["content"] if b.get("type") == "video"
-    ]
-    text = render_context(prompt)
+    text = render_context(row["prompt"])
     single = text.startswith("User: ") and "\n\nAssistant: " not in text
-    return (text[len("User: ") :] if single else text), videos
+    return (text[len("User: ") :] if single else text), video_blocks(row["prompt"])
 
 
 def role_row(row: dict, system: str, text: str, **columns) -> dict:
@@ -113,6 +119,19 @@ def seeded_subset(rows: Sequence[dict], n: int | None, seed: int) -> list[dict]:
 def labels_sentence(labels: Sequence[str] | None) -> str:
     """The closed-label instruction (Video-Zero's Solver sentence); empty for free text."""
     return f"Answer with exactly one of: {', '.join(labels)}." if labels else ""
+
+
+def with_rules(text: str, labels: Sequence[str] | None, *rules: str) -> str:
+    """`text`, then the closed-label sentence and the non-empty `rules`, one a line."""
+    return "\n".join(p for p in (text, labels_sentence(labels), *rules) if p)
+
+
+def builder_stats(clips: Sequence[dict], generated: int, parsed: int, kept: Sequence[dict], dropped: dict,
+                  **more) -> dict:
+    """What a between-phases builder reports: `clips`, `generated`, `parsed`, `retained`, `retained_fraction`
+    (retained / generated) and `dropped` (count by reason), plus `more`."""
+    return {"clips": len(clips), "generated": generated, "parsed": parsed, "retained": len(kept),
+            "retained_fraction": len(kept) / generated if generated else 0.0, "dropped": dict(dropped), **more}
 
 
 def answer_key(text: str, labels: Sequence[str] | None = None) -> str | None:

@@ -31,9 +31,12 @@ from ..data.tasks import TASKS
 from ..evidence.answers import extract_answer, match_label, normalize_answer
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
+from .common import reward_result
 from .lexicons import ACTION_CUES, TEMPORAL_CUES
 from .selfplay import (
     answer_key,
+    ask,
+    builder_stats,
     check_builder_inputs,
     clip_parts,
     clip_seconds,
@@ -42,7 +45,7 @@ from .selfplay import (
     role_row,
     seeded_subset,
     strip_instruction,
-    text_messages,
+    with_rules,
 )
 
 #: The blind query's prefix (RLCE paper D.5, quoted).
@@ -250,15 +253,14 @@ def solver_text(context: str, question: str, labels: Sequence[str] | None, video
     """The Solver's user turn [ours]: the clip (or transcript), the question, the label sentence on closed tasks, the
     grounding tag on video."""
     lead = "Watch the clip and read the transcript." if video else "Read the transcript."
-    rules = [labels_sentence(labels), SOLVER_SPAN_RULE if video else "", SOLVER_ANSWER_RULE]
-    return "\n".join(p for p in (f"{lead}\n\n{context}\n\nQuestion: {question}", *rules) if p)
+    return with_rules(f"{lead}\n\n{context}\n\nQuestion: {question}", labels, SOLVER_SPAN_RULE if video else "",
+                      SOLVER_ANSWER_RULE)
 
 
 def blind_messages(question: str, labels: Sequence[str] | None) -> list[dict[str, str]]:
     """The blind query: no frames, no transcript, the prefix, the question."""
-    text = "\n".join(p for p in (f"{BLIND_PREFIX}\n\nQuestion: {question}", labels_sentence(labels),
-                                 SOLVER_ANSWER_RULE) if p)
-    return [{"role": "user", "content": text}]
+    return [{"role": "user", "content": with_rules(f"{BLIND_PREFIX}\n\nQuestion: {question}", labels,
+                                                    SOLVER_ANSWER_RULE)}]
 
 
 def solver_row(clip_row: dict, question: str, pseudo_label: str, span: tuple[float, float] | None,
@@ -349,8 +351,7 @@ class VZQuestionerScorer(ScorerBase):
                 rewards.append(questioner_reward(fmt, learn, dep, evid))
                 parts.append({"format": fmt, "learn": learn, "dep": dep, "evid": evid})
             stats.statuses["scored"] += 1
-            results.append(GroupResult(verified=rewards, status="scored", answers=[], scores=[], verified_answer=None,
-                                       assignment=[None] * len(rewards), extra={"parts": parts}))
+            results.append(reward_result(rewards, "scored", {"parts": parts}))
         return results, stats
 
 
@@ -372,11 +373,7 @@ def build_solver_rows(
     check_builder_inputs(clip_rows, "build_solver_rows", m=m, n_clips=n_clips, lo=lo, hi=hi)
     clips = seeded_subset(clip_rows, n_clips, seed)
     q_sampling = Sampling(temperature=1.0, max_tokens=questioner_max_tokens, n=1)
-    q_replies = questioner.generate([
-        Request(text_messages(questioner_row(c)["prompt"]), q_sampling, stage="vz_generate",
-                media=media_items(c["prompt"]))
-        for c in clips
-    ])
+    q_replies = ask(questioner, [questioner_row(c) for c in clips], clips, q_sampling, "vz_generate")
     dropped, sources = Counter(), Counter()
     candidates = []
     for clip, reply in zip(clips, q_replies, strict=True):
@@ -389,10 +386,7 @@ def build_solver_rows(
             candidates.append((clip, proposal))
     s_sampling = Sampling(temperature=1.0, max_tokens=solver_max_tokens, n=m)
     drafts = [solver_row(c, p.question, "", None, None, 0.0) for c, p in candidates]
-    s_replies = solver.generate([
-        Request(text_messages(d["prompt"]), s_sampling, stage="vz_pseudo_label", media=media_items(c["prompt"]))
-        for d, (c, _) in zip(drafts, candidates, strict=True)
-    ])
+    s_replies = ask(solver, drafts, [c for c, _ in candidates], s_sampling, "vz_pseudo_label")
     kept = []
     for (clip, proposal), reply in zip(candidates, s_replies, strict=True):
         if reply.error is not None or not reply.texts:
@@ -413,7 +407,4 @@ def build_solver_rows(
         if not labels:  # the pseudo-label as written, not its normal form
             answer = next(extract_answer(t) for t, v in zip(reply.texts, votes, strict=True) if v == answer)
         kept.append(solver_row(clip, proposal.question, answer, span, seconds, count / len(votes)))
-    stats = {"clips": len(clips), "generated": len(clips), "parsed": len(candidates), "retained": len(kept),
-             "retained_fraction": len(kept) / len(clips) if clips else 0.0, "dropped": dict(dropped),
-             "span_source": dict(sources)}
-    return kept, stats
+    return kept, builder_stats(clips, len(clips), len(candidates), kept, dropped, span_source=dict(sources))

@@ -19,19 +19,20 @@ the Reasoner instruction are our readings of that code, listed in CHANGELOG "Dec
 
 from __future__ import annotations
 
-import random
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..data.media import media_items
 from ..evidence.answers import extract_answer, match_label, normalize_answer
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from .bleu import cluster_shares
+from .common import reward_result
 from .selfplay import (
     NONE_ANSWER,
+    ask,
+    builder_stats,
     check_builder_inputs,
     clip_parts,
     consistency,
@@ -42,8 +43,8 @@ from .selfplay import (
     role_row,
     seeded_subset,
     strip_instruction,
-    text_messages,
     vote_key,
+    with_rules,
 )
 
 QUESTIONER_SYSTEM_PROMPT = (
@@ -186,7 +187,7 @@ def reasoner_row(clip_row: dict, question: str, pseudo_label: str, c: float) -> 
     """A Reasoner-phase row: the clip, the generated question, VisPlay's instruction; `pseudo_label` and its share."""
     context, _ = clip_parts(clip_row)
     labels = clip_row.get("answer_options") or None
-    text = "\n".join(p for p in (f"{context}\n\n{question}", labels_sentence(labels), REASONER_INSTRUCTION) if p)
+    text = with_rules(f"{context}\n\n{question}", labels, REASONER_INSTRUCTION)
     return role_row(clip_row, "You are a helpful assistant.", text, question=question, pseudo_label=pseudo_label,
                     pseudo_label_share=c)
 
@@ -251,9 +252,7 @@ class VisPlayQuestionerScorer(ScorerBase):
                     r_unc.append(uncertainty_reward(shares[(gi, ri)]))
             c = [shares.get((gi, ri)) for ri in range(len(group.completions))]
             stats.statuses["scored"] += 1
-            results.append(GroupResult(verified=list(r_unc), status="scored", answers=[], scores=[],
-                                       verified_answer=None, assignment=[None] * len(r_unc),
-                                       extra={"r_unc": r_unc, "questions": questions, "c": c}))
+            results.append(reward_result(list(r_unc), "scored", {"r_unc": r_unc, "questions": questions, "c": c}))
         return results, stats
 
     def finalize_batch(self, groups: Sequence[Group], results: list[GroupResult]) -> list[GroupResult]:
@@ -297,10 +296,7 @@ def build_reasoner_rows(
     clips = seeded_subset(clip_rows, n_clips, seed)
     rows_q = [questioner_row(row) for row in clips]
     q_sampling = Sampling(temperature=1.0, top_p=0.95, max_tokens=questioner_max_tokens, n=n_candidates)
-    q_replies = questioner.generate([
-        Request(text_messages(r["prompt"]), q_sampling, stage="visplay_generate", media=media_items(c["prompt"]))
-        for r, c in zip(rows_q, clips, strict=True)
-    ])
+    q_replies = ask(questioner, rows_q, clips, q_sampling, "visplay_generate")
     dropped: Counter = Counter()
     candidates = []  # (clip row, proposal)
     for clip, reply in zip(clips, q_replies, strict=True):
@@ -313,10 +309,7 @@ def build_reasoner_rows(
                 candidates.append(({**clip, "id": f"{clip.get('id', '')}/q{j}"}, proposal))
     r_sampling = Sampling(temperature=1.0, top_p=1.0, top_k=40, max_tokens=reasoner_max_tokens, n=m)
     drafts = [reasoner_row(clip, p.question, "", 0.0) for clip, p in candidates]
-    r_replies = reasoner.generate([
-        Request(text_messages(d["prompt"]), r_sampling, stage="visplay_pseudo_label", media=media_items(c["prompt"]))
-        for d, (c, _) in zip(drafts, candidates, strict=True)
-    ])
+    r_replies = ask(reasoner, drafts, [c for c, _ in candidates], r_sampling, "visplay_pseudo_label")
     kept = []
     for (clip, proposal), reply in zip(candidates, r_replies, strict=True):
         if reply.error is not None or not reply.texts:
@@ -335,8 +328,5 @@ def build_reasoner_rows(
             kept.append(reasoner_row(clip, proposal.question, answer, c))
     if cap is not None and len(kept) > cap:
         dropped["over_cap"] += len(kept) - cap
-        kept = [kept[i] for i in sorted(random.Random(seed + 1).sample(range(len(kept)), cap))]
-    generated = len(clips) * n_candidates
-    stats = {"clips": len(clips), "generated": generated, "parsed": len(candidates), "retained": len(kept),
-             "retained_fraction": len(kept) / generated if generated else 0.0, "dropped": dict(dropped)}
-    return kept, stats
+        kept = seeded_subset(kept, cap, seed + 1)
+    return kept, builder_stats(clips, len(clips) * n_candidates, len(candidates), kept, dropped)
