@@ -39,6 +39,20 @@ class PhaseSpec:
         return cls(**data)
 
 
+def partner_round(settings: dict, steps: dict[str, int], first: str, second: str,
+                  rewards: tuple[str, str]) -> list[PhaseSpec]:
+    """The round of every method here: role `first` trained with `rewards[0]` against the frozen `second` (its data
+    built by the driver itself), then `second` trained alone with `rewards[1]`. `settings`: `phase_steps` (over the
+    method's `steps`) and `phase_overrides`."""
+    steps = {**steps, **(settings.get("phase_steps") or {})}
+    overrides = settings.get("phase_overrides") or {}
+    return [
+        PhaseSpec(first, first, rewards[0], partner_role=second, max_steps=int(steps[first]),
+                  overrides=dict(overrides.get(first, {})), build_in_process=True),
+        PhaseSpec(second, second, rewards[1], max_steps=int(steps[second]), overrides=dict(overrides.get(second, {}))),
+    ]
+
+
 @dataclass
 class BuildContext:
     """What a data builder gets.

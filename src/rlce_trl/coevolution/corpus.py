@@ -24,6 +24,14 @@ def load_corpus(path: str, hba_task: str | None = None) -> list[dict]:
     return rows
 
 
+def picked_corpus(path: str, settings: dict, seed: int) -> list[dict]:
+    """The corpus rows a run trains on: `corpus_size` of them drawn once (seeded, the same every round), or all."""
+    from ..methods.rlac import pick_clips
+
+    rows = load_corpus(path, settings.get("hba_task"))
+    return pick_clips(rows, settings["corpus_size"], seed) if settings.get("corpus_size") else rows
+
+
 def load_validation(path: str, hba_task: str | None = None) -> list[dict]:
     """The validation rows (with `gold`): an HBA validation split, or GRPO-ready JSONL rows."""
     from ..data.jsonl import read_jsonl

@@ -181,7 +181,7 @@ class Coevolver:
                                 "result": {}, "skipped": skip})
             return
         done = _read_report(step_dir)
-        if done is not None and _same_job(step_dir, job):  # it finished, the driver died before recording it
+        if done is not None and _read_json(step_dir / "job.json") == job:  # finished; the driver died before recording
             self.log(f"round {state['round']}: {step['id']} had finished before the driver stopped: not rerun")
             self._record(state, step, phase, job, done, done.get("wall_s", 0.0), 0.0, log_path)
             return
@@ -196,11 +196,9 @@ class Coevolver:
         if step["kind"] == "build" and phase.build_in_process:
             code = self._build_here(state, phase, job, log_path)
         else:
-            command = [*(self.settings.phase_command or [sys.executable, "-m", PHASE_MODULE]),
-                       "--job", str(step_dir / "job.json")]
-            if step["kind"] == "train" and self.settings.launcher and not self.settings.phase_command:
-                command = [*self.settings.launcher, "-m", PHASE_MODULE, "--job", str(step_dir / "job.json")]
-            code = self.runner(command, log_path)
+            launcher = (step["kind"] == "train" and self.settings.launcher) or [sys.executable]
+            entry = self.settings.phase_command or [*launcher, "-m", PHASE_MODULE]
+            code = self.runner([*entry, "--job", str(step_dir / "job.json")], log_path)
         wall, cpu = time.monotonic() - start, _children_cpu() - cpu_before
         report = _read_report(step_dir)
         if code != 0 or report is None:
@@ -313,20 +311,17 @@ def write_report(step_dir: Path, report: dict) -> None:
     write_json(report, step_dir / REPORT_FILE)
 
 
-def _read_report(step_dir: Path) -> dict | None:
+def _read_json(path: Path):
+    """The JSON in `path`, `None` when it is missing or torn."""
     try:
-        report = json.loads((step_dir / REPORT_FILE).read_text())
+        return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
+
+
+def _read_report(step_dir: Path) -> dict | None:
+    report = _read_json(step_dir / REPORT_FILE)
     return report if isinstance(report, dict) and report.get("ok") else None
-
-
-def _same_job(step_dir: Path, job: dict) -> bool:
-    """Whether the job a finished step ran is the one the driver would run now (same inputs)."""
-    try:
-        return json.loads((step_dir / "job.json").read_text()) == job
-    except (OSError, json.JSONDecodeError):
-        return False
 
 
 def _last_line(path: Path) -> str:

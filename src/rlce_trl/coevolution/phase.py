@@ -97,8 +97,6 @@ class CoevolveArguments(RLCEScriptArguments):
     hba_task: str | None = field(default=None, metadata={"help": "HBA task of the files; unset for PrefEval."})
 
     def __post_init__(self):
-        if hasattr(super(), "__post_init__"):
-            super().__post_init__()
         for name in UNUSED_ARGUMENTS:
             if getattr(self, name) != self.__dataclass_fields__[name].default:
                 raise ValueError(f"co-evolution does not use {name}: drop it (a co-evolution run takes its rows from "
@@ -209,7 +207,6 @@ def run_train(job: dict) -> dict:
 
     argv = phase_argv(job)
     script_args, training_args, model_args = parse_job_args(job, argv)
-    sys.argv[1:] = argv  # the phase runs as a training script with these arguments: the card names the recipe
     rows = read_jsonl(job["data_file"])
     video = any(r.get("videos") for r in rows)
     if video and training_args.video_input == "text":

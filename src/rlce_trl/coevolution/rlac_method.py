@@ -8,8 +8,8 @@ import time
 
 from ..data.jsonl import write_jsonl
 from ..errors import InputError
-from .base import BuildContext, PhaseSpec
-from .corpus import load_corpus
+from .base import BuildContext, PhaseSpec, partner_round
+from .corpus import picked_corpus
 
 logger = logging.getLogger(__name__)
 
@@ -36,24 +36,14 @@ class RLAC:
                              "rlac_max_pairs); drop the key or use --method visplay / video_zero.")
 
     def phases(self, round: int, settings: dict | None = None) -> list[PhaseSpec]:
-        settings = {**self.settings, **(settings or {})}
-        steps = {**RLAC_STEPS, **(settings.get("phase_steps") or {})}
-        overrides = settings.get("phase_overrides") or {}
-        return [
-            PhaseSpec("generator", "generator", "rlac_generator", partner_role="critic",
-                      max_steps=int(steps["generator"]), overrides=dict(overrides.get("generator", {})),
-                      build_in_process=True),
-            PhaseSpec("critic", "critic", "rlac_critic", partner_role=None, max_steps=int(steps["critic"]),
-                      overrides=dict(overrides.get("critic", {}))),
-        ]
+        return partner_round({**self.settings, **(settings or {})}, RLAC_STEPS, "generator", "critic",
+                             ("rlac_generator", "rlac_critic"))
 
     def build_data(self, ctx: BuildContext) -> dict:
-        from ..methods.rlac import generator_rows, pick_clips
+        from ..methods.rlac import generator_rows
 
         if ctx.phase.name == "generator":
-            rows = load_corpus(ctx.train_file, self.settings.get("hba_task"))
-            size = self.settings.get("corpus_size")
-            rows = pick_clips(rows, size, ctx.seed) if size else rows
+            rows = picked_corpus(ctx.train_file, self.settings, ctx.seed)
             write_jsonl(generator_rows(rows), ctx.output_file)
             return {"rows": len(rows)}
         return harvest(ctx, int(self.settings.get("max_pairs") or 600))

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 from ..data.jsonl import write_jsonl
 from ..errors import InputError
-from .base import BuildContext, PhaseSpec
-from .corpus import load_corpus
+from .base import BuildContext, PhaseSpec, partner_round
+from .corpus import picked_corpus
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +53,6 @@ class _SelfPlay:
         when first needed)."""
         raise NotImplementedError
 
-    def questioner_row(self, row: dict) -> dict:
-        return self._functions()[0](row)
-
-    def build_answer_rows(self, corpus, questioner, answerer, seed):
-        options = {k: v for k, v in self.build_kwargs.items() if k != "n_clips"}
-        return self._functions()[1](corpus, questioner, answerer, seed=seed, n_clips=None, **options)
-
     def __init__(self, settings: dict | None = None):
         import inspect
 
@@ -76,47 +69,32 @@ class _SelfPlay:
                              f"{builder.__name__}; use {', '.join(allowed)}.")
 
     def phases(self, round: int, settings: dict | None = None) -> list[PhaseSpec]:
-        settings = {**self.settings, **(settings or {})}
-        steps = {**self.steps, **(settings.get("phase_steps") or {})}
-        overrides = settings.get("phase_overrides") or {}
-        return [
-            PhaseSpec("questioner", "questioner", self.rewards[0], partner_role=self.answerer,
-                      max_steps=int(steps["questioner"]), overrides=dict(overrides.get("questioner", {})),
-                      build_in_process=True),
-            PhaseSpec(self.answerer, self.answerer, self.rewards[1], max_steps=int(steps[self.answerer]),
-                      overrides=dict(overrides.get(self.answerer, {}))),
-        ]
-
-    def _corpus(self, ctx: BuildContext) -> list[dict]:
-        from ..methods.rlac import pick_clips
-
-        rows = load_corpus(ctx.train_file, self.settings.get("hba_task"))
-        size = self.settings.get("corpus_size")
-        return pick_clips(rows, size, ctx.seed) if size else rows
+        return partner_round({**self.settings, **(settings or {})}, self.steps, "questioner", self.answerer,
+                             self.rewards)
 
     def build_data(self, ctx: BuildContext) -> dict:
+        questioner_row, build_rows = self._functions()
+        corpus = picked_corpus(ctx.train_file, self.settings, ctx.seed)
         if ctx.phase.name == "questioner":
-            rows = [self.questioner_row(r) for r in self._corpus(ctx)]
+            rows = [questioner_row(r) for r in corpus]
             write_jsonl(rows, ctx.output_file)
             return {"rows": len(rows)}
         from ..methods.selfplay import seeded_subset
 
         cache: dict = {}
-        clips = seeded_subset(self._corpus(ctx), self.build_kwargs.get("n_clips"), ctx.seed)  # fixed every round
+        clips = seeded_subset(corpus, self.build_kwargs.get("n_clips"), ctx.seed)  # fixed every round
         video = any(c.get("videos") for c in clips)
         questioner = _frozen(ctx.checkpoints["questioner"], cache, video)
         answerer = _frozen(ctx.checkpoints[self.answerer], cache, video)
-        rows, stats = self.build_answer_rows(clips, questioner, answerer, ctx.seed + ctx.round)
+        options = {k: v for k, v in self.build_kwargs.items() if k != "n_clips"}
+        rows, stats = build_rows(clips, questioner, answerer, seed=ctx.seed + ctx.round, n_clips=None, **options)
         write_jsonl(rows, ctx.output_file)
         if not rows:  # the driver skips the phase (its checkpoint stays) and records why
+            dropped = ", ".join(f"{k} {v}" for k, v in sorted(stats["dropped"].items())) or "none"
             stats["skip"] = (f"no {self.answerer} rows retained: {stats['parsed']} of {stats['generated']} generated "
-                             f"questions parsed, dropped {_counts(stats['dropped'])}")
+                             f"questions parsed, dropped {dropped}")
             logger.warning("%s; the %s phase of this round is skipped", stats["skip"], self.answerer)
         return stats
-
-
-def _counts(dropped: dict) -> str:
-    return ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "none"
 
 
 class VisPlay(_SelfPlay):
