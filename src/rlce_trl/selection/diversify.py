@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from ..data.media import map_video_blocks, video_blocks
+
 TEMPERATURES = (0.2, 0.7, 0.9)
 TOP_P = 0.9
 CROPS = ("center", "top_left", "top_right", "bottom_left", "bottom_right")
@@ -90,7 +92,6 @@ def perturb_prompt(prompt, perturbation: Perturbation):
     """The prompt with the frames of each video block perturbed (frames must be PIL images: an expanded row)."""
     if perturbation.identity:
         return prompt
-    from ..data.media import map_video_blocks
 
     def apply(block: dict) -> dict:
         frames = block.get("video")
@@ -101,17 +102,11 @@ def perturb_prompt(prompt, perturbation: Perturbation):
     return map_video_blocks(prompt, apply)
 
 
-def has_video(prompt) -> bool:
-    return not isinstance(prompt, str) and any(
-        isinstance(b, dict) and b.get("type") == "video" for m in prompt if isinstance(m.get("content"), list)
-        for b in m["content"])
-
-
 def sample_diversified(sampler, prompts: list, schedule: list[tuple[object, Perturbation]]) -> list[list]:
     """`sampler(prompts, specs)` for a schedule: one call for the whole schedule when no prompt has a clip, else one
     call per distinct perturbation with that perturbation applied to every clip; outputs in schedule order."""
     specs = [spec for spec, _ in schedule]
-    if not any(has_video(p) for p in prompts):
+    if not any(video_blocks(p) for p in prompts):
         return sampler(prompts, specs)
     groups: dict[Perturbation, list[int]] = {}
     for i, (_, perturbation) in enumerate(schedule):

@@ -223,7 +223,8 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
     specs = ([Sampling(temperature=0.0, seed=seed)] if greedy_too else []) + [
         Sampling(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed + 1 + k) for k in range(n)]
     if schedule is not None:
-        from .diversify import has_video, sample_diversified
+        from ..data.media import video_blocks
+        from .diversify import sample_diversified
 
         specs = [spec for spec, _ in schedule]
     unreadable = 0
@@ -252,7 +253,7 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
             frames = row.get("num_frames")
             records = [candidate_record(s, spec, labels, frames) for s, spec in zip(outs, specs, strict=True)]
             if schedule is not None:  # which perturbation each candidate saw (None: the clip as it is, or text)
-                video = has_video(row["prompt"])
+                video = bool(video_blocks(row["prompt"]))
                 for record, (_, xi) in zip(records, schedule, strict=True):
                     record["perturbation"] = xi.as_dict() if video and not xi.identity else None
             keep = {k: row.get(k) for k in ("task", "prompt", "answer_options", "question", "num_frames", "gold",

@@ -87,13 +87,10 @@ def select_rows(rows: Sequence[PoolRow], selectors: Sequence, budgets: Sequence[
                                  "any_correct": any(row.is_correct(row.candidates[i].answer) for i in subset)})
             seconds = time.perf_counter() - started
             work = verifier.stats.since(before) if verifier is not None else None
+            spent = (work.calls, work.generated_tokens, work.requests, seconds) if work else (0, 0, 0, seconds)
             for r in chunk:  # the chunk's cost, shared evenly by its rows
                 records[r.id]["cost"][selector.name] = {
-                    "calls": work.calls / len(chunk) if work else 0.0,
-                    "tokens": work.generated_tokens / len(chunk) if work else 0.0,
-                    "requests": work.requests / len(chunk) if work else 0.0,
-                    "seconds": seconds / len(chunk),
-                }
+                    k: v / len(chunk) for k, v in zip(("calls", "tokens", "requests", "seconds"), spent, strict=True)}
         for r in chunk:
             records[r.id]["unparsed_candidates"] = sum(c.answer is None for c in r.candidates)
         append_jsonl((records[r.id] for r in chunk), path)
@@ -116,12 +113,10 @@ def paired_bootstrap(diffs: Sequence[float], resamples: int = 2000, seed: int = 
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts (selector right / reference wrong, and reverse)."""
-    from math import comb
-
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(comb(n, k) for k in range(min(b, c) + 1)) / 2**n
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 
@@ -179,11 +174,10 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
                 flips += sum(c["status"] == "referee_flip" for c in cells)
                 single = single and len(cells) == 1
                 if refs and len(refs) == len(cells):
-                    paired = list(zip(cells, refs, strict=True))
-                    discordant[0] += sum(bool(c["correct"]) and not m["correct"] for c, m in paired)
-                    discordant[1] += sum(not c["correct"] and bool(m["correct"]) for c, m in paired)
                     diffs.append(row_acc - _mean([float(c["correct"]) for c in refs]))
                     for c, m in zip(cells, refs, strict=True):
+                        discordant[0] += bool(c["correct"]) and not m["correct"]
+                        discordant[1] += not c["correct"] and bool(m["correct"])
                         if c["status"] in ("selected", "referee_flip"):
                             won.append(float(c["correct"]))
                             won_ref.append(float(m["correct"]))

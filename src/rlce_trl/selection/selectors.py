@@ -59,8 +59,8 @@ class GreedySelector:
     name = "greedy"
 
     def select(self, items: Sequence[Item]) -> list[Selection]:
-        return [Selection(row.greedy.answer, "selected" if row.greedy else "no_greedy", 1) if row.greedy
-                else Selection(None, "no_greedy", 0) for row, _ in items]
+        return [Selection(row.greedy.answer, "selected", 1) if row.greedy else Selection(None, "no_greedy", 0)
+                for row, _ in items]
 
 
 class SingleSelector:
@@ -74,11 +74,8 @@ class MajoritySelector:
     name = "majority"
 
     def select(self, items: Sequence[Item]) -> list[Selection]:
-        out = []
-        for row, subset in items:
-            answer = majority_answer(_answers(row, subset))
-            out.append(Selection(answer, "selected" if answer is not None else "no_answer", len(subset)))
-        return out
+        answers = [(majority_answer(_answers(row, subset)), len(subset)) for row, subset in items]
+        return [Selection(answer, "selected" if answer is not None else "no_answer", n) for answer, n in answers]
 
 
 class OracleSelector:
@@ -91,12 +88,6 @@ class OracleSelector:
             hit = next((a for a in answers if row.is_correct(a)), None)
             out.append(Selection(hit if hit is not None else majority_answer(answers), "selected", len(subset)))
         return out
-
-
-def _fallback(row: PoolRow, answers: Sequence[str | None]) -> Selection:
-    if any(a is not None for a in answers):
-        return Selection(majority_answer(answers), "fallback_majority", len(answers))
-    return Selection(row.greedy.answer if row.greedy else None, "fallback_greedy", len(answers))
 
 
 class ScorerSelector:
@@ -130,8 +121,10 @@ class ScorerSelector:
                 out.append(Selection(result.verified_answer, "selected", len(subset)))
             elif len(distinct) == 1:
                 out.append(Selection(distinct.pop(), "single_answer", len(subset)))
+            elif distinct:
+                out.append(Selection(majority_answer(answers), "fallback_majority", len(subset)))
             else:
-                out.append(_fallback(row, answers))
+                out.append(Selection(row.greedy.answer if row.greedy else None, "fallback_greedy", len(subset)))
         return out
 
 
@@ -148,28 +141,23 @@ class ElectSelector:
     subset's candidates in order, K <= budget, stop rule and trimming per `cfg`; with a `referee` verifier, one
     batched Eq. 19 check for the items that have a runner-up."""
 
-    def __init__(self, cfg: ElectConfig | None = None, referee: Verifier | None = None, include_greedy: bool = True,
-                 tokenizer=None, name: str | None = None):
-        cfg = cfg or ElectConfig()
-        self.cfg, self.referee, self.include_greedy, self.tokenizer = cfg, referee, include_greedy, tokenizer
-        self.name = name or ("elect" if cfg.use_frames else "elect_noframes")
+    def __init__(self, cfg: ElectConfig | None = None, referee: Verifier | None = None, tokenizer=None,
+                 name: str | None = None):
+        self.cfg, self.referee, self.tokenizer = cfg or ElectConfig(), referee, tokenizer
+        self.name = name or ("elect" if self.cfg.use_frames else "elect_noframes")
 
     def candidate(self, c: PoolCandidate) -> Candidate:
         has_schema = c.parse.has_keyframes and c.parse.format_ok
         return Candidate(c.answer, c.parse.keyframes, evidence_score(c.parse, c.confidence, self.cfg, self.tokenizer),
                          c.confidence, has_schema)
 
-    def _order(self, row: PoolRow, subset: Sequence[int]) -> list[PoolCandidate]:
-        order = [row.candidates[i] for i in subset]
-        if self.include_greedy and row.greedy is not None:
-            order = [row.greedy] + order[:-1]  # the conservative run counts against the budget
-        return order
-
     def select(self, items: Sequence[Item]) -> list[Selection]:
         runs = []
         for row, subset in items:
-            order = [self.candidate(c) for c in self._order(row, subset)]
-            pool: list[Candidate] = []
+            order = [row.candidates[i] for i in subset]
+            if row.greedy is not None:
+                order = [row.greedy] + order[:-1]  # the conservative run counts against the budget
+            order = [self.candidate(c) for c in order]
 
             def draw(i, order=order):
                 return order[i] if i < len(order) else None
