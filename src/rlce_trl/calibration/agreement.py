@@ -72,11 +72,9 @@ def score_prompts(
     return alignment(version, verdicts, [c.label for c in cases], unreadable, resamples, seed)
 
 
-def content_free_prior(
-    verifier: Verifier, prompts: VerifierPrompts, contexts: Sequence[str], max_contexts: int = 8
-) -> dict[str, float]:
-    """The mean verdict distribution for content-free claims under this template, over a few real contexts."""
-    contexts = list(dict.fromkeys(contexts))[:max_contexts] or [""]
+def content_free_prior(verifier: Verifier, prompts: VerifierPrompts, contexts: Sequence[str]) -> dict[str, float]:
+    """The mean verdict distribution for content-free claims under this template, over (up to 8 of) the contexts."""
+    contexts = list(dict.fromkeys(contexts))[:8] or [""]
     pairs = [(context, claim) for context in contexts for claim in CONTENT_FREE_CLAIMS]
     replies = verifier.generate(_requests(prompts, pairs, 4))
     dists = [_normalised(r.choice_logprobs) for r in replies if r.choice_logprobs and r.error is None]

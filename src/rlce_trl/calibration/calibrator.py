@@ -101,11 +101,8 @@ class CoactiveCalibrator:
             replies = ask(self.verifier, prompts, current + retained)
             cur = score_prompts(self.verifier, prompts, current, resamples=0, replies=replies[: len(current)])
             ret = score_prompts(self.verifier, prompts, retained, resamples=0, replies=replies[len(current) :])
-            return (
-                _finite(cur.metric(self.metric)),
-                _finite(ret.metric(self.metric)) if retained else None,
-                cur.predictions,
-            )
+            retained_value = _finite(ret.metric(self.metric)) if retained else None
+            return _finite(cur.metric(self.metric)), retained_value, cur.predictions
         cur, predictions = self.scorer(prompts, current)
         ret = _finite(self.scorer(prompts, retained)[0]) if retained else None
         return _finite(cur), ret, predictions
@@ -133,11 +130,8 @@ class CoactiveCalibrator:
                 self.stop_reason = "no more proposals"
                 break
             name = getattr(proposers[0], "__name__", "proposer")
-            candidate = (
-                candidate.revised(version=f"{prompts.version}.r{n}")
-                if candidate.version == best.version
-                else candidate
-            )
+            if candidate.version == best.version:
+                candidate = candidate.revised(version=f"{prompts.version}.r{n}")
             cur, ret, cand_predictions = self._both(candidate, current, retained)
             gain = cur - best_cur
             regression = None if ret is None or best_ret is None else best_ret - ret
@@ -146,10 +140,8 @@ class CoactiveCalibrator:
             elif regression is not None and regression > self.max_regression + 1e-12:
                 accepted, reason = False, f"gain {gain:+.3f} but retained regresses by {regression:.3f}"
             else:
-                accepted, reason = (
-                    True,
-                    f"gain {gain:+.3f}" + ("" if regression is None else f", retained {-regression:+.3f}"),
-                )
+                accepted = True
+                reason = f"gain {gain:+.3f}" + ("" if regression is None else f", retained {-regression:+.3f}")
             history.append(Revision(candidate.version, name, cur, ret, gain, regression, accepted, reason))
             gains.append(gain if accepted else 0.0)
             if accepted:

@@ -72,22 +72,13 @@ def preference_claims(seed: int = 0) -> list[CalibrationCase]:
         context = render_context(row["prompt"])
         own = records[row["id"]]["preference"]
         other = rng.choice([r for r in rows if r["topic"] != topic])
+        false = claim_text(records[other["id"]]["preference"])
         cases.append(CalibrationCase(f"{row['id']}/true", context, claim_text(own), "yes", split, source="true"))
-        cases.append(
-            CalibrationCase(
-                f"{row['id']}/false",
-                context,
-                claim_text(records[other["id"]]["preference"]),
-                "no",
-                split,
-                source="false",
-            )
-        )
+        cases.append(CalibrationCase(f"{row['id']}/false", context, false, "no", split, source="false"))
         if (index + topics.index(topic)) % 2 == 0:  # every second row, as many in each half
             test = UNKNOWABLE[(n // 2) % len(UNKNOWABLE)]
-            cases.append(
-                CalibrationCase(f"{row['id']}/unknowable", context, test, "unknown", split, source="unknowable")
-            )
+            cases.append(CalibrationCase(f"{row['id']}/unknowable", context, test, "unknown", split,
+                                         source="unknowable"))
     return cases
 
 
@@ -113,11 +104,8 @@ def load_cases(path: str | Path) -> list[CalibrationCase]:
         split = row.get("split", "calibration")
         if split not in SPLITS:
             raise ValueError(f"{path}, row {n}: split {split!r} must be one of {', '.join(SPLITS)}.")
-        cases.append(
-            CalibrationCase(
-                str(row.get("id", n)), row["context"], row["test"], label, split, "test", str(row.get("source", ""))
-            )
-        )
+        case_id, source = str(row.get("id", n)), str(row.get("source", ""))
+        cases.append(CalibrationCase(case_id, row["context"], row["test"], label, split, "test", source))
     return cases
 
 
