@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-CONFIG_HELP = ("The recipe the model was trained with: prompt exactly as training did (its prompt_suffix, the reward "
-               "method's system prompt, chat_template_kwargs). Default: what the model's folder records "
-               "(rlce_prompting.json, written by `rlce-trl train`), else the rows as they are.")
-
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default=None, help=CONFIG_HELP)
+    parser.add_argument("--config", default=None,
+                        help="The recipe the model was trained with: prompt exactly as training did (its "
+                        "prompt_suffix, the reward method's system prompt, chat_template_kwargs). Default: what the "
+                        "model's folder records (rlce_prompting.json, written by `rlce-trl train`), else the rows as "
+                        "they are.")
 
 
 def resolve_prompting(config: str | None, model_path: str | None):
@@ -35,22 +35,14 @@ def resolve_prompting(config: str | None, model_path: str | None):
     return Prompting(), None
 
 
-def policy_rows(rows: list[dict], prompting) -> list[dict]:
-    """The rows as the policy is prompted in training ([`~rlce_trl.training.pipeline.policy_rows`])."""
-    from ..training.pipeline import policy_rows as rows_of
-
-    return rows_of(rows, prompting)
-
-
-def say_prompting(prompting, source: str | None, file=None) -> None:
-    """One line (on stderr): where the prompting came from and what it adds."""
-    file = file or sys.stderr
+def say_prompting(prompting, source: str | None) -> None:
+    """One line on stderr: where the prompting came from and what it adds."""
     if source is None:
         print("prompting: the rows as they are (pass --config <recipe> to prompt as a recipe trains; a model trained "
-              "by rlce-trl records its own)", file=file)
+              "by rlce-trl records its own)", file=sys.stderr)
         return
     added = [f"prompt_suffix {prompting.prompt_suffix!r}" if prompting.prompt_suffix else "no prompt_suffix"]
     if prompting.reward_method:
         added.append(f"reward_method {prompting.reward_method}")
     added.append(f"chat_template_kwargs {prompting.chat_template_kwargs or {}}")
-    print(f"prompting as in training ({source}): {', '.join(added)}", file=file)
+    print(f"prompting as in training ({source}): {', '.join(added)}", file=sys.stderr)

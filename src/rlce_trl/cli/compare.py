@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def add_parser(subparsers) -> None:
-    from ..comparison import add_arguments, main
+    from ..comparison.command import add_arguments, main
 
     text = ("The paper's comparison for one task: train every (method, seed), test each best-on-validation "
             "checkpoint, write Table 1's shape; resumable.")

@@ -20,7 +20,7 @@ from ..evaluation.evaluate import check_eval_rows, evaluate_prefeval_forms, eval
 from ..generation.generators import BACKENDS, Generator, make_generator
 from ..models import ALIAS_NAMES as ALIASES
 from ._args import check_video_rows, positive_int
-from ._prompting import add_config_argument, policy_rows, resolve_prompting, say_prompting
+from ._prompting import add_config_argument, resolve_prompting, say_prompting
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -179,6 +179,8 @@ def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
     rows = _read_rows(args)
     prompting, source = resolve_prompting(args.config, args.model_name_or_path)
     if rows is not None:
+        from ..training.pipeline import policy_rows  # (imports transformers: only once the flags are checked)
+
         rows = policy_rows(rows, prompting)  # exactly the training prompt (suffix, answer instruction, method)
     elif source is not None and (prompting.prompt_suffix or prompting.reward_method not in (None, "rlce")):
         print(f"warning: a PrefEval folder is evaluated on its prompts as built: the training prompting of {source} "

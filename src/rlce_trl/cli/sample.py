@@ -14,7 +14,7 @@ from ..data.jsonl import read_jsonl
 from ..errors import InputError, MissingInputError, first_line
 from ..models import ALIAS_NAMES as ALIASES
 from ._args import check_video_rows, nonnegative_int, positive_int
-from ._prompting import add_config_argument, policy_rows, resolve_prompting, say_prompting
+from ._prompting import add_config_argument, resolve_prompting, say_prompting
 
 
 def _load_rows(args) -> list[dict]:
@@ -178,6 +178,8 @@ def main(args: argparse.Namespace, sampler=None) -> int:
     prompting, source = resolve_prompting(getattr(args, "config", None),
                                           None if sampler is not None else resolve_model(args.model_name_or_path))
     if getattr(args, "task", None) or (source is not None and args.data and not video):
+        from ..training.pipeline import policy_rows
+
         rows = policy_rows([r for r in rows if isinstance(r, dict)], prompting)  # the training prompt
         say_prompting(prompting, source)
     expand = None

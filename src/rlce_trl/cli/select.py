@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..data.jsonl import read_jsonl, write_json
 from ..errors import InputError, MissingInputError, positive_int
-from ._prompting import add_config_argument, policy_rows, resolve_prompting
+from ._prompting import add_config_argument, resolve_prompting
 
 DEFAULT_SELECTORS = "greedy,single,majority,elect,elect_noframes,oracle"
 
@@ -172,6 +172,7 @@ def _check_prompts(task_file, rows, config: str | None, pool: str | None) -> Non
     the prompting the pool records (`rlce-trl sample --config` / a trained model's record), else none."""
     from ..data.prompts import Prompting
     from ..selection.pool import SETTINGS_FILE
+    from ..training.pipeline import policy_rows
 
     prompting, source = resolve_prompting(config, None)
     if source is None and pool is not None:

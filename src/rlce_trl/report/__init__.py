@@ -22,7 +22,7 @@ from collections import Counter
 from .data import RunData, load_run
 from .health import health_section
 from .page import render
-from .plots import panels, svg_panel, write_pngs
+from .plots import CURVES_PNG, panels, svg_panel, write_pngs
 from .summary import summary_items
 from .texts import TextStore
 
@@ -46,10 +46,6 @@ def run_title(run_dir: str) -> str:
     return str(title) if title else os.path.basename(os.path.normpath(os.path.abspath(run_dir)))
 
 
-def report_dir(run_dir: str) -> str:
-    return os.path.join(run_dir, REPORT_DIR)
-
-
 def _summary(data: RunData) -> str:
     steps = [e["step"] for e in data.log_history if isinstance(e.get("step"), (int, float))]
     parts = [f"{int(max(steps))} steps logged" if steps else "no metrics"]
@@ -69,7 +65,7 @@ def build_report(
     """Write `index.html` and the PNG plots into `output_dir` (default `RUN_DIR/report`); returns (page path, data).
     Raises FileNotFoundError when the directory holds nothing to report."""
     data = load_run(run_dir, max_groups)
-    output_dir = output_dir or report_dir(run_dir)
+    output_dir = output_dir or os.path.join(run_dir, REPORT_DIR)
     os.makedirs(output_dir, exist_ok=True)
     chosen = panels(data.log_history)
     svgs = [svg_panel(title, data.log_history, keys) for title, keys in chosen]
@@ -96,13 +92,12 @@ def card_section(output_dir: str) -> str:
         logger.warning("No training report in the model card: %s", error)
         return ""
     folder = os.path.relpath(os.path.dirname(page), output_dir).replace(os.sep, "/")
-    png = os.path.join(os.path.dirname(page), "curves.png")
     image = ""
-    if os.path.exists(png):
-        image = f"![Training curves: rewards, verdicts, ties, verifier time]({folder}/curves.png)\n\n"
+    if os.path.exists(os.path.join(os.path.dirname(page), CURVES_PNG)):
+        image = f"![Training curves: rewards, verdicts, ties, verifier time]({folder}/{CURVES_PNG})\n\n"
     return (f"### Training report\n\n{image}Every reward decision of this run (the distinct answers of each rollout "
             f"group, the evidence tests, the verifier's verdicts and the winner) is in [{folder}/index.html]"
             f"({folder}/index.html), a page that opens offline in a browser.\n")
 
 
-__all__ = ["build_report", "card_section", "report_dir"]
+__all__ = ["build_report", "card_section"]

@@ -57,17 +57,11 @@ const label = i => (i == null ? '-' : 'A' + (i + 1));
 // a long text arrives capped: {text: head + '…', full: 'full/<hash>.txt', chars: N}
 const isCapped = v => v != null && typeof v === 'object' && typeof v.full === 'string';
 const T = v => (isCapped(v) ? v.text : (v == null ? '' : String(v)));
-function N(v){
-  if (!isCapped(v)) return v == null ? '' : String(v);
-  return el('span', {}, v.text, ' ', el('a', {class: 'full', href: v.full, target: '_blank'},
-    'full text (' + v.chars.toLocaleString('en') + ' characters)'));
-}
+const full = v => el('a', {class: 'full', href: v.full, target: '_blank'},
+  'full text (' + v.chars.toLocaleString('en') + ' characters)');
+const N = v => (isCapped(v) ? el('span', {}, v.text, ' ', full(v)) : T(v));
 // a text in a scrolling box, the link to a capped text's full text below the box (not inside it)
-function P(v){
-  if (!isCapped(v)) return el('pre', {}, T(v));
-  return el('div', {}, el('pre', {}, v.text), el('a', {class: 'full', href: v.full, target: '_blank'},
-    'full text (' + v.chars.toLocaleString('en') + ' characters)'));
-}
+const P = v => (isCapped(v) ? el('div', {}, el('pre', {}, v.text), full(v)) : el('pre', {}, T(v)));
 const cut = (s, n) => (s.length > n ? s.slice(0, n) + '…' : s);
 function verdictsOf(g){ return new Set((g.tests || []).map(t => t.verdict || 'none')); }
 
