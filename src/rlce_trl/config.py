@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,18 +22,16 @@ from .data.media import VIDEO_INPUTS
 from .errors import run_setting_problems
 from .evidence.state import MODES as RLCE_MODES
 from .evidence.validation import REDACTION_MODES
+from .health import threshold_problems
+from .health.signal import default_signal_patience
 
 if TYPE_CHECKING:  # the registry and the evidence pipeline are imported when used, never with the config
     from .evidence.pipeline import EvidenceSettings
 
 VERIFIER_MODES = ("transformers", "server", "colocate")
 PARTNER_MODES = ("transformers", "server")
-
-
-def _default_signal_patience() -> int:
-    from .health.signal import default_signal_patience  # lazily: the config module stays light
-
-    return default_signal_patience()
+#: The prefixes of the settings the reward object [`~rlce_trl.RLCEReward`] reads.
+REWARD_PREFIXES = ("rlce_", "verifier_")
 
 
 def _tracker_problems(report_to) -> list[str]:
@@ -416,7 +415,7 @@ class RLCEGRPOConfig(GRPOConfig):
                   "names in rlce_trl.health.HealthThresholds."},
     )
     health_signal_patience: int = field(
-        default_factory=lambda: _default_signal_patience(),
+        default_factory=default_signal_patience,
         metadata={"help": "Stop the run (non-zero exit) when none of its first N steps had a learning signal; 0: "
                   "never (steps without signal are still logged). Default 2, or $RLCE_HEALTH_SIGNAL_PATIENCE."},
     )
@@ -487,24 +486,20 @@ class RLCEGRPOConfig(GRPOConfig):
                 "vllm_gpu_memory_utilization "
                 f"({self.vllm_gpu_memory_utilization}) leave no GPU memory for training: keep their sum below 0.95."
             )
-        for name in ("verifier_max_concurrency", "verifier_tensor_parallel_size"):
+        for name in ("verifier_max_concurrency", "verifier_tensor_parallel_size", "verifier_batch_size"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1.")
         for name in ("verifier_max_retries", "verifier_max_consecutive_failures", "verifier_max_outage"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0.")
-        if self.verifier_timeout <= 0:
-            problems.append("verifier_timeout must be > 0 seconds.")
-        if self.verifier_startup_timeout <= 0:
-            problems.append("verifier_startup_timeout must be > 0 seconds.")
-        if self.verifier_request_deadline <= 0:
-            problems.append("verifier_request_deadline must be > 0 seconds.")
+        for name in ("verifier_timeout", "verifier_startup_timeout", "verifier_request_deadline"):
+            if getattr(self, name) <= 0:
+                problems.append(f"{name} must be > 0 seconds.")
         if self.verifier_max_reply_bytes < 1024:
             problems.append("verifier_max_reply_bytes must be >= 1024.")
-        if self.rlce_mode not in RLCE_MODES:
-            problems.append(f"rlce_mode={self.rlce_mode!r}: use one of {', '.join(RLCE_MODES)}.")
-        if self.rlce_redaction not in REDACTION_MODES:
-            problems.append(f"rlce_redaction={self.rlce_redaction!r}: use one of {', '.join(REDACTION_MODES)}.")
+        for name, choices in (("rlce_mode", RLCE_MODES), ("rlce_redaction", REDACTION_MODES)):
+            if getattr(self, name) not in choices:
+                problems.append(f"{name}={getattr(self, name)!r}: use one of {', '.join(choices)}.")
         for name in ("rlce_verified_weight", "rlce_format_weight"):
             if getattr(self, name) < 0:
                 problems.append(f"{name}={getattr(self, name)}: reward weights must be >= 0.")
@@ -535,8 +530,6 @@ class RLCEGRPOConfig(GRPOConfig):
         if self.rlce_trackio_groups < 0:
             problems.append(f"rlce_trackio_groups={self.rlce_trackio_groups}: use 0 (no traces) or more groups.")
         problems += _tracker_problems(self.report_to)
-        if self.verifier_batch_size < 1:
-            problems.append("verifier_batch_size must be >= 1.")
         problems += self._health_problems()
         problems += video_problems(self)
         problems += self._partner_problems()
@@ -583,8 +576,6 @@ class RLCEGRPOConfig(GRPOConfig):
 
     def _health_problems(self) -> list[str]:
         """Check the health-monitor settings; read `health_thresholds` from JSON."""
-        from .health import threshold_problems
-
         problems = [f"{name} must be >= 1." for name in ("health_warmup_steps", "health_window")
                     if getattr(self, name) < 1]
         if self.health_signal_patience < 0:
@@ -605,8 +596,6 @@ class RLCEGRPOConfig(GRPOConfig):
         kwargs = self.generation_kwargs if isinstance(self.generation_kwargs, dict) else {}
         dropped = [k for k in ("presence_penalty", "frequency_penalty") if kwargs.get(k) not in (None, 0, 0.0)]
         if dropped and not self.use_vllm:
-            import warnings
-
             warnings.warn(
                 f"generation_kwargs {', '.join(f'{k}={kwargs[k]}' for k in dropped)}: vLLM sampling parameters, "
                 "ignored by transformers generation (use_vllm=False, as for video rows): rollouts sample without "
@@ -677,9 +666,8 @@ class RLCEGRPOConfig(GRPOConfig):
         return settings_from_fields(vars(self))
 
     def reward_options(self) -> dict:
-        """The settings the reward object [`~rlce_trl.RLCEReward`] reads (every `rlce_*` and `verifier_*` field), as a
-        plain, picklable dict."""
-        return {k: v for k, v in vars(self).items() if k.startswith(("rlce_", "verifier_"))}
+        """The settings the reward object reads ([`REWARD_PREFIXES`]), as a plain, picklable dict."""
+        return {k: v for k, v in vars(self).items() if k.startswith(REWARD_PREFIXES)}
 
     #: `args.frame_kwargs()`: the frame sampling of the `video_*` fields, as `rlce_trl.data.hba.with_frames` takes it.
     frame_kwargs = frame_kwargs

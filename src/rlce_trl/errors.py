@@ -80,40 +80,27 @@ def run_setting_problems(args) -> list[tuple[str, str]]:
 # argparse types for counts: a bad value is one line naming the range (every command uses them).
 
 
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-
-
-def positive_int(text: str) -> int:
-    """argparse type: a whole number >= 1 (counts, sizes, batch sizes)."""
-    value = _int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: use 1 or more")
-    return value
-
-
-def nonnegative_int(text: str) -> int:
-    """argparse type: a whole number >= 0 (seeds, top-k, optional counts where 0 means none)."""
-    value = _int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value}: use 0 or more")
-    return value
-
-
-def bounded_int(low: int, high: int):
-    """argparse type: a whole number in [low, high]."""
+def bounded_int(low: int, high: int | None = None, name: str | None = None):
+    """argparse type: a whole number in [low, high] (`high` None: no upper bound)."""
 
     def parse(text: str) -> int:
-        value = _int(text)
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value}: use {low} to {high:,}".replace(",", "_"))
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            wanted = f"{low} or more" if high is None else f"{low} to {high:,}".replace(",", "_")
+            raise argparse.ArgumentTypeError(f"{value}: use {wanted}")
         return value
 
-    parse.__name__ = f"int in [{low}, {high}]"
+    parse.__name__ = name or f"int in [{low}, {high}]"
     return parse
+
+
+#: argparse type: a whole number >= 1 (counts, sizes, batch sizes).
+positive_int = bounded_int(1, name="positive_int")
+#: argparse type: a whole number >= 0 (seeds, top-k, optional counts where 0 means none).
+nonnegative_int = bounded_int(0, name="nonnegative_int")
 
 
 def leave_process_group() -> None:

@@ -1,11 +1,9 @@
 """Reward functions with TRL's contract: `f(prompts, completions, **kwargs) -> list[float | None]`.
 
 - [`rlce_format`]: the `\\boxed{}` format reward (appendix C.2), per completion.
-- [`RLCEReward`]: the comparative-evidence verification reward (Eq. 5) as one picklable object for every TRL trainer
-  that takes reward functions (`GRPOTrainer`, `RLOOTrainer`, the asynchronous `AsyncGRPOTrainer`); its async form
-  [`AsyncRLCEReward`] scores each group on its own, under one deadline per group. Its verifier is built lazily in the
-  process that calls it. It needs whole rollout groups in each call: with several processes a group can straddle
-  ranks, which [`RLCEGRPOTrainer`] handles by gathering groups first.
+- [`RLCEReward`] and its async form [`AsyncRLCEReward`]: the comparative-evidence verification reward (Eq. 5) for
+  every TRL trainer that takes reward functions. It needs whole rollout groups in each call ([`RLCEGRPOTrainer`]
+  gathers them across processes first).
 """
 
 from __future__ import annotations
@@ -66,30 +64,25 @@ def build_groups(prompts: Sequence, completions: Sequence, labels: Sequence | No
     return groups
 
 
-def group_log_columns(result: GroupResult) -> dict[str, list]:
-    """Completions-table columns for the rollouts of one group: each rollout's canonical answer, the verified answer
-    and the verification scores (Eq. 3) of all distinct answers."""
-    scores = "; ".join(
-        f"{answer[:60]}: {'n/a' if s is None else f'{s:+.2f}'}"
-        for answer, s in zip(result.answers, result.scores, strict=False)  # no scores for a single answer
-    )
-    n = len(result.verified)
-    return {
-        "rlce_answer": [None if a is None else result.answers[a] for a in result.assignment],
-        "rlce_verified_answer": [result.verified_answer] * n,
-        "rlce_scores": [scores] * n,
-        "rlce_status": [result.status] * n,
-    }
-
-
 def completion_columns(results: Sequence[GroupResult], group_ids: Sequence | None = None) -> dict[str, list]:
-    """The completions-table columns of a batch: [`group_log_columns`] of every group, concatenated in group order,
-    plus `rlce_group` (each rollout's group id in the evidence trail) when `group_ids` are given."""
+    """The completions-table columns of a batch, per rollout in group order: its canonical answer, its group's
+    verified answer, verification scores (Eq. 3) of all distinct answers and status, and `rlce_group` (its group's id
+    in the evidence trail) when `group_ids` are given."""
     columns: dict[str, list] = {}
     for g, result in enumerate(results):
-        named = group_log_columns(result)
+        scores = "; ".join(
+            f"{answer[:60]}: {'n/a' if s is None else f'{s:+.2f}'}"
+            for answer, s in zip(result.answers, result.scores, strict=False)  # no scores for a single answer
+        )
+        n = len(result.verified)
+        named = {
+            "rlce_answer": [None if a is None else result.answers[a] for a in result.assignment],
+            "rlce_verified_answer": [result.verified_answer] * n,
+            "rlce_scores": [scores] * n,
+            "rlce_status": [result.status] * n,
+        }
         if group_ids is not None:
-            named["rlce_group"] = [group_ids[g]] * len(result.verified)
+            named["rlce_group"] = [group_ids[g]] * n
         for name, values in named.items():
             columns.setdefault(name, []).extend(values)
     return columns
@@ -99,12 +92,6 @@ def metric_key(method: str, name: str) -> str:
     """The logged name of a per-step metric: `<method>/<name>`, the method being `rlce` for RLCE and its ablations,
     else the scorer's name (`usc/verified_fraction`)."""
     return f"{method}/{name}"
-
-
-def log_step_stats(stats: StepStats, log_metric, method: str = "rlce") -> None:
-    """Log the step metrics of `stats` ([`StepStats.metrics`]) under their [`metric_key`] names."""
-    for name, value in stats.metrics().items():
-        log_metric(metric_key(method, name), value)
 
 
 
@@ -207,8 +194,7 @@ class RLCEReward:
         self._lock = threading.Lock()
 
     def __getstate__(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in ("_pipeline", "_pid", "_lock")}
-        return state
+        return {k: v for k, v in self.__dict__.items() if k not in ("_pipeline", "_pid", "_lock")}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -262,7 +248,8 @@ class RLCEReward:
             logger.warning("RLCE: %d of %d groups got no reward (the verifier failed or the group ran out of time); "
                            "%d since the start.", failed, len(results), self.failed_groups)
         if log_metric is not None:
-            log_step_stats(stats, log_metric)
+            for name, value in stats.metrics().items():
+                log_metric(metric_key("rlce", name), value)
             log_metric(metric_key("rlce", "failed_groups"), float(failed))
             unscored = sum(all(v is None for v in r.verified) for r in results)
             log_metric(metric_key("rlce", "unscored_fraction"), unscored / max(len(results), 1))
@@ -295,5 +282,5 @@ class AsyncRLCEReward(RLCEReward):
         outcomes = await asyncio.gather(*(self._score_one(g) for g in groups))
         results = [r for out in outcomes for r in out[0]]
         parts = sorted((out[1] for out in outcomes), key=lambda st: -len(type(st).__mro__))  # the method's own first
-        stats = type(parts[0]).merge(parts) if parts else StepStats()
+        stats = StepStats.merge(parts)  # of the class of the first part
         return self._finish(results, stats, sum(out[2] for out in outcomes), log_metric, log_extra)

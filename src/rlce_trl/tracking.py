@@ -44,11 +44,6 @@ BADGE = ('[<img src="https://raw.githubusercontent.com/gradio-app/trackio/refs/h
          'alt="Visualize in Trackio" title="Visualize in Trackio" width="150" height="24"/>]({url})')
 
 
-def wants_trackio(report_to) -> bool:
-    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
-    return "trackio" in names
-
-
 def _short(text, limit: int = NAME_CHARS) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -59,19 +54,14 @@ def _answer(record: dict, index) -> str | None:
     return answers[index] if isinstance(index, int) and 0 <= index < len(answers) else None
 
 
-def _rollouts_of(record: dict) -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for rollout, answer in enumerate(record.get("assignment") or []):
-        if answer is not None:
-            out.setdefault(answer, []).append(rollout)
-    return out
-
-
 def _messages(record: dict) -> list[dict]:
     """The prompt, a one-line outcome (the dashboard's preview), then each distinct answer with its rollouts and
     score."""
     answers, scores = record.get("answers") or [], record.get("scores") or []
-    rollouts = _rollouts_of(record)
+    rollouts: dict[int, list[int]] = {}
+    for rollout, answer in enumerate(record.get("assignment") or []):
+        if answer is not None:
+            rollouts.setdefault(answer, []).append(rollout)
     winner = record.get("winner")
     if winner is not None:
         outcome = f"verified answer: {_answer(record, winner)} ({record.get('status')})"
@@ -289,7 +279,7 @@ def attach_trackio(trainer) -> TrackioEvidence | None:
     """With `report_to` naming trackio: a [`TrackioEvidence`] fed by the trainer's evidence recorder and added to its
     callbacks; else None (nothing changes)."""
     args = trainer.args
-    if not wants_trackio(args.report_to):
+    if "trackio" not in args.report_to:  # a list once TrainingArguments has read it
         return None
     tracker = TrackioEvidence(args.rlce_trackio_groups, getattr(trainer, "health", None), args.seed)
     trainer.evidence.listeners.append(tracker.add)

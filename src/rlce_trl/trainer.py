@@ -390,7 +390,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         return RankReport(rank, packed, stats, work, self.group_scorer.pop_state_updates(), failure, scorer_bug)
 
     def _log_rlce_metrics(self, mode: str, per_rank: list[StepStats], work) -> None:
-        total = type(per_rank[0]).merge(per_rank) if per_rank else StepStats()
+        total = StepStats.merge(per_rank)
         prefix = self.method_name
         named = [*total.metrics().items()]
         named += [(f"parse_failures/{reason}", float(count))

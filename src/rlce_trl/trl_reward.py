@@ -29,8 +29,6 @@ logger = logging.getLogger(__name__)
 
 VERIFIER_ENV = "RLCE_VERIFIER"
 CONFIG_ENV = "RLCE_CONFIG"
-#: The prefixes of the settings the reward object reads.
-READ_PREFIXES = ("rlce_", "verifier_")
 
 
 def reward_options(config_file: str | None = None, **fields) -> dict:
@@ -38,7 +36,7 @@ def reward_options(config_file: str | None = None, **fields) -> dict:
     checked by `RLCEGRPOConfig` itself. Raises [`InputError`] naming the file and the fix."""
     import yaml
 
-    from .config import RLCEGRPOConfig
+    from .config import REWARD_PREFIXES, RLCEGRPOConfig
 
     known = {f.name for f in dataclasses.fields(RLCEGRPOConfig)}
     given = {}
@@ -58,7 +56,7 @@ def reward_options(config_file: str | None = None, **fields) -> dict:
     if unknown:
         raise InputError(f"{CONFIG_ENV}={config_file}: {unknown[0]!r} is not an RLCEGRPOConfig setting"
                          f"{did_you_mean(unknown[0], known)}.")
-    read = {k: v for k, v in given.items() if k.startswith(READ_PREFIXES)}
+    read = {k: v for k, v in given.items() if k.startswith(REWARD_PREFIXES)}
     try:
         config = RLCEGRPOConfig(output_dir=tempfile.gettempdir(), bf16=False, use_cpu=True, report_to="none", **read)
     except (TypeError, ValueError) as error:
