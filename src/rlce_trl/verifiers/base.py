@@ -15,7 +15,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..generation.sampling import Sampling
 
@@ -120,10 +120,7 @@ class VerifierStats:
     calls_by_stage: dict[str, int] = field(default_factory=dict)
 
     def snapshot(self) -> VerifierStats:
-        return VerifierStats(
-            self.calls, self.requests, self.generated_tokens, self.failed_requests, self.seconds,
-            dict(self.calls_by_stage),
-        )
+        return replace(self, calls_by_stage=dict(self.calls_by_stage))
 
     def since(self, before: VerifierStats) -> VerifierStats:
         return VerifierStats(

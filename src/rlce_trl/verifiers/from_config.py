@@ -85,11 +85,6 @@ def remote_verifier(args, model_source: str, local_rank: int, *, multimodal: boo
     raise ValueError(f"verifier_mode={args.verifier_mode!r} is built in process (verifiers.factory), not here.")
 
 
-def is_server_description(description: str) -> bool:
-    """Whether a verifier description names servers (`http://` / `https://` URLs, comma-separated), not a model."""
-    return description.strip().lower().startswith(("http://", "https://"))
-
-
 def described_verifier(description: str, options) -> Verifier:
     """The verifier a description names, built in the calling process (the reward object [`~rlce_trl.RLCEReward`]
     builds it where TRL calls it: the trainer's process, or the asynchronous trainer's rollout child): one or several
@@ -97,7 +92,7 @@ def described_verifier(description: str, options) -> Verifier:
     id, a frozen transformers copy on this process's GPU (`LOCAL_RANK`) when one is visible, else on the CPU.
     `options`: an object with the `verifier_*` fields (an `RLCEGRPOConfig`, or a namespace of them); `None`: each
     backend's defaults."""
-    if is_server_description(description):
+    if description.strip().lower().startswith(("http://", "https://")):
         from .server import ServerVerifier
 
         if options is None:  # the client's own defaults

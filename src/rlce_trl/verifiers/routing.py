@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from os.path import commonprefix
 
 from .base import Request
 
@@ -17,29 +18,17 @@ def normalize_base_url(url: str) -> str:
     return url.removesuffix("/v1")
 
 
-def _common_prefix_len(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 def prefix_blocks(keys: Sequence[str], order: Sequence[int], min_shared: float = 0.5) -> list[list[int]]:
     """Cut `order` (request indices sorted by `keys`) into blocks of neighbours that share a long prefix: a new block
     starts when the common prefix with the previous request is below `min_shared` of the shorter of the two."""
     blocks: list[list[int]] = []
-    previous = None
     for index in order:
-        key = keys[index]
-        if previous is not None:
-            shared = _common_prefix_len(previous, key)
-            if shared >= min_shared * min(len(previous), len(key)) and shared > 0:
-                blocks[-1].append(index)
-                previous = key
-                continue
-        blocks.append([index])
-        previous = key
+        previous, key = keys[blocks[-1][-1]] if blocks else "", keys[index]
+        shared = len(commonprefix([previous, key]))
+        if shared and shared >= min_shared * min(len(previous), len(key)):
+            blocks[-1].append(index)
+        else:
+            blocks.append([index])
     return blocks
 
 

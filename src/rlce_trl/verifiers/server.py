@@ -135,15 +135,12 @@ class ServerVerifier(Verifier):
         if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0 or backoff_s < 0:
             raise ValueError("max_concurrency >= 1, max_retries >= 0, timeout_s > 0 and backoff_s >= 0 are required.")
         self.model = model
-        self.max_concurrency = max_concurrency
-        self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.max_retries = max_retries
         self.max_consecutive_failures = max_consecutive_failures
         self.max_outage_s = max_outage_s
         self._outage_since: float | None = None  # monotonic time of the first failed call in a row
         self.call_timeout_s = call_timeout_s
-        self._deadline: float | None = None
         self.structured_output = structured_output
         self.vllm_sampling_extras = vllm_sampling_extras
         self.extra_body = dict(extra_body or {})
@@ -173,10 +170,6 @@ class ServerVerifier(Verifier):
             raise
 
     # ------------------------------------------------------------------ connections
-
-    @staticmethod
-    def _shown(url: str) -> str:
-        return clean_url(url)
 
     def _probe(self, url: str, timeout: float) -> str | None:
         """`None` when `url` answers `/health` (vLLM) or `/v1/models` (any OpenAI-compatible server), else why not."""
@@ -209,7 +202,7 @@ class ServerVerifier(Verifier):
                 break
             time.sleep(min(poll_s, max(deadline - time.monotonic(), 0.0)))
         if pending:
-            lines = "\n".join(f"  {self._shown(url)}: {reasons[url]}" for url in pending)
+            lines = "\n".join(f"  {clean_url(url)}: {reasons[url]}" for url in pending)
             waited = f" after waiting {wait_s:.0f} s" if wait_s > 0 else ""
             raise VerifierUnavailableError(
                 f"The verifier server is not reachable{waited}:\n{lines}\n{START_SERVER_HINT}"
@@ -217,7 +210,7 @@ class ServerVerifier(Verifier):
 
     def _discover_model(self) -> str:
         url = self.base_urls[0]
-        shown = self._shown(url)
+        shown = clean_url(url)
         try:
             data = self.http.get_json(f"{url}/v1/models", timeout=max(self.connect_timeout_s, 2.0)).get("data")
             models = [m["id"] for m in data or []]
@@ -314,7 +307,6 @@ class ServerVerifier(Verifier):
 
     def _one(self, request: Request, preferred: str, call_deadline: float | None = None) -> Reply:
         n = request.sampling.n
-        structured = self.structured_output != "none"
         tried: set[str] = set()
         last = "no attempt"
         attempt = 0
@@ -331,11 +323,11 @@ class ServerVerifier(Verifier):
                 return Reply.failed(n, f"all verifier servers are down; last error: {last}")
             tried.add(url)
             try:
-                body = self._payload(request, structured and self._structured_on())
+                body = self._payload(request, self.structured_output != "none")
                 return self._parse(self._post(url, body, deadline), n)
             except HTTPRequestError as error:
                 if not error.retryable:
-                    if error.status and structured and self._structured_on() and self._is_structured_rejection(error):
+                    if error.status and self._is_structured_rejection(error):
                         self._drop_structured(error)
                         continue  # same attempt count: this was a capability probe, not a failure
                     return Reply.failed(n, str(error))
@@ -349,9 +341,6 @@ class ServerVerifier(Verifier):
                     if not (error.connect and self._pick_url(preferred, tried) not in (None, url)):
                         self.http.backoff(attempt - 1, deadline)  # else fail over to another live URL at once
         return Reply.failed(n, f"failed after {self.max_retries + 1} attempts: {last}")
-
-    def _structured_on(self) -> bool:
-        return self.structured_output != "none"
 
     def _is_structured_rejection(self, error: HTTPRequestError) -> bool:
         if self.structured_output != "auto" or error.status not in (400, 422):
@@ -372,14 +361,10 @@ class ServerVerifier(Verifier):
     def _mark_down(self, url: str, reason: str) -> None:
         with self._lock:
             if url not in self._down:
-                logger.warning("Verifier server %s marked down: %s", self._shown(url), reason)
+                logger.warning("Verifier server %s marked down: %s", clean_url(url), reason)
             self._down.add(url)
 
     # ------------------------------------------------------------------ a batch
-
-    def _assign(self, requests: list[Request]) -> tuple[list[int], list[str]]:
-        """Send order (requests sharing a prefix together) and the preferred URL of every request."""
-        return assign_urls(requests, self.base_urls)
 
     def _revive(self) -> None:
         with self._lock:
@@ -388,7 +373,7 @@ class ServerVerifier(Verifier):
             if self._probe(url, timeout=max(self.connect_timeout_s, 2.0)) is None:
                 with self._lock:
                     self._down.discard(url)
-                logger.warning("Verifier server %s is back.", self._shown(url))
+                logger.warning("Verifier server %s is back.", clean_url(url))
 
     def _generate(self, requests: list[Request]) -> list[Reply]:
         if self.one_token_decisions and self.structured_output != "none":
@@ -400,13 +385,13 @@ class ServerVerifier(Verifier):
             raise RuntimeError("ServerVerifier.generate called after close().")
         self._before_call()
         self._revive()
-        order, urls = self._assign(requests)
+        order, urls = assign_urls(requests, self.base_urls)
         # The call's deadline: call_timeout_s, and an outer one the caller set (`base.deadline`: the reward object's
         # per-group deadline); passed to each request, so concurrent calls from several threads keep their own.
         ends = [d for d in (time.monotonic() + self.call_timeout_s if self.call_timeout_s else None,
                             current_deadline()) if d is not None]
-        self._deadline = min(ends) if ends else None
-        futures = {i: self._pool.submit(self._one, requests[i], urls[i], self._deadline) for i in order}
+        deadline = min(ends) if ends else None
+        futures = {i: self._pool.submit(self._one, requests[i], urls[i], deadline) for i in order}
         replies: list[Reply] = []
         for i in range(len(requests)):
             try:
@@ -440,7 +425,7 @@ class ServerVerifier(Verifier):
                 f"The verifier failed on {self.consecutive_failed_calls} calls in a row over {outage:.0f} s (budget "
                 f"verifier_max_consecutive_failures={self.max_consecutive_failures}, verifier_max_outage="
                 f"{self.max_outage_s:g}); servers: "
-                f"{', '.join(map(self._shown, self.base_urls))}; last error: {self.last_error}"
+                f"{', '.join(map(clean_url, self.base_urls))}; last error: {self.last_error}"
             )
 
     def transport_metrics(self) -> dict[str, float]:

@@ -105,12 +105,6 @@ def _spawn(*args, **kwargs) -> subprocess.Popen:
     return _SPAWNER.submit(subprocess.Popen, *args, **kwargs).result()
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 def hold_port(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     """A socket bound to `port` (0: a free one) with `SO_REUSEADDR` and never listening: while it is open the kernel
     gives the port to no other bind (no other rank's free port, none of vLLM's own ports), yet the server child,
@@ -255,22 +249,12 @@ class VLLMServerProcess:
             "--tensor-parallel-size", str(self.tensor_parallel_size),
             "--disable-uvicorn-access-log",
         ]
-        if self.gpu_memory_utilization is not None:
-            cmd += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
-        if self.max_model_len is not None:
-            cmd += ["--max-model-len", str(self.max_model_len)]
-        if self.max_num_seqs is not None:
-            cmd += ["--max-num-seqs", str(self.max_num_seqs)]
-        if self.dtype is not None:
-            cmd += ["--dtype", self.dtype]
-        if self.seed is not None:
-            cmd += ["--seed", str(self.seed)]
-        if self.enforce_eager:
-            cmd.append("--enforce-eager")
-        if self.enable_prefix_caching:
-            cmd.append("--enable-prefix-caching")
-        if self.enable_sleep_mode:
-            cmd.append("--enable-sleep-mode")
+        valued = {"--gpu-memory-utilization": self.gpu_memory_utilization, "--max-model-len": self.max_model_len,
+                  "--max-num-seqs": self.max_num_seqs, "--dtype": self.dtype, "--seed": self.seed}
+        cmd += [part for flag, value in valued.items() if value is not None for part in (flag, str(value))]
+        switches = {"--enforce-eager": self.enforce_eager, "--enable-prefix-caching": self.enable_prefix_caching,
+                    "--enable-sleep-mode": self.enable_sleep_mode}
+        cmd += [flag for flag, on in switches.items() if on]
         if self.compact_json:
             # vLLM allows the flag only with an explicit xgrammar / guidance backend.
             cmd += ["--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']
