@@ -1,13 +1,9 @@
-"""Every reward method as a group scorer, and the one registry that names them.
-
-[`REWARD_METHODS`] maps a recipe's `reward_method` to a factory `cls(verifier, settings, **kwargs)`;
-[`build_scorer`] builds one by name, alias (`rlce_static`, `rlce_pointwise`) or `package.module:Class`. Training,
-best-of-n selection and co-evolution all build their scorers here.
-
-- `rlce` ([`~rlce_trl.evidence.pipeline.EvidencePipeline`]): the comparative-evidence method itself;
-- `ttrl`, `usc`, `judge`, `rubrics` (+ `common`, `baseline_prompts`): the label-free baselines of appendix D.1-D.3;
-- `rlac`, `visplay`, `video_zero`, `pseudo_label` (+ `selfplay`, `bleu`, `lexicons`): the co-evolution phases'
-  scorers and data builders (appendix D.4-D.6); the drivers that run them live in `rlce_trl.coevolution`.
+"""Every reward method as a group scorer, and the one registry that names them ([`REWARD_METHODS`],
+[`build_scorer`]): training, best-of-n selection and co-evolution all build their scorers here. Besides `rlce`
+([`~rlce_trl.evidence.pipeline.EvidencePipeline`]): `ttrl`, `usc`, `judge`, `rubrics` (+ `common`,
+`baseline_prompts`), the label-free baselines of appendix D.1-D.3; `rlac`, `visplay`, `video_zero`, `pseudo_label`
+(+ `selfplay`, `bleu`, `lexicons`), the co-evolution phases' scorers and data builders (D.4-D.6), run by the drivers
+of `rlce_trl.coevolution`.
 """
 
 from .judge import PolicyJudgeScorer

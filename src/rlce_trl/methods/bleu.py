@@ -4,18 +4,9 @@ VisPlay's released reward (`train_examples/reward_function/cot_val.py`) computes
 (method-1 smoothing, whitespace tokens, 4-gram uniform weights) and clusters with scikit-learn's
 `AgglomerativeClustering(distance_threshold=0.5, linkage="average", metric="precomputed")`; each question is penalised
 by the fraction of the batch in its cluster. Neither NLTK nor scikit-learn is a dependency here, so both are
-reimplemented:
-
-- [`sentence_bleu`]: NLTK's `sentence_bleu(weights=(0.25,)*4, smoothing_function=SmoothingFunction().method1)` for
-  one reference: clipped n-gram precisions, a zero score when no unigram matches, epsilon 0.1 added to the numerator
-  of a zero higher-order precision, brevity penalty `exp(1 - r/c)`.
-- [`bleu_distances`]: 1 minus the mean BLEU of both directions. VisPlay fills the matrix from one direction only
-  (hypothesis = the earlier question), which makes the penalty depend on batch order; the mean is order-free [ours].
-- [`average_linkage`]: agglomerative clustering that merges the two closest clusters while their average pairwise
-  distance is below the threshold (scikit-learn merges strictly below `distance_threshold`). Ties merge the pair of
-  lowest cluster ids first, so the result is deterministic.
-
-No torch, no third-party import.
+reimplemented in pure Python ([`sentence_bleu`], [`average_linkage`]). [ours]: [`bleu_distances`] averages the BLEU
+of both directions, where VisPlay fills the matrix from one direction only (hypothesis = the earlier question), which
+makes the penalty depend on batch order.
 """
 
 from __future__ import annotations
@@ -58,7 +49,9 @@ def _overlaps(a: Sequence[Counter], b: Sequence[Counter]) -> list[int]:
 
 
 def sentence_bleu(hypothesis: str, reference: str) -> float:
-    """NLTK's smoothed (method 1) 4-gram sentence-BLEU of `hypothesis` against one `reference`, whitespace tokens."""
+    """NLTK's `sentence_bleu(weights=(0.25,)*4, smoothing_function=SmoothingFunction().method1)` of `hypothesis`
+    against one `reference`, whitespace tokens: clipped n-gram precisions, a zero score when no unigram matches,
+    epsilon 0.1 added to the numerator of a zero higher-order precision, brevity penalty `exp(1 - r/c)`."""
     hyp, ref = hypothesis.split(), reference.split()
     hyp_grams, ref_grams = _ngrams(hyp), _ngrams(ref)
     return _bleu_from(_overlaps(hyp_grams, ref_grams), len(hyp), len(ref))
@@ -82,7 +75,8 @@ def bleu_distances(sentences: Sequence[str]) -> list[list[float]]:
 
 def average_linkage(dist: Sequence[Sequence[float]], threshold: float = 0.5) -> list[int]:
     """Cluster labels (0, 1, ... in order of each cluster's first member) of average-linkage agglomerative clustering
-    on a precomputed symmetric distance matrix, merging while the closest pair of clusters is below `threshold`."""
+    on a precomputed symmetric distance matrix, merging while the closest pair of clusters is strictly below
+    `threshold` (as scikit-learn's `distance_threshold`). Ties merge the pair of lowest cluster ids first."""
     n = len(dist)
     members: dict[int, list[int]] = {i: [i] for i in range(n)}
     between: dict[tuple[int, int], float] = {}

@@ -10,19 +10,15 @@ Two trained roles from one backbone and a frozen validator:
 - **Critic phase** ([`RLACCriticScorer`], `reward_method="rlac_critic"`): the completions are critiques of the
   harvested responses; the same meta-verification and validation decide them.
 
-Rewards (the implemented reading; the paper's literal `r_G = 1 - R` makes a well-formed losing rollout score below a
-malformed one, contradicting its own text): with `u` = "the claim survives meta-verification and is then ruled
-unsupported",
+Rewards ([`generator_rewards`], [`critic_reward`]; `u` = "the claim survives meta-verification and is then ruled
+unsupported"): the implemented reading, since the paper's literal `r_G = 1 - R` makes a well-formed losing rollout
+score below a malformed one, contradicting its own text. No verdict (the critique has no SPAN / CLAIM, or the
+meta-verifier or the validator gives no readable decision): the critic scores 0, the generator the mean reward of its
+group's rollouts that have a verdict (advantage 0).
 
-    r_G = 0.8 * (1 - 1[u]) + 0.2 * 1[fmt_G]        r_C = 0.8 * 1[u] + 0.2 * 1[fmt_C]
-
-No verdict (the critique has no SPAN / CLAIM, or the meta-verifier or the validator gives no readable decision): the
-critic scores 0, and the generator gets the mean reward of its group's rollouts that have a verdict (so its advantage
-is 0); a group with no verdict at all gets `None` (no task signal).
-
-Meta-verification (text-only, two strings): the quoted SPAN must occur in the response (normalised exact substring,
-else the claim is rejected: the critic quoted text the response never had); then the CLAIM must originate in the span:
-an exact (normalised) substring passes at once, anything else goes to one batched paraphrase check by the verifier.
+Meta-verification (text-only, two strings, [`meta_shortcut`]): the quoted SPAN must occur in the response (else the
+critic quoted text the response never had); then the CLAIM must originate in the span: an exact (normalised)
+substring passes at once, anything else goes to one batched paraphrase check by the verifier.
 
 Every prompt here is ours [ours]: the paper's figures did not survive extraction and RLAC has no public code. Stages,
 each ONE batched call per step: `rlac_critic` (partner; generator phase only), `rlac_meta`, `rlac_validate`.

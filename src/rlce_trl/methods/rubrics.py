@@ -1,14 +1,10 @@
 """Rubric rewards: static Rubrics as Rewards (RaR) and Evolving Rubrics (RLER of DR Tulu), paper appendix D.3.
 
-Each prompt (keyed by `Group.prompt_key`) owns a rubric buffer:
-
-- `persistent`: 3-5 seed rubrics written once by the frozen generator from the sample context and the clip (the first
-  time the prompt is scored), never pruned;
-- `active` (Evolving only): rubrics proposed on earlier visits that survived pruning, at most 5;
-- `archived`: pruned rubrics, kept for inspection only.
-
-Every rubric is `{"text": str, "weight": +1 | -1}` (positive trait / failure). One step, for all groups at once,
-one batched `generate` per stage (Algorithm 1; Static skips lines 10 and 13):
+Each prompt (keyed by `Group.prompt_key`) owns a buffer of rubrics `{"text": str, "weight": +1 | -1}` (positive
+trait / failure): `persistent`, 3-5 seed rubrics written once by the frozen generator from the sample context and the
+clip, never pruned; `active` (Evolving only), rubrics of earlier visits that survived pruning, at most 5; `archived`,
+pruned rubrics, kept for inspection. One step, for all groups at once, one batched `generate` per stage (Algorithm
+1; Static skips lines 10 and 13):
 
 1. seed: groups whose prompt has no persistent rubrics yet (one request per prompt);
 2. generate (Evolving): per group, 0-5 new candidate rubrics `N` from the context, the clip, the rollouts and the
@@ -17,23 +13,17 @@ one batched `generate` per stage (Algorithm 1; Static skips lines 10 and 13):
    0/1/2; `J = score / 2`; an unreadable reply or an empty response scores 0. The judge's question is D.3's task
    question: the dataset's one question for a known closed label set (MOSEI, UR-FUNNY; not the row's transcript),
    else the row's question, plus the response-shape sentence ([`prompts.rubric_task_question`]);
-4. reward, the *rubric score* of DR Tulu's Eq. 1 (weights `w_k = ±1`, not clamped, can be negative):
-
-       S_rubric(y) = sum_k w_k J(r_k, y) / max(sum_{k: w_k > 0} w_k, 1)
-
-   The trainer adds the format reward itself, so `verified = S_rubric` is the `0.8 S` part of
-   `r = 0.8 S_rubric + 0.2 r_format`; D.3's `r_format` is [`rubric_format`] (one `<answer>` that parses to exactly
-   one label, free text: non-empty, and a non-empty `<justification>`), which `RLCEGRPOTrainer` uses for these
-   methods instead of RLCE's `\\boxed{}` term ([`RubricScorer.format_reward`]); the policy is asked for that shape
-   by [`rubric_rows`] ([`RubricScorer.policy_rows`], applied by the training scripts);
-5. prune (Evolving): every rubric of `A ∪ N` is scored by the population standard deviation of its `J` over the
-   group's rollouts; zero-std rubrics are archived, the top 5 by std (stable order on ties: older rubrics first)
-   become the new active set, the rest are archived. Persistent rubrics are exempt.
+4. reward: [`rubric_score`], DR Tulu's Eq. 1 (can be negative). The trainer adds the format reward itself, so
+   `verified = S_rubric` is the `0.8 S` part of `r = 0.8 S_rubric + 0.2 r_format`; D.3's `r_format` is
+   [`rubric_format`], which `RLCEGRPOTrainer` uses for these methods instead of RLCE's `\\boxed{}` term
+   ([`RubricScorer.format_reward`]); the policy is asked for that shape by [`rubric_rows`]
+   ([`RubricScorer.policy_rows`], applied by the training scripts);
+5. prune (Evolving): [`prune`] the rubrics of `A ∪ N` by the population standard deviation of their `J` over the
+   group's rollouts. Persistent rubrics are exempt.
 
 State across steps is plain JSON: `pop_state_updates()` returns the buffer changes made since the last call
-(`{"key", "persistent"}` after a seed, `{"key", "active", "archived"}` after a prune: the new active set and the
-newly archived rubrics), `apply_state_updates` merges those of other processes, `state_dict` / `load_state_dict`
-save and restore all buffers with checkpoints.
+(`{"key", "persistent"}` after a seed, `{"key", "active", "archived"}` after a prune), `apply_state_updates` merges
+those of other processes, `state_dict` / `load_state_dict` save and restore all buffers with checkpoints.
 """
 
 from __future__ import annotations

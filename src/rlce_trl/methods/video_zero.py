@@ -1,17 +1,14 @@
 """Video-Zero (Zhang et al., 2026) as the RLCE paper reconstructs it (appendix D.5): the Questioner's reward, the
 Solver's reward and the pseudo-labelled data built between the two phases.
 
-- Questioner phase: [`VZQuestionerScorer`] (`reward_method="vz_questioner"`),
-  r_Q = 0.1 r_format + 0.5 r_learn + 0.3 r_dep + min(r_evid, 0.3). The frozen Solver answers each parsed question
-  m=5 times with the clip and m=5 times blind (no frames, no transcript, [`BLIND_PREFIX`]), all in ONE call.
-  r_learn = min(c, 1 - c) (free text) or the K-label triangle; r_dep = max(0, p_with - p_without);
-  r_evid = s_span + s_event + s_temp (video only; text-only tasks use the question and answer tags only).
-- Between phases: [`build_solver_rows`]: one question per clip, m=10 Solver answers with the clip, retention
-  0.3..0.8 (free text) or min(0.6, 1/K + 0.2)..0.8 with a lead of >= 2 votes (K labels), target span = median start
-  and end over the agreeing rollouts, else the Questioner's span.
+- Questioner phase: [`VZQuestionerScorer`] (`reward_method="vz_questioner"`), [`questioner_reward`]. The frozen
+  Solver answers each parsed question m=5 times with the clip and m=5 times blind (no frames, no transcript,
+  [`BLIND_PREFIX`]), all in ONE call; r_evid is scored on video only (text-only tasks use the question and answer
+  tags only).
+- Between phases: [`build_solver_rows`]: one question per clip, m=10 Solver answers with the clip, kept by
+  [`retention_reason`], target span by [`target_span`].
 - Solver phase: [`solver_reward`] over the row's `pseudo_label`, `target_span`, `clip_seconds` columns, as the group
-  scorer `reward_method="vz_solver"` ([`~rlce_trl.methods.pseudo_label.VZSolverScorer`]):
-  r_S = 1[answer = pseudo-label] * (1 + 0.5 r_align), r_align = IoU * prod_b max(0, 1 - |delta_b| / T).
+  scorer `reward_method="vz_solver"` ([`~rlce_trl.methods.pseudo_label.VZSolverScorer`]).
 
 Templates, tag names and lexicons are ours, built from the fragments D.5 quotes (the paper's prompt figures are lost;
 Video-Zero ships inference code only): CHANGELOG "Decisions". No torch import.

@@ -1,15 +1,12 @@
 """VisPlay (He et al., 2025) as the RLCE paper adapts it (appendix D.4): the Questioner's reward, the Reasoner's
 reward and the data built between the two phases.
 
-- Questioner phase: [`VisPlayQuestionerScorer`] (`reward_method="visplay_questioner"`), r_Q = r_unc - r_div.
-  r_unc = min(c, 1 - c) for a three-block output, else -1; c = the majority share of the frozen Reasoner's m=10
-  boxed answers (T 1.0, top-p 1.0, top-k 40; every answer in the denominator). r_div, the fraction of the step's
-  batch in the rollout's BLEU cluster, is added in `finalize_batch` on the whole gathered batch.
-- Between phases: [`build_reasoner_rows`]: the frozen Questioner writes N=8 candidates per clip, the frozen Reasoner
-  answers each m=9 times, keep 0.3 <= c <= 0.8 with a valid majority and VisPlay's hard drops, cap 600.
+- Questioner phase: [`VisPlayQuestionerScorer`] (`reward_method="visplay_questioner"`), r_Q = r_unc - r_div;
+  c, in r_unc, is the majority share of the frozen Reasoner's m=10 boxed answers (every answer in the denominator);
+  r_div is added in `finalize_batch` on the whole gathered batch.
+- Between phases: [`build_reasoner_rows`].
 - Reasoner phase: [`reasoner_reward`] over the row's `pseudo_label` column, as the group scorer
-  `reward_method="visplay_reasoner"` ([`~rlce_trl.methods.pseudo_label.PseudoLabelScorer`]):
-  r_R = 0.9 * 1[answer = pseudo-label] + 0.1 * 1[the whole response is \\boxed{...}].
+  `reward_method="visplay_reasoner"` ([`~rlce_trl.methods.pseudo_label.PseudoLabelScorer`]).
 
 Prompts follow VisPlay's released code (`question_generate/question_generate.py`, `vllm_service_init/
 start_vllm_server.py`, `question_evaluate/evaluate.py`), with the image replaced by the clip and transcript and the
