@@ -31,23 +31,14 @@ Gold labels are used here for evaluation only; no reward ever sees them.
 several scorers over the same groups with one verifier; any other producer only has to write these fields (`tests`,
 `answer_correct` and the cost fields are optional; `correct` is required).
 
-## What the bench reports, per method
-
-- the share of reward variation between correct and incorrect rollouts ([`rlce_trl.analysis.variation`]);
-- how often it reverses the wrong preferences of USC and of the Policy LLM-Judge ([`rlce_trl.analysis.reversals`]);
-- for methods with logged tests, aggregate-verdict accuracy versus the number of composed tests and versus the
-  fraction of incorrect tests ([`rlce_trl.analysis.composition`]);
-- cost: verifier calls (batched `generate` calls), requests, generated tokens and prompt characters per group.
-
-`rlce-trl analyze` writes `summary.md`, `summary.csv`, `composition.csv`, `incorrect_tests.csv` and PNG
-plots; with `--simulate` it runs the synthetic-validator simulation ([`rlce_trl.analysis.simulation`]) instead, and
-with `--synthetic N` it first writes a logged-groups file from N synthetic groups scored by the real scorers with a
+Per method the bench reports the analyses listed in [`rlce_trl.analysis`] and the verifier cost per group.
+`rlce-trl analyze` writes `summary.md`, `summary.csv`, `composition.csv`, `incorrect_tests.csv` and PNG plots; with
+`--simulate` it runs the synthetic-validator simulation ([`rlce_trl.analysis.simulation`]) instead, and with
+`--synthetic N` it first writes a logged-groups file from N synthetic groups scored by the real scorers with a
 synthetic verifier.
 
 This module documents the format, produces it ([`log_groups`], [`CountingVerifier`], [`default_correct`]) and
-reads it back checked ([`read_log`]); the tables are [`rlce_trl.analysis.tables`], the plots
-[`rlce_trl.analysis.plots`], the command [`rlce_trl.cli.analyze`]. Logs are read and written with the package's one
-JSONL reader and writer (`rlce_trl.data.jsonl`).
+reads it back checked ([`read_log`]) with the package's one JSONL reader and writer (`rlce_trl.data.jsonl`).
 """
 
 from __future__ import annotations

@@ -91,12 +91,11 @@ def simulate_composition(
     tests_per_direction: int = 6,
     abstain_rate: float = 0.0,
     concentration: float | None = None,
-    permutations: int = 1,
     seed: int = 0,
     ties: str = "random",
 ) -> list[SimulationResult]:
     """Aggregate-verdict accuracy versus the number of composed tests, and versus the realized fraction of incorrect
-    tests, for each validator error rate, over `trials` synthetic examples (`permutations` random orders each)."""
+    tests, for each validator error rate, over `trials` synthetic examples (one random order of tests each)."""
     results = []
     for k, error_rate in enumerate(error_rates):
         rng = np.random.default_rng([seed, k])
@@ -104,7 +103,7 @@ def simulate_composition(
             simulated_tests(rng, num_answers, tests_per_direction, error_rate, abstain_rate, concentration)
             for _ in range(trials)
         ]
-        by_k = accuracy_vs_num_tests(groups, max_tests, permutations, seed=seed + k, ties=ties)
+        by_k = accuracy_vs_num_tests(groups, max_tests, 1, seed=seed + k, ties=ties)
         by_fraction = accuracy_vs_incorrect_fraction(groups, ties=ties)
         results.append(SimulationResult(error_rate, by_k, by_fraction))
     return results
@@ -122,16 +121,12 @@ _TAG = re.compile(r"\[id:([^\]]+)\]")
 
 
 def synthetic_groups(
-    num_groups: int = 40,
-    labels: Sequence[str] = URFUNNY_LABELS,
-    group_size: int = 4,
-    accuracy: float = 0.55,
-    no_answer_rate: float = 0.05,
-    seed: int = 0,
+    num_groups: int = 40, group_size: int = 4, accuracy: float = 0.55, seed: int = 0
 ) -> list[tuple[str, str, Group]]:
-    """`(prompt_id, gold, group)` triples of a synthetic closed-label task. Each sample has its own policy accuracy
-    (Beta around `accuracy`), so some groups are mostly right and some mostly wrong, as on a real training set."""
-    rng = random.Random(seed)
+    """`(prompt_id, gold, group)` triples of a synthetic closed-label task (UR-FUNNY's labels; 5% of the rollouts give
+    no answer). Each sample has its own policy accuracy (Beta around `accuracy`), so some groups are mostly right and
+    some mostly wrong, as on a real training set."""
+    rng, labels = random.Random(seed), URFUNNY_LABELS
     cues = ["laughs", "pauses", "raises the voice", "smiles", "sighs", "shrugs", "repeats a word", "speaks flatly"]
     out = []
     for n in range(num_groups):
@@ -142,7 +137,7 @@ def synthetic_groups(
                    f"Options: {', '.join(labels)}.")
         completions = []
         for _ in range(group_size):
-            if rng.random() < no_answer_rate:
+            if rng.random() < 0.05:
                 completions.append("I cannot tell from the clip.")
                 continue
             answer = gold if rng.random() < p else rng.choice([lab for lab in labels if lab != gold])
@@ -160,36 +155,25 @@ class SyntheticVerifier(Verifier):
 
     Args:
         golds: `{prompt id: gold answer}`.
-        error_rate: mean probability that a validated test, a judgment or a rubric score is wrong.
+        error_rate: mean probability that a validated test, a judgment (the Policy-Judge's Yes/No) or a rubric score
+            is wrong.
         concentration: per-sample error rate `~ Beta(kappa e, kappa (1 - e))` (see the module docstring); `None`:
             every sample has `error_rate`.
-        judge_error_rate: error rate of the Policy-Judge's Yes/No (defaults to `error_rate`).
-        rubric_alignment: probability that a rubric's scores track correctness at all (else they are noise).
-        abstain_rate: probability that the validator answers "unknown".
         seed: seed of everything random.
     """
 
     name = "synthetic"
     supports_structured_output = True
+    #: Probability that the validator answers "unknown".
+    abstain_rate = 0.05
+    #: Probability that a rubric's scores track correctness at all (else they are noise).
+    rubric_alignment = 0.5
 
-    def __init__(
-        self,
-        golds: dict[str, str],
-        error_rate: float = 0.3,
-        concentration: float | None = None,
-        judge_error_rate: float | None = None,
-        rubric_alignment: float = 0.5,
-        abstain_rate: float = 0.05,
-        seed: int = 0,
-    ):
+    def __init__(self, golds: dict[str, str], error_rate: float = 0.3, concentration: float | None = None,
+                 seed: int = 0):
         super().__init__()
         self.golds = {k: normalize_answer(v) for k, v in golds.items()}
-        self.error_rate = error_rate
-        self.concentration = concentration
-        self.judge_error_rate = error_rate if judge_error_rate is None else judge_error_rate
-        self.rubric_alignment = rubric_alignment
-        self.abstain_rate = abstain_rate
-        self.seed = seed
+        self.error_rate, self.concentration, self.seed = error_rate, concentration, seed
         self._rng = random.Random(seed)
         self._claims: dict[str, tuple[str, str, str | None]] = {}  # claim -> (sample, favoured, against)
         self._sample_error: dict[str, float] = {}
@@ -250,7 +234,7 @@ class SyntheticVerifier(Verifier):
             return json.dumps({f"P{m}": "different" for m in pairs})
         if stage == "judge":
             answer = re.search(r"Proposed answer to the final request in the input: (.*)\n", content).group(1)
-            right = self._correct(sample, answer) != (rng.random() < self.judge_error_rate)
+            right = self._correct(sample, answer) != (rng.random() < self.error_rate)
             return "Yes" if right else "No"
         if stage == "usc_selection":
             responses = re.findall(r"Response (\d+):\n(.*?)(?=\n\nResponse \d+:|\n\nEvaluate)", content,
