@@ -147,17 +147,11 @@ def check_eval_rows(rows: Sequence[dict], where: str = "data") -> str:
 
 def summarize(task: str, rows: Sequence[dict], records: Sequence[dict]) -> dict:
     """The summary of one split: metric and score over the finished rows, progress, extraction and judge counts."""
-    summary = {
-        "task": task,
-        "metric": TASKS[task].metric,
-        "num_rows": len(rows),
-        "num_done": len(records),
-        "complete": len(records) == len(rows),
-        "no_valid_answer": sum(r.get("prediction") is None for r in records),
-    }
+    summary = {"task": task, "metric": TASKS[task].metric, "num_rows": len(rows), "num_done": len(records),
+               "complete": len(records) == len(rows),
+               "no_valid_answer": sum(r.get("prediction") is None for r in records)}
     if TASKS[task].needs_judge:  # free text the judge decides
-        unjudged = sum(r.get("correct") is None for r in records)
-        summary["unjudged"] = unjudged
+        summary["unjudged"] = sum(r.get("correct") is None for r in records)
         summary["judge_failed"] = failed = sum(bool(r.get("judge_failed")) for r in records)
         if failed:  # no verdict is not a verdict: rerun with a working judge
             summary["complete"] = False
@@ -176,16 +170,10 @@ def summarize(task: str, rows: Sequence[dict], records: Sequence[dict]) -> dict:
     return summary
 
 
-def evaluate_rows(
-    rows: Sequence[dict],
-    generate: Generator,
-    output_dir: str | os.PathLike,
-    judge: Callable[[str, list[dict]], list[dict]] | None = None,
-    batch_size: int = 8,
-    progress: bool = True,
-    description: str = "evaluate",
-    media_root: str | os.PathLike | None = None,
-) -> dict:
+def evaluate_rows(rows: Sequence[dict], generate: Generator, output_dir: str | os.PathLike,
+                  judge: Callable[[str, list[dict]], list[dict]] | None = None, batch_size: int = 8,
+                  progress: bool = True, description: str = "evaluate",
+                  media_root: str | os.PathLike | None = None) -> dict:
     """Evaluate rows (each with `id`, `task`, `prompt`, `answer_options`, `gold`) and write
     `output_dir/predictions.jsonl` and `output_dir/summary.json` as it goes. Rows already in `predictions.jsonl`
     are not generated again. Returns the summary.
@@ -272,9 +260,8 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
     return summary
 
 
-def evaluate_prefeval_forms(
-    data_dir: str | os.PathLike, split: str, generate: Generator, output_dir: str | os.PathLike, **kwargs
-) -> dict:
+def evaluate_prefeval_forms(data_dir: str | os.PathLike, split: str, generate: Generator,
+                            output_dir: str | os.PathLike, **kwargs) -> dict:
     """Evaluate `data_dir/{form}/{split}.jsonl` for the three forms and write the macro average to
     `output_dir/summary.json` (per-form outputs in `output_dir/{form}/`)."""
     output_dir = Path(output_dir)
@@ -283,12 +270,8 @@ def evaluate_prefeval_forms(
         rows = read_jsonl(Path(data_dir) / form / f"{split}.jsonl")
         per_form[form] = evaluate_rows(rows, generate, output_dir / form, description=f"prefeval {form}", **kwargs)
     scores = [s["score"] for s in per_form.values()]
-    summary = {
-        "task": PREFEVAL_TASK,
-        "split": split,
-        "prefeval_macro": macro_average(scores) if all(s is not None for s in scores) else None,
-        "complete": all(s["complete"] for s in per_form.values()),
-        "forms": per_form,
-    }
+    summary = {"task": PREFEVAL_TASK, "split": split,
+               "prefeval_macro": macro_average(scores) if all(s is not None for s in scores) else None,
+               "complete": all(s["complete"] for s in per_form.values()), "forms": per_form}
     write_json(summary, output_dir / "summary.json")
     return summary

@@ -79,8 +79,7 @@ class OpenAIJudgeClient:
                     timeout_s=self.timeout, connect_timeout_s=min(10.0, self.timeout), deadline_s=self.deadline,
                     max_reply_bytes=self.max_reply_bytes, max_retries=self.max_retries, backoff_s=self.backoff,
                     max_backoff_s=max(self.backoff, 10.0), api_key_env=self.api_key_env,
-                    max_connections=max(self.concurrency, 1),
-                )
+                    max_connections=max(self.concurrency, 1))
             return self._http
 
     def complete(self, messages: list[dict[str, str]]) -> str:
@@ -203,8 +202,7 @@ def load_prefeval_judge_prompts(prefeval_dir: str | os.PathLike | None = None) -
     if not str(root) or missing:
         raise MissingInputError(
             f"PrefEval judge prompts not found in {str(folder)!r} (missing {', '.join(missing)}). Clone "
-            "https://github.com/amazon-science/PrefEval and pass its path as --prefeval_dir or in PREFEVAL_DIR."
-        )
+            "https://github.com/amazon-science/PrefEval and pass its path as --prefeval_dir or in PREFEVAL_DIR.")
     return {check: (folder / name).read_text(encoding="utf-8") for check, name in PREFEVAL_CHECKS.items()}
 
 
@@ -241,9 +239,8 @@ def parse_check(check: str, reply: str) -> dict | None:
     return {"answer": answer}
 
 
-def prefeval_check_messages(
-    check: str, prompts: dict[str, str], question: str, preference: str, response: str, restatement: str = ""
-) -> list[dict[str, str]]:
+def prefeval_check_messages(check: str, prompts: dict[str, str], question: str, preference: str, response: str,
+                            restatement: str = "") -> list[dict[str, str]]:
     text = fill(prompts[check], question=question, end_generation=response, preference=preference,
                 assistant_restatement=restatement)
     return [{"role": "user", "content": text}]
@@ -280,12 +277,10 @@ def judge_prefeval(client, items: Sequence[dict], prompts: dict[str, str], max_a
         index, check = job
         item = results[index]
         source = items[index]
-        messages = prefeval_check_messages(
-            check, prompts, source["question"], source["gold"], source["prediction"], item.get("quote", "")
-        )
-        parsed, reply, attempts, error = ask_until_parsed(
-            client, messages, lambda reply: parse_check(check, reply), max_attempts
-        )
+        messages = prefeval_check_messages(check, prompts, source["question"], source["gold"], source["prediction"],
+                                           item.get("quote", ""))
+        parsed, reply, attempts, error = ask_until_parsed(client, messages, lambda reply: parse_check(check, reply),
+                                                          max_attempts)
         with lock:  # checks of one row finish on different threads
             item[check] = parsed["answer"] if parsed else None
             item[f"{check}_attempts"] = attempts
@@ -311,12 +306,9 @@ def judge_prefeval(client, items: Sequence[dict], prompts: dict[str, str], max_a
         required = ["acknowledge", "violation", "helpful"] + (["hallucination"] if i in needs_hallucination else [])
         item["parse_failure"] = any(item[c] is None for c in required)
         # PrefEval's rule: `"yes" in answer` / `"no" in answer` on the parsed text ("" when unparsed)
-        lenient = prefeval_error_types(
-            acknowledge=item["acknowledge"] == "yes",
-            hallucination=item["hallucination"] == "yes",
-            violation=item["violation"] == "yes",
-            helpful=item["helpful"] != "no",
-        )
+        lenient = prefeval_error_types(acknowledge=item["acknowledge"] == "yes",
+                                       hallucination=item["hallucination"] == "yes",
+                                       violation=item["violation"] == "yes", helpful=item["helpful"] != "no")
         item.update({t: lenient[t] for t in PREFEVAL_ERROR_TYPES})
         item["correct_prefeval_rule"] = lenient["correct"]
         item["correct"] = lenient["correct"] and not item["parse_failure"]
@@ -331,13 +323,10 @@ def summarize_prefeval(results: Sequence[dict]) -> dict:
     n = len(results)
     if not n:
         return {"num_rows": 0}
-    summary = {
-        "num_rows": n,
-        "accuracy": sum(r["correct"] is True for r in results) / n,
-        "accuracy_prefeval_rule": sum(r["correct_prefeval_rule"] is True for r in results) / n,
-        "parse_failures": sum(bool(r.get("parse_failure")) for r in results),
-        "no_answer": sum(bool(r.get("no_answer")) for r in results),
-    }
+    summary = {"num_rows": n, "accuracy": sum(r["correct"] is True for r in results) / n,
+               "accuracy_prefeval_rule": sum(r["correct_prefeval_rule"] is True for r in results) / n,
+               "parse_failures": sum(bool(r.get("parse_failure")) for r in results),
+               "no_answer": sum(bool(r.get("no_answer")) for r in results)}
     for error_type in PREFEVAL_ERROR_TYPES:
         summary[f"error_{error_type}"] = sum(bool(r.get(error_type)) for r in results) / n
     for check in ("acknowledge", "violation", "hallucination", "helpful"):

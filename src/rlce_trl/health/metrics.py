@@ -107,22 +107,12 @@ def task_reward(groups: Sequence[GroupSummary]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def entropy_bits(counts: Counter) -> float | None:
-    """Shannon entropy (bits) of a count distribution; `None` when it is empty."""
-    total = sum(counts.values())
-    if not total:
-        return None
-    return -sum(c / total * math.log2(c / total) for c in counts.values() if c) + 0.0
-
-
 def answer_entropy(groups: Sequence[GroupSummary]) -> float | None:
-    """Entropy (bits) of the answers of all rollouts pooled across prompts (rollouts without an answer left out).
-    A policy that answers the same label whatever the input drives it towards 0."""
-    return entropy_bits(Counter(a for g in groups for a in g.answers if a is not None))
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.lower().split())
+    """Shannon entropy (bits) of the answers of all rollouts pooled across prompts (rollouts without an answer left
+    out); `None` when none answers. A policy that answers the same label whatever the input drives it towards 0."""
+    counts = Counter(a for g in groups for a in g.answers if a is not None)
+    total = sum(counts.values())
+    return -sum(c / total * math.log2(c / total) for c in counts.values()) + 0.0 if total else None
 
 
 def jaccard(a: frozenset, b: frozenset) -> float:
@@ -137,7 +127,7 @@ def near_duplicate_rate(groups: Sequence[GroupSummary], similarity: float = 0.8)
     groups. `None` with fewer than two groups that answer."""
     bags = []
     for g in groups:
-        counts = Counter(_words(a) for a in g.answers if a is not None)
+        counts = Counter(frozenset(a.lower().split()) for a in g.answers if a is not None)
         if counts:
             bags.append((counts, sum(counts.values())))
     if len(bags) < 2:

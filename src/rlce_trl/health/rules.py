@@ -54,10 +54,6 @@ class HealthThresholds:
     min_groups: int = 40
 
     @classmethod
-    def names(cls) -> list[str]:
-        return [f.name for f in dataclasses.fields(cls)]
-
-    @classmethod
     def from_dict(cls, values: dict | None) -> HealthThresholds:
         """Defaults overridden by `values`; a `ValueError` naming the fix for an unknown name or a bad value."""
         problems = threshold_problems(values)
@@ -78,7 +74,7 @@ def threshold_problems(values) -> list[str]:
         return []
     if not isinstance(values, dict):
         return [f"must be a JSON object of threshold names to numbers, got {values!r}."]
-    names = HealthThresholds.names()
+    names = [f.name for f in dataclasses.fields(HealthThresholds)]
     problems = []
     for name, value in values.items():
         if name not in names:

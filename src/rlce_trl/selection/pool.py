@@ -110,19 +110,16 @@ def row_from_record(record: dict, tail_fraction: float = 0.25) -> PoolRow:
     if bad:
         raise ValueError(f"pool row {record.get('id', '?')}: malformed {', '.join(bad)}")
     labels = tuple(record.get("answer_options") or ()) or None
-    frames = record.get("num_frames")
-    frames = int(frames) if frames is not None else None
-    if record.get("gold") is not None:
-        record = {**record, "gold": str(record["gold"])}
+    frames = record.get("num_frames")  # a positive integer or None (`_bad_fields`)
     greedy = record.get("greedy")
     return PoolRow(
         id=str(record["id"]), prompt=record["prompt"],
         candidates=[parse_candidate(c if isinstance(c, dict) else {"text": str(c)}, labels, frames, tail_fraction)
                     for c in record["candidates"]],
         greedy=parse_candidate(greedy, labels, frames, tail_fraction) if isinstance(greedy, dict) else None,
-        labels=labels, gold=record.get("gold"), evidence=record.get("evidence"), num_frames=frames,
-        question=record.get("question"), task=record.get("task", ""),
-    )
+        labels=labels, gold=None if record.get("gold") is None else str(record["gold"]),
+        evidence=record.get("evidence"), num_frames=frames, question=record.get("question"),
+        task=record.get("task", ""))
 
 
 def read_pool(path: str | os.PathLike, tail_fraction: float = 0.25) -> tuple[list[PoolRow], list[str]]:
