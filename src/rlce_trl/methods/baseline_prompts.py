@@ -173,7 +173,8 @@ _RUBRIC_RULES = (
     "A positive criterion describes a trait a good response has; a negative criterion describes a FAILURE a bad "
     "response shows (write it as the failure itself, e.g. \"The response claims the speaker is joking without any "
     "cue in the input\", never as \"The response should not ...\"). Do not write a positive and a negative version "
-    "of the same criterion. Each criterion must be checkable from the response text alone."
+    "of the same criterion. Each criterion must be checkable from the response text alone.\n\n"
+    'Reply with JSON only: {"rubrics": [{"criterion": "...", "type": "positive" or "negative"}, ...]}'
 )
 
 
@@ -181,8 +182,7 @@ def rubric_seed_messages(context: str, min_items: int, max_items: int) -> list[d
     """Seed pass (D.3): the persistent rubrics of one sample, written once from its context."""
     instruction = (
         f"Write {min_items} to {max_items} grading criteria (rubrics) for responses to the final request in the "
-        f"input, specific to this input. {_RUBRIC_RULES}\n\n"
-        'Reply with JSON only: {"rubrics": [{"criterion": "...", "type": "positive" or "negative"}, ...]}'
+        f"input, specific to this input. {_RUBRIC_RULES}"
     )
     return _messages(context, instruction)
 
@@ -197,8 +197,7 @@ def rubric_generation_messages(
         f"Responses to the final request in the input:\n\n{listed}\n\n"
         f"Current grading criteria:\n{_rubric_list(rubrics)}\n\n"
         f"Propose up to {max_items} NEW criteria that would tell these responses apart and that the current ones "
-        f"miss; propose none if the current criteria already cover everything. {_RUBRIC_RULES}\n\n"
-        'Reply with JSON only: {"rubrics": [{"criterion": "...", "type": "positive" or "negative"}, ...]}'
+        f"miss; propose none if the current criteria already cover everything. {_RUBRIC_RULES}"
     )
     return _messages(context, instruction)
 
