@@ -45,9 +45,8 @@ def smollm2_instruct(cache_dir: str | Path | None = None) -> str:
     tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=GGUF_FILE)
     gguf_model = AutoModelForCausalLM.from_pretrained(source, gguf_file=GGUF_FILE, dtype=torch.float32)
     config = AutoConfig.from_pretrained(source, gguf_file=GGUF_FILE)
-    for attr in ("quantization_config",):
-        if hasattr(config, attr):
-            delattr(config, attr)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(gguf_model.state_dict())
     model.generation_config = gguf_model.generation_config
@@ -107,7 +106,7 @@ def check_model_source(name_or_path: str | None, flag: str) -> None:
         return
     if looks_local(name_or_path) or not _REPO_ID.match(str(name_or_path)):
         raise InputError(f"{flag} {name_or_path!r}: no such folder, and not a Hub id (`org/name`): pass a model "
-                         f"folder, a Hub id, or one of the offline aliases {', '.join(sorted(MODEL_ALIASES))}.")
+                         f"folder, a Hub id, or one of the offline aliases {ALIAS_NAMES}.")
     from huggingface_hub import constants, try_to_load_from_cache
 
     if constants.HF_HUB_OFFLINE and not isinstance(try_to_load_from_cache(str(name_or_path), "config.json"), str):

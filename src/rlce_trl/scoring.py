@@ -9,12 +9,9 @@ The trainer gathers the groups of a step from every process, scores each group o
 across steps (RLCE's static tests, rubric buffers) share it through `pop_state_updates` / `apply_state_updates` and
 checkpoint it through `state_dict` / `load_state_dict`.
 
-- [`GroupScorer`]: the protocol the trainer calls.
-- [`ScorerBase`]: a default for every member but `score` (no dataset columns, RLCE's format term, the rows as they
-  are, no-op `finalize_batch` and state methods, no record details); every built-in scorer derives from it,
-  stateful ones override the four state methods. Your own scorer may derive from it, or define `score` and any of
-  the other members only: [`as_group_scorer`] forwards what it defines and adds the defaults once, so the trainer,
-  the scripts and the evidence trail never probe a scorer for members.
+- [`GroupScorer`]: the protocol the trainer calls; [`ScorerBase`] gives every member but `score` a default. Your own
+  scorer may derive from it, or define `score` and any of the other members only: [`as_group_scorer`] adds the
+  defaults once, so the trainer, the scripts and the evidence trail never probe a scorer for members.
 - [`Group`], [`GroupResult`], [`StepStats`]: what goes in and comes out, with no method's specifics (those go in
   `GroupResult.tests` / `GroupResult.extra` and `StepStats.extra`).
 
@@ -187,13 +184,9 @@ class ScorerBase:
     """Base of group scorers: `score` to implement; a default for every other member of [`GroupScorer`] (a scorer
     without state across steps needs nothing else). Stateful scorers override the four state methods."""
 
-    #: Metric prefix and reward-function name in the trainer's logs; the class name by default.
-    name: str = ""
-    #: Dataset columns the trainer copies into `Group.columns` (gathered with the group); none by default.
+    name: str = ""  # the class name, lower-cased (`__init_subclass__`)
     columns: tuple[str, ...] = ()
-    #: The method's own format term (a TRL reward function); `None`: RLCE's `\boxed{}` one.
     format_reward: Callable[..., list[float | None]] | None = None
-    #: Rewrites the training rows' prompts for the method's policy; `None`: the rows as they are.
     policy_rows: Callable[[list[dict], str], list[dict]] | None = None
 
     def __init_subclass__(cls, **kwargs):

@@ -34,19 +34,16 @@ from .verifiers.sizing import dataset_sends_media
 logger = logging.getLogger(__name__)
 
 SCORER_STATE_FILE = "rlce_scorer_state.json"
-#: The per-completion input column that carries the group reward from `_calculate_rewards` to [`_GroupReward`].
-GROUP_REWARD_COLUMN = "rlce_group_reward"
+GROUP_REWARD_COLUMN = "rlce_group_reward"  # read by [`_GroupReward`]
 #: The package's own reward functions, always the first two (a baseline's scorer renames the group reward).
 RLCE_REWARD_NAMES = ("rlce_verified", "rlce_format")
 
 
 class _GroupReward:
-    """TRL's view of the group reward, a reward function named `rlce_verified` (or the scorer's name): what TRL
-    logs (`rewards/<name>/mean`), weights and sums like any other.
-
-    The rewards themselves are computed for whole groups by `RLCEGRPOTrainer._calculate_rewards`, which hands each
-    completion's reward to TRL in one place: as the input column `rlce_group_reward`, which TRL passes to every
-    reward function as a keyword. This function returns that column; it keeps no state."""
+    """TRL's view of the group reward, a reward function named `rlce_verified` (or the scorer's name) that TRL logs
+    (`rewards/<name>/mean`), weights and sums like any other. `RLCEGRPOTrainer._calculate_rewards` scores whole
+    groups and hands each completion's reward over as the input column `rlce_group_reward` (TRL passes every input
+    column to every reward function as a keyword); this function returns that column and keeps no state."""
 
     def __init__(self, name: str):
         self.__name__ = name
@@ -329,9 +326,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
                    for name, values in completion_columns(results, ids).items()}
         for name, values in columns.items():
             self._log_completion_extra(name, values)
-        # The rewards and the same per-completion columns reach the reward functions as keywords: the group reward
-        # as `rlce_group_reward` (read by _GroupReward), the rest for your own (Elect's label-free gate reads
-        # `rlce_verified_answer`); TRL passes every key of an input dict on.
+        # The group reward for _GroupReward; the other columns for your own (Elect's gate reads rlce_verified_answer).
         verified = [r for result in results for r in result.verified]
         columns[GROUP_REWARD_COLUMN] = verified[start : start + len(prompts)]
         inputs = [{**ex, **{name: values[i] for name, values in columns.items()}} for i, ex in enumerate(inputs)]
