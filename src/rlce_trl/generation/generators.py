@@ -163,7 +163,9 @@ class VisionLanguageGenerator:
         """Model inputs of a batch (left-padded `input_ids`, `pixel_values_videos`, `video_grid_thw`, ...)."""
         conversations = [list(p) for p in prompts]
         processor_kwargs = {"padding": True, "do_sample_frames": False}  # the row builder sampled the frames
-        metadata = [block.get("metadata") for block in _video_blocks(conversations)]
+        metadata = [block.get("metadata") for conversation in conversations for message in conversation
+                    if isinstance(message["content"], list) for block in message["content"]
+                    if block.get("type") == "video"]  # in the order the processor reads the videos
         if metadata and all(metadata):  # source fps and frame indices: the frame timestamps some templates print
             processor_kwargs["video_metadata"] = metadata
         return _no_thinking(
@@ -206,18 +208,6 @@ class VisionLanguageGenerator:
                     row.append(_sampled_sequences(gen, batch["input_ids"].shape[1], tokenizer, model)[0])
                 out.append(row)
         return out
-
-
-def _video_blocks(conversations: list[list[dict]]) -> list[dict]:
-    """The video blocks of a batch of conversations, in the order the processor reads them."""
-    return [
-        block
-        for conversation in conversations
-        for message in conversation
-        if isinstance(message["content"], list)
-        for block in message["content"]
-        if block.get("type") == "video"
-    ]
 
 
 def _generate_batched(model, tokenizer, items: list, encode: Callable, max_new_tokens: int, batch_size: int):

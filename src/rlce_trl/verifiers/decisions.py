@@ -67,43 +67,32 @@ def decide(requests: list[Request], send: Callable[[list[Request]], list[Reply]]
     """Answer `requests` through `send` (one batched round trip per call), closed greedy ones one token per
     decision; the others, and closed ones that cannot be read that way, go out as they are."""
     replies: list[Reply | None] = [None] * len(requests)
-    choice = [k for k, r in enumerate(requests) if r.sampling.greedy and r.choices and r.json_schema is None]
-    fields = {k: f for k, r in enumerate(requests)
-              if r.sampling.greedy and not r.choices and (f := enum_fields(r.json_schema))}
-    plain = [k for k in range(len(requests)) if k not in fields and k not in set(choice)]
+    # the closed decisions of each request, in order: a verdict is one unnamed slot whose choice is the whole reply
+    slots: dict[int, list[tuple[str | None, list[str]]]] = {
+        k: [(None, list(r.choices))] for k, r in enumerate(requests)
+        if r.sampling.greedy and r.choices and r.json_schema is None
+    }
+    slots.update({k: f for k, r in enumerate(requests)
+                  if r.sampling.greedy and not r.choices and (f := enum_fields(r.json_schema))})
+    decided: dict[int, dict[str | None, str]] = {k: {} for k in slots}
+    logprobs: dict[int, dict[str, float]] = {k: {} for k in slots}
+    tokens = dict.fromkeys(slots, 0)
     fallback: list[int] = []
-
-    # round 0: verdicts, the first field of every JSON reply, and every other request as it is
-    decided: dict[int, dict[str, str]] = {k: {} for k in fields}
-    logprobs: dict[int, dict[str, float]] = {k: {} for k in [*choice, *fields]}
-    tokens: dict[int, int] = {k: 0 for k in fields}
-    round_ = 0
-    pending = list(fields)
-    first = True
-    while first or pending:
-        batch: list[Request] = []
-        owners: list[tuple[int, str]] = []  # (request index, kind)
-        if first:
-            for k in plain:
-                batch.append(requests[k])
-                owners.append((k, "plain"))
-            for k in choice:
-                r = requests[k]
-                batch.append(_decision_request(r, list(r.choices or ()), None))
-                owners.append((k, "choice"))
+    # round 0: every open request as it is, and the first decision of every closed one
+    plain, pending = [k for k in range(len(requests)) if k not in slots], list(slots)
+    while plain or pending:
+        batch = [requests[k] for k in plain]
         for k in pending:
-            key, options = fields[k][round_]
-            prefix = ",".join(f"{json.dumps(f)}:{json.dumps(v)}" for f, v in decided[k].items())
-            text = "{" + prefix + ("," if prefix else "") + json.dumps(key) + ':"'
-            batch.append(_decision_request(requests[k], options, text))
-            owners.append((k, "field"))
-        answers = send(batch) if batch else []
+            key, options = slots[k][len(decided[k])]
+            written = "".join(f"{json.dumps(f)}:{json.dumps(v)}," for f, v in decided[k].items())
+            continuation = None if key is None else "{" + written + json.dumps(key) + ':"'
+            batch.append(_decision_request(requests[k], options, continuation))
+        answers = send(batch)
+        for k, reply in zip(plain, answers, strict=False):
+            replies[k] = reply
         still = []
-        for (k, kind), reply in zip(owners, answers, strict=True):
-            if kind == "plain":
-                replies[k] = reply
-                continue
-            options = list(requests[k].choices or ()) if kind == "choice" else fields[k][round_][1]
+        for k, reply in zip(pending, answers[len(plain):], strict=True):
+            key, options = slots[k][len(decided[k])]
             option, scores = _read(reply, options)
             if reply.error is not None:  # the server failed: no second try here (the transport retried already)
                 replies[k] = Reply.failed(requests[k].sampling.n, reply.error)
@@ -111,21 +100,16 @@ def decide(requests: list[Request], send: Callable[[list[Request]], list[Reply]]
             if option is None:
                 fallback.append(k)
                 continue
-            if kind == "choice":
-                n = requests[k].sampling.n
-                replies[k] = Reply([option] * n, ["stop"] * n, reply.num_tokens * n, choice_logprobs=scores)
-                continue
-            key = fields[k][round_][0]
             decided[k][key] = option
-            logprobs[k].update({f"{key}={o}": v for o, v in scores.items()})
+            logprobs[k].update({o if key is None else f"{key}={o}": v for o, v in scores.items()})
             tokens[k] += reply.num_tokens
-            if len(decided[k]) < len(fields[k]):
+            if len(decided[k]) < len(slots[k]):
                 still.append(k)
-            else:
-                text = json.dumps(decided[k], separators=(",", ":"))
-                n = requests[k].sampling.n
-                replies[k] = Reply([text] * n, ["stop"] * n, tokens[k] * n, choice_logprobs=logprobs[k])
-        pending, first, round_ = still, False, round_ + 1
+                continue
+            n = requests[k].sampling.n
+            text = option if key is None else json.dumps(decided[k], separators=(",", ":"))
+            replies[k] = Reply([text] * n, ["stop"] * n, tokens[k] * n, choice_logprobs=logprobs[k])
+        plain, pending = [], still
     if fallback:
         for k, reply in zip(fallback, send([requests[k] for k in fallback]), strict=True):
             replies[k] = reply

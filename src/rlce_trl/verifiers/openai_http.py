@@ -144,13 +144,10 @@ class OpenAIHTTPClient:
         except httpx.HTTPError as error:
             raise HTTPRequestError(f"{shown}: {type(error).__name__}: {error}", retryable=True) from None
         text = data.decode("utf-8", errors="replace")
-        if status == 429 or status >= 500:
-            self._count("server_errors")
-            raise HTTPRequestError(f"{shown}: HTTP {status}: {scrub(text[:300])}", retryable=True, status=status,
-                                   body=text[:1000])
         if status >= 400:
-            self._count("client_errors")
-            raise HTTPRequestError(f"{shown}: HTTP {status}: {scrub(text[:300])}", retryable=False, status=status,
+            retryable = status == 429 or status >= 500
+            self._count("server_errors" if retryable else "client_errors")
+            raise HTTPRequestError(f"{shown}: HTTP {status}: {scrub(text[:300])}", retryable=retryable, status=status,
                                    body=text[:1000])
         try:
             payload = json.loads(text)

@@ -185,24 +185,17 @@ class ServerVerifier(Verifier):
     def health_check(self, wait_s: float = 0.0, poll_s: float = 1.0) -> None:
         """Raise [`VerifierUnavailableError`] unless every URL answers within `wait_s` seconds (one probe if 0)."""
         deadline = time.monotonic() + max(wait_s, 0.0)
-        pending = list(self.base_urls)
-        reasons: dict[str, str] = {}
+        reasons = dict.fromkeys(self.base_urls, "")
         while True:
-            still = []
-            for url in pending:
-                reason = self._probe(url, timeout=max(self.connect_timeout_s, 2.0))
-                if reason is None:
-                    with self._lock:
-                        self._down.discard(url)
-                else:
-                    reasons[url] = reason
-                    still.append(url)
-            pending = still
-            if not pending or time.monotonic() >= deadline:
+            probed = {url: self._probe(url, timeout=max(self.connect_timeout_s, 2.0)) for url in reasons}
+            with self._lock:
+                self._down -= {url for url, reason in probed.items() if reason is None}
+            reasons = {url: reason for url, reason in probed.items() if reason is not None}
+            if not reasons or time.monotonic() >= deadline:
                 break
             time.sleep(min(poll_s, max(deadline - time.monotonic(), 0.0)))
-        if pending:
-            lines = "\n".join(f"  {clean_url(url)}: {reasons[url]}" for url in pending)
+        if reasons:
+            lines = "\n".join(f"  {clean_url(url)}: {reason}" for url, reason in reasons.items())
             waited = f" after waiting {wait_s:.0f} s" if wait_s > 0 else ""
             raise VerifierUnavailableError(
                 f"The verifier server is not reachable{waited}:\n{lines}\n{START_SERVER_HINT}"
