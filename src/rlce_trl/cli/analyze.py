@@ -111,7 +111,6 @@ def _coevolve_parser() -> argparse.ArgumentParser:
 
 
 def main_ttt(args: argparse.Namespace) -> int:
-    """`rlce-trl analyze ttt RUN ...`."""
     from ..analysis.ttt import load_run, table
 
     try:
@@ -123,7 +122,6 @@ def main_ttt(args: argparse.Namespace) -> int:
 
 
 def main_coevolve(args: argparse.Namespace) -> int:
-    """`rlce-trl analyze coevolve RUN ...`."""
     from ..coevolution.summary import load_coevolve, per_phase, rlce_device_hours, table
 
     if args.rlce and not args.rlce_gpus:

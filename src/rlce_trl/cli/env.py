@@ -71,10 +71,12 @@ def offline_models() -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    from .. import __path__ as package_path
     from .. import __version__
 
+    # the path: a wheel's site-packages, or a checkout's src/ for an editable install
     lines = {"Platform": platform.platform(), "Python version": platform.python_version(),
-             "rlce-trl version": __version__, "rlce-trl path": _package_path()}
+             "rlce-trl version": __version__, "rlce-trl path": list(package_path)[0]}
     lines.update({f"{name} version": version_of(*dists) for name, dists in LIBRARIES})
     lines["Accelerator"] = accelerator()
     lines["Verifier backends"] = verifier_backends()
@@ -85,10 +87,3 @@ def main(args: argparse.Namespace) -> int:
     print()
     sys.stdout.flush()
     return 0
-
-
-def _package_path() -> str:
-    """The folder rlce-trl is imported from (a wheel's site-packages, or a checkout's src/ for an editable install)."""
-    import rlce_trl
-
-    return list(rlce_trl.__path__)[0]

@@ -40,40 +40,27 @@ def _json_object(text: str) -> dict:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model_name_or_path", required=True,
                         help=f"Checkpoint to evaluate: a local folder, a Hub id, or an offline model ({ALIASES}).")
-    parser.add_argument(
-        "--data",
-        default=None,
-        help="A split as JSONL (rows with `prompt` and `gold`; `id` and `task` optional: without `task` the rows "
-        "are scored by accuracy over their `answer_options`, else by exact match, or by the judge when one is "
-        "given), the folder written by `rlce-trl prepare-prefeval` (all three forms, macro average), or `sample` "
-        "for the bundled preference sample's test split.",
-    )
+    parser.add_argument("--data", default=None,
+                        help="A split as JSONL (rows with `prompt` and `gold`; `id` and `task` optional: without "
+                        "`task` the rows are scored by accuracy over their `answer_options`, else by exact match, or "
+                        "by the judge when one is given), the folder written by `rlce-trl prepare-prefeval` (all "
+                        "three forms, macro average), or `sample` for the bundled preference sample's test split.")
     parser.add_argument("--task", default=None,
                         help="Your own task file (YAML): evaluate its --split with its metric (instead of --data).")
     parser.add_argument("--split", default="test", help="Split to read from a prepare-prefeval folder or --task.")
     add_config_argument(parser)
     parser.add_argument("--output_dir", required=True, help="Where predictions.jsonl and summary.json go.")
-    parser.add_argument(
-        "--hba_task",
-        default=None,
-        choices=sorted(video_tasks()),
-        help="Read --data as a Human Behavior Atlas split (`problem`, `answer`, `videos`) of this task.",
-    )
+    parser.add_argument("--hba_task", default=None, choices=sorted(video_tasks()),
+                        help="Read --data as a Human Behavior Atlas split (`problem`, `answer`, `videos`) of this "
+                        "task.")
     parser.add_argument("--media_root", default=None, help="Folder the `videos` paths of HBA rows are relative to.")
-    parser.add_argument(
-        "--backend",
-        default="auto",
-        choices=list(BACKENDS),
-        help="auto: vLLM when installed, transformers otherwise; video rows always use transformers.",
-    )
+    parser.add_argument("--backend", default="auto", choices=list(BACKENDS),
+                        help="auto: vLLM when installed, transformers otherwise; video rows always use transformers.")
     parser.add_argument("--dtype", default="auto", choices=DTYPES,
                         help="Weights dtype (auto: bfloat16 on GPU, float32 on CPU).")
-    parser.add_argument(
-        "--vllm_kwargs",
-        type=_json_object,
-        default=None,
-        help='JSON object passed to vllm.LLM, e.g. \'{"max_model_len": 8192, "gpu_memory_utilization": 0.8}\'.',
-    )
+    parser.add_argument("--vllm_kwargs", type=_json_object, default=None,
+                        help='JSON object passed to vllm.LLM, e.g. \'{"max_model_len": 8192, '
+                        '"gpu_memory_utilization": 0.8}\'.')
     parser.add_argument("--max_new_tokens", type=positive_int, default=512, help="Most tokens generated per answer.")
     parser.add_argument("--batch_size", type=positive_int, default=None,
                         help="Rows per generation call (and per write and progress step); default 8 on a GPU, 1 on "
@@ -82,9 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Evaluate only the first N rows (smoke tests).")
     parser.add_argument("--judge_base_url", default=None, help="OpenAI-compatible judge endpoint, e.g. .../v1.")
     parser.add_argument("--judge_model", default=None, help="Model name at the judge endpoint.")
-    parser.add_argument(
-        "--judge_api_key_env", default="OPENAI_API_KEY", help="Environment variable holding the judge's API key."
-    )
+    parser.add_argument("--judge_api_key_env", default="OPENAI_API_KEY",
+                        help="Environment variable holding the judge's API key.")
     parser.add_argument("--judge_concurrency", type=positive_int, default=8, help="Judge requests in flight at most.")
     parser.add_argument("--judge_deadline", type=float, default=300.0,
                         help="Overall deadline of one judge request, retries and the whole reply included (s).")

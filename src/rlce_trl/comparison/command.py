@@ -29,7 +29,6 @@ from .plan import make_plan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of `rlce-trl compare`."""
     parser.add_argument("--task", required=True,
                         help=f"One of {', '.join(paper.TASKS)}, or your own task file (YAML; its train, validation "
                         "and test splits).")
@@ -86,9 +85,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--table_only", action="store_true", help="Write the table from the finished cells only.")
     parser.add_argument("overrides", nargs=argparse.REMAINDER,
                         help="After `--`: recipe keys overridden in every cell (e.g. -- --max_steps 2).")
-
-
-# -- the plan -------------------------------------------------------------------------------------------------------
 
 
 def main(args: argparse.Namespace) -> int:

@@ -144,10 +144,8 @@ def make_plan(args: argparse.Namespace) -> dict:
     from ..training.recipes import load_recipe
 
     loaded = {m: load_recipe(p) for m, p in recipes.items()}
-    contents = {m: r.values for m, r in loaded.items()}
-    kinds = {}
+    kinds = {m: r.kind for m, r in loaded.items()}
     for method, recipe in loaded.items():
-        kinds[method] = recipe.kind
         if "tta_split" in recipe.values:
             raise InputError(f"{recipes[method].name} is a test-time recipe (tta_split): the comparison trains on "
                              "the train split; use the training recipe.")
@@ -159,7 +157,7 @@ def make_plan(args: argparse.Namespace) -> dict:
                              f"{args.task}): compare GRPO methods on it, e.g. --methods rlce,usc.")
     model = _override(overrides, "model_name_or_path")
     if model is None:
-        models = {m: c.get("model_name_or_path") for m, c in contents.items()}
+        models = {m: r.values.get("model_name_or_path") for m, r in loaded.items()}
         if len(set(models.values())) > 1:
             listing = ", ".join(f"{m}: {v}" for m, v in models.items())
             raise InputError(f"the recipes start from different models ({listing}): Δ needs one base model; pass "
@@ -245,6 +243,3 @@ def _check_judge(args, task: str) -> None:
                              "(any OpenAI-compatible endpoint, e.g. `vllm serve`).")
     if args.judge_base_url and not args.judge_base_url.startswith(("http://", "https://")):
         raise InputError("--judge_base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1).")
-
-
-# -- commands of a cell ---------------------------------------------------------------------------------------------

@@ -60,12 +60,10 @@ def build_table(task: str, model: str, methods: list[str], seeds: list[int], cel
             "paper_std": reference[1] if reference else None,
             "paper_delta": _r(reference[0] - paper.BASE[task]) if reference else None,
         })
-    rlce = next((r for r in rows if r["method"] == "rlce" and r["device_hours_per_run"]), None)
+    rlce = next((r["device_hours_per_run"] for r in rows if r["method"] == "rlce" and r["device_hours_per_run"]), None)
     for row in rows:
-        ratio = None
-        if rlce and row["device_hours_per_run"] is not None:
-            ratio = _r(row["device_hours_per_run"] / rlce["device_hours_per_run"])
-        row["device_hours_x_rlce"] = ratio
+        hours = row["device_hours_per_run"]
+        row["device_hours_x_rlce"] = _r(hours / rlce) if rlce and hours is not None else None
     if task in paper.TASKS:
         title, metric = paper.TASKS[task]
     else:  # a user's task: its display name and metric, no paper numbers
@@ -95,8 +93,7 @@ def to_markdown(table: dict) -> str:
     """Table 1's shape for one task: method, our mean ± spread over seeds, Δ, per-seed scores, device-hours (and the
     ratio to RLCE's), the paper's mean ± std and Δ where the model is the paper's."""
     paper_cols = table["paper_model"]
-    head = ["Method", f"{table['column']} (ours)", "Δ", "seeds"]
-    head += ["device-h / run", "x RLCE"]
+    head = ["Method", f"{table['column']} (ours)", "Δ", "seeds", "device-h / run", "x RLCE"]
     head += [f"{table['column']} (paper)", "Δ (paper)"] if paper_cols else []
     lines = [f"## {table['column']}: {table['metric']} on the test split, best-on-validation checkpoint",
              "", f"Model: `{table['model']}`; seeds: {', '.join(map(str, table['seeds']))}. Mean ± sample std over "
@@ -111,8 +108,7 @@ def to_markdown(table: dict) -> str:
         seeds = ", ".join(f"{s}: {_fmt(v)}" for s, v in row["seeds"].items())
         if row["missing_seeds"]:
             seeds += ("; " if seeds else "") + "not finished: " + ", ".join(map(str, row["missing_seeds"]))
-        cells = [row["name"], ours, _fmt(row["delta"], sign=True), seeds,
-                 _fmt(row["device_hours_per_run"]) if row["device_hours_per_run"] is not None else "–",
+        cells = [row["name"], ours, _fmt(row["delta"], sign=True), seeds, _fmt(row["device_hours_per_run"]),
                  _fmt(row["device_hours_x_rlce"])]
         if paper_cols:
             theirs = _fmt(row["paper_mean"]) + (f" ± {row['paper_std']:.2f}" if row["paper_std"] is not None else "")
