@@ -21,15 +21,6 @@ from .variation import pairwise_ordering, variation_share
 REFERENCES = ("usc", "policy_judge")
 
 
-def _test_groups(records: Sequence[dict], method: str) -> list[tuple[list, list[bool]]]:
-    out = []
-    for record in records:
-        entry = record["methods"].get(method)
-        if entry and entry.get("tests") and entry.get("answer_correct") is not None:
-            out.append((as_tests(entry["tests"]), [bool(c) for c in entry["answer_correct"]]))
-    return out
-
-
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -48,14 +39,15 @@ def summarize(
     rows, by_k, by_fraction = [], {}, {}
     for method in methods:
         logged = [r for r in records if method in r["methods"]]
-        pairs = [(r["methods"][method]["rewards"], r["correct"]) for r in logged]
+        entries = [r["methods"][method] for r in logged]
+        pairs = [(e["rewards"], r["correct"]) for e, r in zip(entries, logged, strict=True)]
         share = variation_share(pairs)
         ordering = [pairwise_ordering(rewards, correct) for rewards, correct in pairs]
         ordered_pairs = sum(p for p, _, _ in ordering)
         row = {
             "method": method,
             "groups": len(logged),
-            "no_reward_frac": _mean([float(all(x is None for x in r["methods"][method]["rewards"])) for r in logged]),
+            "no_reward_frac": _mean([float(all(x is None for x in e["rewards"])) for e in entries]),
             "varied_groups": share.groups,
             "variation_share": share.pooled,
             "variation_share_mean": share.mean,
@@ -70,12 +62,12 @@ def summarize(
                 (r["methods"][ref]["rewards"], r["methods"][method]["rewards"], r["correct"]) for r in both
             )
             row[f"reverses_{ref}"], row[f"reverses_{ref}_cases"] = rate.rate, rate.cases
-        tests = _test_groups(logged, method)
+        tests = [(as_tests(e["tests"]), [bool(c) for c in e["answer_correct"]])
+                 for e in entries if e.get("tests") and e.get("answer_correct") is not None]
         accuracy, verdict_groups = overall_verdict_accuracy(tests, ties) if tests else (None, 0)
         row["verdict_accuracy"], row["verdict_groups"] = accuracy, verdict_groups
         for cost in ("calls", "requests", "tokens", "prompt_chars"):
-            values = [r["methods"][method][cost] for r in logged if r["methods"][method].get(cost) is not None]
-            row[f"{cost}_per_group"] = _mean(values)
+            row[f"{cost}_per_group"] = _mean([e[cost] for e in entries if e.get(cost) is not None])
         rows.append(row)
         if tests:
             by_k[method] = accuracy_vs_num_tests(tests, max_tests, permutations, seed, ties)
@@ -162,22 +154,19 @@ def write_tables(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
 
 
 def simulation_table(results: Sequence[SimulationResult]) -> str:
-    """Markdown: accuracy at each number of tests per error rate, the paper's points beside them."""
-    ks = [p.x for p in results[0].by_num_tests]
-    lines = ["| error rate | " + " | ".join(f"k={k}" for k in ks) + " |", "|" + "---|" * (len(ks) + 1)]
-    for result in results:
-        cells = ["–" if p.accuracy is None else f"{100 * p.accuracy:.1f}%" for p in result.by_num_tests]
-        lines.append(f"| {result.error_rate:.0%} | " + " | ".join(cells) + " |")
-    for task, points in PAPER_NUM_TESTS.items():
-        lines.append(f"| paper {task} | " + " | ".join(
-            f"{100 * points[k]:.0f}%" if k in points else "" for k in ks) + " |")
-    lines += ["", "| error rate | " + " | ".join(p.x for p in results[0].by_incorrect_fraction) + " |",
-              "|" + "---|" * (len(results[0].by_incorrect_fraction) + 1)]
-    for result in results:
-        cells = ["–" if p.accuracy is None else f"{100 * p.accuracy:.1f}% (n={p.groups})"
-                 for p in result.by_incorrect_fraction]
-        lines.append(f"| {result.error_rate:.0%} | " + " | ".join(cells) + " |")
-    for task, points in PAPER_INCORRECT_FRACTION.items():
-        lines.append(f"| paper {task} | " + " | ".join(
-            f"{100 * points[p.x]:.0f}%" if p.x in points else "" for p in results[0].by_incorrect_fraction) + " |")
-    return "\n".join(lines)
+    """Markdown: accuracy at each number of tests per error rate, the paper's points beside them; then the same by
+    fraction of incorrect tests."""
+    tables = []
+    for attr, paper, head, counts in (("by_num_tests", PAPER_NUM_TESTS, "k={}", False),
+                                      ("by_incorrect_fraction", PAPER_INCORRECT_FRACTION, "{}", True)):
+        xs = [p.x for p in getattr(results[0], attr)]
+        lines = ["| error rate | " + " | ".join(head.format(x) for x in xs) + " |", "|" + "---|" * (len(xs) + 1)]
+        for result in results:
+            cells = ["–" if p.accuracy is None else f"{100 * p.accuracy:.1f}%" + (f" (n={p.groups})" if counts else "")
+                     for p in getattr(result, attr)]
+            lines.append(f"| {result.error_rate:.0%} | " + " | ".join(cells) + " |")
+        for task, points in paper.items():
+            cells = [f"{100 * points[x]:.0f}%" if x in points else "" for x in xs]
+            lines.append(f"| paper {task} | " + " | ".join(cells) + " |")
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)

@@ -257,7 +257,7 @@ class Coevolver:
             with open(log_path, "a") as log:
                 log.write(f"error: {error}\n")
             return 1
-        write_report(Path(job["output_dir"]), {"ok": True, "gpus": 0, "result": counts})
+        write_json({"ok": True, "gpus": 0, "result": counts}, Path(job["output_dir"]) / REPORT_FILE)
         return 0
 
     def _apply(self, state: dict, step: dict, phase: PhaseSpec | None, job: dict, report: dict) -> None:
@@ -304,11 +304,6 @@ class Coevolver:
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
-
-
-def write_report(step_dir: Path, report: dict) -> None:
-    """A step's `report.json` (the driver's proof that the step finished), written atomically."""
-    write_json(report, step_dir / REPORT_FILE)
 
 
 def _read_json(path: Path):

@@ -264,7 +264,8 @@ RUNNERS = {"train": run_train, "build": run_build, "validate": run_validate}
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .driver import write_report
+    from ..data.jsonl import write_json
+    from .driver import REPORT_FILE
 
     parser = argparse.ArgumentParser(description="Run one step of a co-evolution (written by rlce-trl coevolve).")
     parser.add_argument("--job", required=True, help="The step's job.json.")
@@ -275,8 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     result = RUNNERS[job["kind"]](job)
     if int(os.environ.get("RANK", "0")) == 0:
         gpus = _gpus() if job["kind"] == "train" else (1 if _gpus() else 0)
-        write_report(Path(job["output_dir"]), {"ok": True, "gpus": gpus, "result": result,
-                                               "wall_s": round(time.monotonic() - start, 3)})
+        report = {"ok": True, "gpus": gpus, "result": result, "wall_s": round(time.monotonic() - start, 3)}
+        write_json(report, Path(job["output_dir"]) / REPORT_FILE)  # written atomically: the driver's proof
     return 0
 
 

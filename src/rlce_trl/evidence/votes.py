@@ -30,10 +30,8 @@ def tally(votes: Iterable[H | None]) -> dict[H, int]:
 
 def vote_counts(assignment: Sequence[int | None], num_answers: int) -> list[int]:
     """The tally of a group's answer indices as a list: how many rollouts gave distinct answer `i` (0 for none)."""
-    counts = [0] * num_answers
-    for answer, count in tally(assignment).items():
-        counts[answer] = count
-    return counts
+    counts = tally(assignment)
+    return [counts.get(i, 0) for i in range(num_answers)]
 
 
 def ranking(counts: Mapping[H, float]) -> list[tuple[H, float]]:
