@@ -283,15 +283,11 @@ def add_demo_line(card: str, steps: int) -> str:
     return card[: found.end()] + "\n" + line + "\n" + card[found.end():]
 
 
-def public_settings(args, prefixes=("verifier_", "rlce_")) -> dict[str, object]:
+def public_settings(args) -> dict[str, object]:
     """The `verifier_*` and `rlce_*` fields of `args`, without anything that could be a secret."""
-    import dataclasses
-
-    names = ([f.name for f in dataclasses.fields(args)] if dataclasses.is_dataclass(args)
-             else [n for n in dir(args) if not n.startswith("_")])
     out = {}
-    for name in sorted(names):
-        if not name.startswith(prefixes) or SECRET_NAME.search(name):
+    for name in dir(args):  # sorted
+        if not name.startswith(("verifier_", "rlce_")) or SECRET_NAME.search(name):
             continue
         value = getattr(args, name)
         if isinstance(value, str):
