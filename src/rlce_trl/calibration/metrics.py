@@ -9,7 +9,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 
 def accuracy(pred: Sequence[str], gold: Sequence[str]) -> float:
@@ -95,8 +95,7 @@ class Alignment:
     def to_dict(self) -> dict:
         out = {"version": self.version, "n": self.n, "true_yes_rate": self.true_yes_rate}
         for name in METRICS:
-            est = getattr(self, name)
-            out[name] = {"value": est.value, "low": est.low, "high": est.high}
+            out[name] = asdict(getattr(self, name))
         out["verdicts"] = dict(self.verdicts)
         out["unreadable"] = self.unreadable
         return out
@@ -107,14 +106,6 @@ def alignment(
 ) -> Alignment:
     """All metrics of one set of verdicts, each with its bootstrap CI (the same resamples for every metric)."""
     pred, gold = list(pred), list(gold)
-    return Alignment(
-        version=version,
-        n=len(gold),
-        accuracy=bootstrap(pred, gold, accuracy, resamples, seed),
-        kappa=bootstrap(pred, gold, cohen_kappa, resamples, seed),
-        yes_rate=bootstrap(pred, gold, yes_rate, resamples, seed),
-        true_yes_rate=yes_rate(gold),
-        verdicts=Counter(pred),
-        unreadable=unreadable,
-        predictions=pred,
-    )
+    estimates = {name: bootstrap(pred, gold, metric, resamples, seed) for name, metric in METRICS.items()}
+    return Alignment(version, len(gold), **estimates, true_yes_rate=yes_rate(gold), verdicts=Counter(pred),
+                     unreadable=unreadable, predictions=pred)

@@ -57,21 +57,12 @@ def settings_from_fields(fields) -> EvidenceSettings:
     settings of the reward object `rlce_trl.RLCEReward`); the one place these names map to the pipeline."""
     from .prompt_set import load_prompts
 
+    sampling = {k: fields[f"rlce_construction_{k}"] for k in ("temperature", "top_p", "top_k", "max_tokens")}
+    plain = ("mode", "tests_per_direction", "tie_break_tests_per_direction", "validation_max_tokens",
+             "equivalence_max_tokens", "redact_answers", "redaction", "answer_fallback")
     return EvidenceSettings(
-        mode=fields["rlce_mode"],
-        tests_per_direction=fields["rlce_tests_per_direction"],
-        tie_break_tests_per_direction=fields["rlce_tie_break_tests_per_direction"],
-        construction_sampling=Sampling(
-            temperature=fields["rlce_construction_temperature"],
-            top_p=fields["rlce_construction_top_p"],
-            top_k=fields["rlce_construction_top_k"],
-            max_tokens=fields["rlce_construction_max_tokens"],
-        ),
-        validation_max_tokens=fields["rlce_validation_max_tokens"],
-        equivalence_max_tokens=fields["rlce_equivalence_max_tokens"],
-        redact_answers=fields["rlce_redact_answers"],
-        redaction=fields["rlce_redaction"],
-        answer_fallback=fields["rlce_answer_fallback"],
+        **{k: fields[f"rlce_{k}"] for k in plain},  # `rlce_<field>` is the field of that name
+        construction_sampling=Sampling(**sampling),
         prompts=load_prompts(fields["rlce_prompts_file"]) if fields.get("rlce_prompts_file") else None,
     )
 
