@@ -109,18 +109,15 @@ class HealthMonitor(TrainerCallback):
         groups = [g for r in records for g in r.groups]
         closed = sum(g.closed for g in groups) * 2 >= len(groups)
         by_split = verified_majority_by_split(groups)
-        agree, eligible = pooled(by_split)
         verdicts = sum((r.verdict_mix() for r in records), Counter())
         out = {"one_answer_share": one_answer_share(groups), "answered_share": answered_share(groups),
                "zero_spread_share": zero_spread_share(groups), "signal_share": signal_share(groups),
-               "task_reward": task_reward(groups), "_closed": closed, "_agree": agree, "_eligible": eligible,
+               "task_reward": task_reward(groups), "_closed": closed, "_eligible": pooled(by_split)[1],
                "_by_split": by_split, "_verdicts": verdicts}
         if closed:
             out["answer_entropy"] = answer_entropy(groups)
         else:
             out["near_duplicate_rate"] = _mean(near_duplicate_rate(r.groups) for r in records)
-        if self.method in ENTRENCHMENT_METHODS:
-            out["verified_majority_share"] = agree / eligible if eligible else None
         return out
 
     def add(self, record: StepRecord) -> tuple[dict[str, float], list[Check]]:
@@ -132,8 +129,8 @@ class HealthMonitor(TrainerCallback):
         if len(self.records) == self.warmup:
             self._reference = self._window_metrics(self.records[: self.warmup])
         if self.method in ENTRENCHMENT_METHODS:  # pooled over as many recent steps as `min_groups` groups need
-            now["_agree"], now["_eligible"] = self._recent_agreement()
-            now["verified_majority_share"] = now["_agree"] / now["_eligible"] if now["_eligible"] else None
+            agree, eligible = self._recent_agreement()
+            now["verified_majority_share"] = agree / eligible if eligible else None
             now["_since_reference"] = tuple(self._by_split[self.warmup:])
         ref = self._reference
         checks: list[Check] = []

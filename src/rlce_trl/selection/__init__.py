@@ -30,33 +30,11 @@ from .selectors import (
     majority_answer,
 )
 
-
-def _plain(cls):
-    def build(elect_config=None, verifier=None, referee: bool = False, tokenizer=None):
-        return cls()
-
-    return build
-
-
-def _elect(name: str, use_frames: bool):
-    def build(elect_config: ElectConfig | None = None, verifier=None, referee: bool = False, tokenizer=None):
-        cfg = dataclasses.replace(elect_config or ElectConfig(), use_frames=use_frames)
-        return ElectSelector(cfg, referee=verifier if referee else None, tokenizer=tokenizer, name=name)
-
-    return build
-
-
-#: The selectors of their own (no group scorer): name -> builder of `(elect_config, verifier, referee, tokenizer)`.
-#: Any other name is a group scorer of `rlce_trl.methods` (a reward method, an alias or `package.module:Class`), built
-#: by [`rlce_trl.methods.build_scorer`] as in training, and needs a verifier.
-SELECTORS = {
-    "greedy": _plain(GreedySelector),
-    "single": _plain(SingleSelector),
-    "majority": _plain(MajoritySelector),
-    "oracle": _plain(OracleSelector),
-    "elect": _elect("elect", use_frames=True),
-    "elect_noframes": _elect("elect_noframes", use_frames=False),
-}
+#: The selectors of their own (no group scorer): name -> class. Any other name is a group scorer of
+#: `rlce_trl.methods` (a reward method, an alias or `package.module:Class`), built by
+#: [`rlce_trl.methods.build_scorer`] as in training, and needs a verifier.
+SELECTORS = {"greedy": GreedySelector, "single": SingleSelector, "majority": MajoritySelector,
+             "oracle": OracleSelector, "elect": ElectSelector, "elect_noframes": ElectSelector}
 
 
 def known_selectors() -> list[str]:
@@ -87,8 +65,11 @@ def make_selector(name: str, verifier=None, elect_config: ElectConfig | None = N
     """A selector by name: one of [`SELECTORS`] (`greedy`, `single`, `majority`, `oracle`, `elect`,
     `elect_noframes`), or a group scorer built by `rlce_trl.methods.build_scorer` (a reward method such as `rlce`,
     `usc`, `policy_judge`, an alias, or `package.module:Class`), which needs `verifier`."""
+    if SELECTORS.get(name) is ElectSelector:  # the referee is the verifier
+        cfg = dataclasses.replace(elect_config or ElectConfig(), use_frames=name == "elect")
+        return ElectSelector(cfg, referee=verifier if referee else None, tokenizer=tokenizer, name=name)
     if name in SELECTORS:
-        return SELECTORS[name](elect_config, verifier, referee, tokenizer)
+        return SELECTORS[name]()
     problem = selector_name_problem(name)
     if problem:
         raise ValueError(problem)

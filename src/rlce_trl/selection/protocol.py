@@ -147,11 +147,10 @@ def pool_stats(rows: Sequence[PoolRow], think_range=(64, 1024), ngram: int = 3) 
 def summarize(records: Sequence[dict], reference: str = "majority", resamples: int = 2000) -> dict:
     """Per selector and budget: accuracy and its paired CI against `reference`, reversal, harm, fallback, samples,
     costs, plus the counts of bad input."""
-    unparsed = sum(r.get("unparsed_candidates", 0) for r in records)
-    summary: dict = {"rows": len(records), "unparsed_candidates": unparsed,
+    summary: dict = {"rows": len(records),
+                     "unparsed_candidates": sum(r.get("unparsed_candidates", 0) for r in records),
                      "candidates": sum(r.get("n", 0) for r in records), "selectors": {}}
-    names = list(dict.fromkeys(s for r in records for s in r["results"]))
-    for name in names:
+    for name in dict.fromkeys(s for r in records for s in r["results"]):
         per_budget = {}
         budgets = sorted({int(b) for r in records for b in r["results"].get(name, {})})
         for b in budgets:
@@ -181,11 +180,10 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
                         if c["status"] in ("selected", "referee_flip"):
                             won.append(float(c["correct"]))
                             won_ref.append(float(m["correct"]))
-                        if not m["correct"]:
-                            if c.get("any_correct"):
-                                rev.append(float(c["correct"]))
-                        else:
+                        if m["correct"]:
                             harm.append(float(not c["correct"]))
+                        elif c.get("any_correct"):
+                            rev.append(float(c["correct"]))
             lo, hi = paired_bootstrap(diffs, resamples) if name != reference else (0.0, 0.0)
             per_budget[str(b)] = {
                 "rows": len(acc), "accuracy": _mean(acc), "delta_vs_" + reference: _mean(diffs) if diffs else None,

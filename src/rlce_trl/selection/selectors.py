@@ -147,9 +147,8 @@ class ElectSelector:
         self.name = name or ("elect" if self.cfg.use_frames else "elect_noframes")
 
     def candidate(self, c: PoolCandidate) -> Candidate:
-        has_schema = c.parse.has_keyframes and c.parse.format_ok
         return Candidate(c.answer, c.parse.keyframes, evidence_score(c.parse, c.confidence, self.cfg, self.tokenizer),
-                         c.confidence, has_schema)
+                         c.confidence, c.parse.has_keyframes and c.parse.format_ok)
 
     def select(self, items: Sequence[Item]) -> list[Selection]:
         runs = []
@@ -182,11 +181,8 @@ class ElectSelector:
                     return len(pool)
 
                 runs[k] = (row, order, pool, referee_step(outcome, delta, grow, pool, self.cfg))
-        out = []
-        for _row, _order, _pool, outcome in runs:
-            status = outcome.election.fallback or ("referee_flip" if outcome.referee_flip else "selected")
-            out.append(Selection(outcome.answer, status, outcome.num_samples))
-        return out
+        return [Selection(o.answer, o.election.fallback or ("referee_flip" if o.referee_flip else "selected"),
+                          o.num_samples) for *_, o in runs]
 
     def _referee_request(self, row: PoolRow, outcome) -> Request:
         e = outcome.election
