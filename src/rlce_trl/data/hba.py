@@ -32,15 +32,8 @@ from .prompts import SOLVER_SYSTEM_PROMPT
 
 #: The closed label sets as HBA writes them, in the order the prompts list them; the task registry
 #: (`rlce_trl.data.tasks`, the one table of tasks) gives them to its closed-label video tasks.
-MOSEI_LABELS = (
-    "highly negative",
-    "negative",
-    "weakly negative",
-    "neutral",
-    "weakly positive",
-    "positive",
-    "highly positive",
-)
+MOSEI_LABELS = ("highly negative", "negative", "weakly negative", "neutral", "weakly positive", "positive",
+                "highly positive")
 URFUNNY_LABELS = ("humour", "not humour")
 #: The polarity of each MOSEI label: the classes of the binary metric (neutral is neither).
 MOSEI_POLARITY = dict(zip(MOSEI_LABELS, ("negative",) * 3 + ("neutral",) + ("positive",) * 3, strict=True))
@@ -148,13 +141,8 @@ def load_hba_split(path: str | os.PathLike, task: str, split: str) -> list[dict]
 # ---------------------------------------------------------------------------------------------------------- frames
 
 
-def num_sampled_frames(
-    total_frames: int,
-    video_fps: float,
-    fps: float = FRAME_FPS,
-    min_frames: int = MIN_FRAMES,
-    max_frames: int = MAX_FRAMES,
-) -> int:
+def num_sampled_frames(total_frames: int, video_fps: float, fps: float = FRAME_FPS, min_frames: int = MIN_FRAMES,
+                       max_frames: int = MAX_FRAMES) -> int:
     """How many frames to take from a clip: `fps` frames per second of video, clamped to `min_frames..max_frames`
     (and to the frames the clip has), rounded down to an even count, at least `min_frames` (short clips repeat a
     frame). The rule of qwen-vl-utils' `smart_nframes`, which verl uses."""
@@ -176,14 +164,9 @@ def frame_indices(total_frames: int, num_frames: int) -> list[int]:
     return [min(total_frames - 1, math.floor(k * step + 0.5)) for k in range(num_frames)]
 
 
-def read_video_frames(
-    path: str | os.PathLike,
-    fps: float = FRAME_FPS,
-    min_frames: int = MIN_FRAMES,
-    max_frames: int = MAX_FRAMES,
-    size: tuple[int, int] | None = FRAME_SIZE,
-    return_metadata: bool = False,
-) -> list | tuple[list, dict]:
+def read_video_frames(path: str | os.PathLike, fps: float = FRAME_FPS, min_frames: int = MIN_FRAMES,
+                      max_frames: int = MAX_FRAMES, size: tuple[int, int] | None = FRAME_SIZE,
+                      return_metadata: bool = False) -> list | tuple[list, dict]:
     """Decode a clip with PyAV and return the sampled frames as RGB PIL images of `size` (height, width).
 
     With `return_metadata=True`, also returns the clip's metadata in the form of transformers' `VideoMetadata`
@@ -209,59 +192,36 @@ def read_video_frames(
             video_fps = float(stream.average_rate or stream.guessed_rate or 0) or 0.0
             frames = [frame.to_image() for frame in container.decode(stream)]
     except (av.error.FFmpegError, ValueError) as error:
-        raise ValueError(
-            f"Video {path} cannot be decoded ({error}); replace the file or drop its row from the split."
-        ) from error
+        raise ValueError(f"Video {path} cannot be decoded ({error}); replace the file or drop its row from the "
+                         "split.") from error
     if not frames:
         raise ValueError(f"Video {path} has no decodable frames; replace the file or drop its row from the split.")
     if video_fps <= 0:
         video_fps = float(fps)  # unknown rate: treat every decoded frame as one sampling step
     n = num_sampled_frames(len(frames), video_fps, fps, min_frames, max_frames)
     indices = frame_indices(len(frames), n)
-    picked = [frames[i] for i in indices]
+    picked = [frames[i].convert("RGB") for i in indices]
     if size is not None:
-        height, width = size
-        picked = [image.convert("RGB").resize((width, height), Image.BICUBIC) for image in picked]
-    else:
-        picked = [image.convert("RGB") for image in picked]
+        picked = [image.resize((size[1], size[0]), Image.BICUBIC) for image in picked]  # size is (height, width)
     if not return_metadata:
         return picked
-    metadata = {
-        "fps": video_fps,
-        "total_num_frames": len(frames),
-        "duration": len(frames) / video_fps,
-        "frames_indices": indices,
-        "height": picked[0].height,
-        "width": picked[0].width,
-    }
-    return picked, metadata
+    return picked, {"fps": video_fps, "total_num_frames": len(frames), "duration": len(frames) / video_fps,
+                    "frames_indices": indices, "height": picked[0].height, "width": picked[0].width}
 
 
-def frame_source(
-    path: str | os.PathLike,
-    fps: float = FRAME_FPS,
-    min_frames: int = MIN_FRAMES,
-    max_frames: int = MAX_FRAMES,
-    size: tuple[int, int] | None = FRAME_SIZE,
-) -> dict:
+def frame_source(path: str | os.PathLike, fps: float = FRAME_FPS, min_frames: int = MIN_FRAMES,
+                 max_frames: int = MAX_FRAMES, size: tuple[int, int] | None = FRAME_SIZE) -> dict:
     """A reference to a clip's sampled frames: its absolute path and the sampling settings. Small and JSON-able, so
     processes exchange it instead of pixels; [`load_frames`] turns it back into the same frames."""
-    return {
-        "path": str(Path(path).absolute()),
-        "fps": float(fps),
-        "min_frames": int(min_frames),
-        "max_frames": int(max_frames),
-        "size": list(size) if size is not None else None,
-    }
+    return {"path": str(Path(path).absolute()), "fps": float(fps), "min_frames": int(min_frames),
+            "max_frames": int(max_frames), "size": list(size) if size is not None else None}
 
 
 def load_frames(source: dict) -> tuple[list, dict]:
     """The frames and metadata a [`frame_source`] reference stands for (decoded again: deterministic)."""
     size = source.get("size")
-    return read_video_frames(
-        source["path"], source["fps"], source["min_frames"], source["max_frames"],
-        tuple(size) if size else None, return_metadata=True,
-    )
+    return read_video_frames(source["path"], source["fps"], source["min_frames"], source["max_frames"],
+                             tuple(size) if size else None, return_metadata=True)
 
 
 def expand_videos(row: dict, media_root: str | os.PathLike, **frame_kwargs) -> dict:

@@ -2,21 +2,10 @@
 atomically (data builders, evaluation outputs, the evidence trail, the health alarms, the selection pool, the
 co-evolution state and corpora, the comparison's cell records).
 
-- [`write_jsonl`] writes a whole JSON-lines file and [`write_json`] one JSON object, both **atomically**: into a
-  temporary file beside the target, flushed to disk, then renamed over it (`os.replace`), so a reader (or a run
-  killed mid-write) sees the old file or the new one, never half of one.
-- [`append_jsonl`] appends rows to a log a run resumes (optionally `fsync`ed); [`repair_jsonl_tail`] first cuts a
-  last line a kill left half-written, so the next append starts on a fresh line instead of gluing a row onto half a
-  row.
-- [`rotate_jsonl`] starts a fresh file for a log that reached its size limit: `log.jsonl` becomes `log.1.jsonl`, the
-  older parts shift (`log.1.jsonl` -> `log.2.jsonl`, ...) and the oldest beyond `keep` is removed
-  ([`rotated_paths`] lists the parts on disk, newest first).
-- [`truncate_jsonl`] is a resumed run's truncation: it keeps the rows a predicate accepts (dropping unreadable lines)
-  and rewrites the file atomically.
-- [`read_jsonl`] reads one JSON object per line. A **last** line that does not parse (a write cut short by a kill)
-  is skipped and counted ([`read_jsonl_counted`]); any other bad line, a row that is not a JSON object, a file that
-  is not UTF-8 or does not exist raises [`~rlce_trl.errors.InputError`] naming the file, the line and the fix.
-  [`read_jsonl_lenient`] skips every unreadable line (logs a killed or concurrent writer may have damaged).
+A whole file ([`write_jsonl`], [`write_json`]) is written into a temporary file beside the target, flushed to disk,
+then renamed over it (`os.replace`), so a reader (or a run killed mid-write) sees the old file or the new one, never
+half of one. A log a run appends to ([`append_jsonl`]) is first repaired by [`repair_jsonl_tail`], so the next append
+starts on a fresh line instead of gluing a row onto half a row.
 """
 
 from __future__ import annotations
@@ -55,15 +44,9 @@ def _write_atomic(path: str | os.PathLike, write: Callable) -> None:
 
 def write_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> int:
     """Write rows as a JSON-lines file (UTF-8, one object a line), atomically; returns the number written."""
-    count = [0]
-
-    def write(f):
-        for row in rows:
-            f.write(json_line(row))
-            count[0] += 1
-
-    _write_atomic(path, write)
-    return count[0]
+    rows = list(rows)
+    _write_atomic(path, lambda f: f.writelines(map(json_line, rows)))
+    return len(rows)
 
 
 def write_json(obj, path: str | os.PathLike) -> None:
@@ -76,17 +59,14 @@ def append_jsonl(rows: Iterable[dict], path: str | os.PathLike, fsync: bool = Fa
     """Append rows to a JSON-lines file (created with its folder if missing, also for no rows), flushed before it
     returns (`fsync`: also to disk); returns the number written. Call [`repair_jsonl_tail`] once before the first
     append of a resumed run."""
-    path = Path(path)
+    path, rows = Path(path), list(rows)
     path.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
     with path.open("a", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json_line(row, allow_nan))
-            n += 1
+        f.writelines(json_line(row, allow_nan) for row in rows)
         f.flush()
         if fsync:
             os.fsync(f.fileno())
-    return n
+    return len(rows)
 
 
 def _part(path: Path, k: int) -> Path:

@@ -16,30 +16,14 @@ from __future__ import annotations
 import base64
 import io
 import json
-from collections import OrderedDict
 from collections.abc import Sequence
+from functools import lru_cache
 
-from .hba import frame_source, load_frames
-
-__all__ = [
-    "VIDEO_INPUTS",
-    "frame_source",
-    "has_raw_frames",
-    "has_video",
-    "media_items",
-    "media_key",
-    "openai_messages",
-    "resolve",
-    "text_only_prompt",
-    "video_blocks",
-    "with_media",
-]
+from .hba import load_frames
 
 #: How video enters the policy: `video` (a video input of the processor), `images` (the frames as a multi-image
 #: list), `text` (frames dropped).
 VIDEO_INPUTS = ("video", "images", "text")
-_CACHE_SIZE = 64
-_cache: OrderedDict[str, tuple[list, dict]] = OrderedDict()
 
 
 def video_blocks(prompt) -> list[dict]:
@@ -99,15 +83,12 @@ def resolve(item: dict) -> tuple[list, dict]:
     source = item.get("source")
     if not source:
         raise ValueError("A video media item needs `video` frames or a `source` reference (see frame_source).")
-    key = json.dumps(source, sort_keys=True)
-    if key in _cache:
-        _cache.move_to_end(key)
-        return _cache[key]
-    frames, metadata = load_frames(source)
-    _cache[key] = (frames, metadata)
-    while len(_cache) > _CACHE_SIZE:
-        _cache.popitem(last=False)
-    return frames, metadata
+    return _decoded(json.dumps(source, sort_keys=True))
+
+
+@lru_cache(maxsize=64)
+def _decoded(source: str) -> tuple[list, dict]:
+    return load_frames(json.loads(source))
 
 
 def map_video_blocks(prompt, fn):
@@ -130,8 +111,12 @@ def text_only_prompt(prompt):
     return map_video_blocks(prompt, lambda block: None)
 
 
-def _first_user(messages: list[dict]) -> int:
-    return next((k for k, m in enumerate(messages) if m.get("role") == "user"), len(messages) - 1)
+def _first_user_starts_with(messages: list[dict], parts: list[dict]) -> list[dict]:
+    """The messages with `parts` put before the content of the first user turn (else the last turn)."""
+    k = next((k for k, m in enumerate(messages) if m.get("role") == "user"), len(messages) - 1)
+    content = messages[k]["content"]
+    text = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    return [*messages[:k], {**messages[k], "content": [*parts, *text]}, *messages[k + 1 :]]
 
 
 def with_media(messages: list[dict], media: Sequence[dict] | None) -> list[dict]:
@@ -139,14 +124,8 @@ def with_media(messages: list[dict], media: Sequence[dict] | None) -> list[dict]
     all requests of a group share the clip as a prefix), as processor-ready video blocks."""
     if not media:
         return messages
-    k = _first_user(messages)
-    content = messages[k]["content"]
-    text = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-    videos = []
-    for item in media:
-        frames, metadata = resolve(item)
-        videos.append({"type": "video", "video": frames, "metadata": metadata})
-    return [*messages[:k], {**messages[k], "content": [*videos, *text]}, *messages[k + 1 :]]
+    videos = [{"type": "video", "video": frames, "metadata": metadata} for frames, metadata in map(resolve, media)]
+    return _first_user_starts_with(messages, videos)
 
 
 def _frame_times(metadata: dict, count: int) -> list[float]:
@@ -168,8 +147,6 @@ def openai_messages(messages: list[dict], media: Sequence[dict] | None) -> list[
     frame (a JPEG data URL), then the text."""
     if not media:
         return messages
-    k = _first_user(messages)
-    content = messages[k]["content"]
     parts: list[dict] = []
     for item in media:
         frames, metadata = resolve(item)
@@ -177,8 +154,7 @@ def openai_messages(messages: list[dict], media: Sequence[dict] | None) -> list[
         label = f"Video ({len(frames)} frames" + (f" at {', '.join(f'{t:g}' for t in times)} s" if times else "")
         parts.append({"type": "text", "text": label + "):"})
         parts += [{"type": "image_url", "image_url": {"url": _jpeg_url(frame)}} for frame in frames]
-    parts += [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-    return [*messages[:k], {**messages[k], "content": parts}, *messages[k + 1 :]]
+    return _first_user_starts_with(messages, parts)
 
 
 def first_prompt(dataset):

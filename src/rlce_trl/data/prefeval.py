@@ -123,31 +123,27 @@ def load_records(prefeval_dir: str | os.PathLike | None, form: str) -> dict[str,
     return records
 
 
-def padding_pool(
-    prefeval_dir: str | os.PathLike | None = None, min_chars: int = MIN_PAIR_CHARS, max_chars: int = MAX_PAIR_CHARS
-) -> list[tuple[str, str]]:
+def padding_pool(prefeval_dir: str | os.PathLike | None = None) -> list[tuple[str, str]]:
     """Consecutive (user, assistant) turn pairs of `filtered_inter_turns.json` whose two texts together hold
-    `min_chars`..`max_chars` characters (111 pairs on the released file)."""
+    `MIN_PAIR_CHARS`..`MAX_PAIR_CHARS` characters (111 pairs on the released file)."""
     root = resolve_prefeval_dir(prefeval_dir)
     path = root / "benchmark_dataset" / PADDING_FILE
     conversations = read_json(path)
     try:
-        return padding_pairs_from_conversations((c["conversation"] for c in conversations), min_chars, max_chars)
+        return padding_pairs_from_conversations(c["conversation"] for c in conversations)
     except (KeyError, TypeError, AttributeError) as error:
         raise InputError(f"{path} does not have PrefEval's layout ({type(error).__name__}: {error}): restore it "
                          "from the PrefEval repository.") from None
 
 
-def padding_pairs_from_conversations(
-    conversations: Iterable[list[dict]], min_chars: int = MIN_PAIR_CHARS, max_chars: int = MAX_PAIR_CHARS
-) -> list[tuple[str, str]]:
+def padding_pairs_from_conversations(conversations: Iterable[list[dict]]) -> list[tuple[str, str]]:
     """Every user turn directly answered by an assistant turn, kept when the pair's length is within bounds."""
     pool = []
     for messages in conversations:
         for first, second in pairwise(messages):
             if first["role"] == "user" and second["role"] == "assistant":
                 user, assistant = first["content"].strip(), second["content"].strip()
-                if min_chars <= len(user) + len(assistant) <= max_chars:
+                if MIN_PAIR_CHARS <= len(user) + len(assistant) <= MAX_PAIR_CHARS:
                     pool.append((user, assistant))
     return pool
 
@@ -168,16 +164,9 @@ def preference_turns(form: str, record: dict) -> list[dict[str, str]]:
             {"role": "assistant", "content": conversation["assistant_acknowledgment"].strip()},
         ]
     if form == "persona":
-        turns = []
-        for key in sorted(conversation, key=int):  # "0".."N-1"; int order, so "10" follows "9"
-            turns.append({"role": "user", "content": conversation[key]["user"].strip()})
-            turns.append({"role": "assistant", "content": conversation[key]["assistant"].strip()})
-        return turns
+        return [{"role": role, "content": conversation[key][role].strip()}  # "0".."N-1"; int order: "10" follows "9"
+                for key in sorted(conversation, key=int) for role in ("user", "assistant")]
     raise ValueError(f"Unknown PrefEval form {form!r}; choose one of {FORMS}.")
-
-
-def _chars(messages: Iterable[dict[str, str]]) -> int:
-    return sum(len(m["content"]) for m in messages)
 
 
 def sample_padding(pool: list[tuple[str, str]], seed: int, topic: str, index: int) -> list[tuple[str, str]]:
@@ -202,7 +191,7 @@ def build_conversation(
     """
     head = preference_turns(form, record)
     question = {"role": "user", "content": record["question"].strip()}
-    budget = max_chars - _chars(head) - len(question["content"])
+    budget = max_chars - sum(len(m["content"]) for m in head) - len(question["content"])
     middle = []
     for user, assistant in padding:
         if len(user) + len(assistant) > budget:
@@ -225,11 +214,10 @@ def split_assignments(topic_sizes: dict[str, int], seed: int = DEFAULT_SEED) -> 
         n_val = round(n * SPLIT_FRACTIONS["validation"])
         n_test = round(n * SPLIT_FRACTIONS["test"])
         split_of = ["train"] * n
-        for rank, index in enumerate(order):
-            if rank < n_val:
-                split_of[index] = "validation"
-            elif rank < n_val + n_test:
-                split_of[index] = "test"
+        for index in order[:n_val]:
+            split_of[index] = "validation"
+        for index in order[n_val:n_val + n_test]:
+            split_of[index] = "test"
         assignments[topic] = split_of
     return assignments
 

@@ -9,6 +9,9 @@ import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from ..errors import InputError
+from .jsonl import write_json
+
 #: System prompt of the trainable policy (figure 13): reason, then end with the answer in \boxed{}.
 SOLVER_SYSTEM_PROMPT = (
     "You are a helpful assistant. Read the whole conversation carefully, including what the user has said about "
@@ -55,8 +58,6 @@ def answer_instruction(value, labels: tuple[str, ...] | None, where: str) -> str
     of positive or negative, and end your response with \\boxed{positive} or \\boxed{negative}."); free text gets
     none (a recipe's `prompt_suffix` applies). `none`: no instruction. Any other text is the instruction, with
     `{labels}` and `{boxed}` filled in from the labels. A bad value is an `InputError` naming `where`."""
-    from ..errors import InputError
-
     if value is None or value is False or value == "none":
         return None
     if not isinstance(value, str) or not value.strip():
@@ -111,10 +112,7 @@ class Prompting:
 
 def save_prompting(prompting: Prompting, folder: str | os.PathLike) -> Path:
     """Write `prompting` into `folder` ([`PROMPTING_FILE`])."""
-    from .jsonl import write_json
-
     path = Path(folder) / PROMPTING_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
     write_json(prompting.to_dict(), path)
     return path
 
@@ -123,8 +121,6 @@ def find_prompting(model_path: str | os.PathLike) -> tuple[Prompting, Path] | No
     """The prompting recorded for a trained model: in its folder, or in the folder above (a `checkpoint-N` or `best`
     inside a run's output folder); `None` when neither records one (a model not trained by rlce-trl). An unreadable
     record is an [`InputError`]."""
-    from ..errors import InputError
-
     folder = Path(os.path.expanduser(os.fspath(model_path)))
     for candidate in (folder / PROMPTING_FILE, folder.parent / PROMPTING_FILE):
         if candidate.is_file():

@@ -19,36 +19,20 @@ SAMPLE_SPLITS = ("train", "test")
 
 #: Small talk of our own, used as padding between the preference and the question.
 FILLER_PAIRS = [
-    (
-        "How many minutes should I boil an egg for a runny yolk?",
-        "About six minutes from boiling water for a runny yolk and a set white; cool it in cold water right after.",
-    ),
-    (
-        "What's the difference between weather and climate?",
-        "Weather is the state of the atmosphere over hours or days; climate is the average of weather over decades.",
-    ),
-    (
-        "Can you give me a synonym for 'happy'?",
-        "Some options: cheerful, content, joyful, glad, or delighted, depending on the tone you want.",
-    ),
-    (
-        "How do I convert Fahrenheit to Celsius?",
-        "Subtract 32, then multiply by 5/9. For example, 68 F is (68 - 32) x 5/9 = 20 C.",
-    ),
-    (
-        "Why is the sky blue?",
-        (
-            "Air molecules scatter short blue wavelengths of sunlight much more than red ones (Rayleigh scattering), "
-            "so blue light reaches your eyes from all directions of the sky."
-        ),
-    ),
-    (
-        "What's a good way to remember people's names?",
-        (
-            "Repeat the name when you are introduced, link it to something about the person, and use it once more "
-            "before you say goodbye."
-        ),
-    ),
+    ("How many minutes should I boil an egg for a runny yolk?",
+     "About six minutes from boiling water for a runny yolk and a set white; cool it in cold water right after."),
+    ("What's the difference between weather and climate?",
+     "Weather is the state of the atmosphere over hours or days; climate is the average of weather over decades."),
+    ("Can you give me a synonym for 'happy'?",
+     "Some options: cheerful, content, joyful, glad, or delighted, depending on the tone you want."),
+    ("How do I convert Fahrenheit to Celsius?",
+     "Subtract 32, then multiply by 5/9. For example, 68 F is (68 - 32) x 5/9 = 20 C."),
+    ("Why is the sky blue?",
+     ("Air molecules scatter short blue wavelengths of sunlight much more than red ones (Rayleigh scattering), "
+      "so blue light reaches your eyes from all directions of the sky.")),
+    ("What's a good way to remember people's names?",
+     ("Repeat the name when you are introduced, link it to something about the person, and use it once more "
+      "before you say goodbye.")),
 ]
 
 

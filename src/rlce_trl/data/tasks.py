@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import os
 import re
+import string
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from ..errors import InputError, MissingInputError, did_you_mean, first_line
@@ -221,7 +223,6 @@ class TaskFile:
     system_prompt: str | None = None
     #: the answer instruction every prompt gets (`answer_instruction`, resolved); `None`: none
     answer_instruction: str | None = None
-    _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def name(self) -> str:
@@ -230,12 +231,11 @@ class TaskFile:
     def splits(self) -> list[str]:
         if isinstance(self.data, dict):
             return list(self.data)
-        return list(self._hub())
+        return list(self._hub)
 
+    @cached_property
     def _hub(self):
-        if "hub" not in self._cache:
-            self._cache["hub"] = load_hub_splits(self.data, what=f"{self.path.name}: data")
-        return self._cache["hub"]
+        return load_hub_splits(self.data, what=f"{self.path.name}: data")
 
     def records(self, split: str) -> list[dict]:
         """The raw records of `split` (one line naming the fix for a missing split or an unreadable file)."""
@@ -243,7 +243,7 @@ class TaskFile:
             raise InputError(f"{self.path.name} has no {split!r} split (it has {', '.join(self.splits())}): add it "
                              "under `data:`.")
         if isinstance(self.data, str):
-            return list(self._hub()[split])
+            return list(self._hub[split])
         path = Path(self.data[split])
         return read_records(path if path.is_absolute() else self.path.parent / path, f"{self.path.name}: the "
                             f"{split} split")
@@ -293,17 +293,13 @@ class TaskFile:
                                  "`prompt_column:`.")
             text = str(record[self.prompt_column])
         else:
-            prompt = record.get("prompt")
-            if isinstance(prompt, str):
-                text = prompt
-            elif isinstance(prompt, list) and prompt and all(isinstance(m, dict) and "role" in m for m in prompt):
-                messages = [dict(m) for m in prompt]
-                return ([{"role": "system", "content": self.system_prompt}] if self.system_prompt else []) + messages
-            else:
+            text = record.get("prompt")
+            if not (isinstance(text, str) or isinstance(text, list) and text
+                    and all(isinstance(m, dict) and "role" in m for m in text)):
                 raise InputError(f"{where}: row {k} has no `prompt` (a string or a list of chat messages): add one, "
                                  "or set `prompt:` (a template over columns) or `prompt_column:`.")
-        user = [{"role": "user", "content": text}]
-        return ([{"role": "system", "content": self.system_prompt}] if self.system_prompt else []) + user
+        messages = [{"role": "user", "content": text}] if isinstance(text, str) else [dict(m) for m in text]
+        return ([{"role": "system", "content": self.system_prompt}] if self.system_prompt else []) + messages
 
 
 def _last_user_text(prompt: list[dict]) -> str:
@@ -434,7 +430,7 @@ def load_task(path: str | os.PathLike) -> TaskFile:
         if not isinstance(prompt, str) or not prompt.strip():
             raise InputError(f"{path.name}: `prompt` must be a template such as \"Review: {{text}}\".")
         try:
-            columns = {f for _, f, _, _ in __import__("string").Formatter().parse(prompt) if f is not None}
+            columns = {f for _, f, _, _ in string.Formatter().parse(prompt) if f is not None}
         except ValueError as error:
             raise InputError(f"{path.name}: `prompt` is not a valid template ({error}); write {{{{ and }}}} for "
                              "literal braces.") from None

@@ -52,6 +52,7 @@ class ElectScriptArguments:
     seed: int = field(default=0, metadata={"help": "Seed of the rows and the run."})
     max_prompt_length: int | None = field(default=None, metadata={
         "help": "Drop rows whose templated prompt is longer (tokens); None: keep all (the shared length filter)."})
+    recipe: str | None = field(default=None, init=False, repr=False)  # set by the parser, as for the other scripts
 
 
 def make_parser() -> RecipeParser:
@@ -131,6 +132,7 @@ def elect_run(args: ElectScriptArguments):
     model_args = ModelConfig(model_name_or_path=model, use_peft=args.lora, lora_r=8, lora_alpha=16,
                              lora_dropout=0.05, lora_task_type="CAUSAL_LM")
     script_args = RLCEScriptArguments(script="elect", max_prompt_length=args.max_prompt_length)
+    script_args.recipe = args.recipe
     return script_args, training_args, model_args, task, funcs, trainer_class
 
 

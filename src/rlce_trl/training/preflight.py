@@ -1,13 +1,10 @@
 """The preflight of `rlce-trl check`: one sampled step of the real training pipeline, without training.
 
-[`stop_before_training`] runs a training script as `rlce-trl train` would (its rows, the policy prompts of
-[`~rlce_trl.training.pipeline.policy_rows`], the prompt filter, the `RLCEGRPOTrainer` with its verifier and scorer) and
-hands the built trainer to a hook instead of training it. [`sample_step`] is that hook's work: a few rows, one group
-of `num_generations` rollouts each with the recipe's generation settings (TRL's own generation and chat template),
-scored once by the trainer's own reward path (the verifier, the evidence pipeline, the rewards), and measured: the
-rendered prompt, the answer rate, distinct answers per group, the share of groups whose rewards differ, the
-verifier's verdict balance, the step's time, and the disk one checkpoint will take. The verdict is the trainer's
-own absolute signal verdict ([`~rlce_trl.health.signal.group_signal`]), with what to change.
+Inside [`stop_before_training`] a training script runs as `rlce-trl train` would (its rows, the policy prompts, the
+prompt filter, the trainer with its verifier and scorer) and hands the built trainer to a hook instead of training
+it. [`sample_step`] is that hook's work: one group of rollouts for each of a few rows, generated and scored by the
+trainer's own path, measured ([`PreflightResult`]) and judged by the trainer's own absolute signal verdict
+([`~rlce_trl.health.signal.group_signal`]), with what to change.
 """
 
 from __future__ import annotations

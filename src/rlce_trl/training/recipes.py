@@ -137,12 +137,10 @@ def load_recipe(name_or_path: str | os.PathLike) -> Recipe:
                          "recipe.") from None
     except OSError as error:
         raise MissingInputError(f"recipe {path} cannot be read ({first_line(error)}).") from None
-    if values is None:
-        values = {}
-    if not isinstance(values, dict):
+    if values is not None and not isinstance(values, dict):
         raise InputError(f"recipe {path} is not a recipe: a recipe is a YAML mapping of argument names to values, "
                          f"not a {type(values).__name__}.")
-    return Recipe(path, values)
+    return Recipe(path, values or {})
 
 
 def resolve_recipe(name_or_path: str) -> Path:
@@ -177,10 +175,7 @@ def train(argv: list[str]) -> int:
 
     if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
         raise InputError("rlce-trl train needs --config <recipe>: a YAML path or a name from `rlce-trl recipes`.")
-    argv = list(argv)
-    at = argv.index("--config") + 1
-    recipe = load_recipe(argv[at])
-    argv[at] = str(recipe.path)
+    recipe = load_recipe(argv[argv.index("--config") + 1])  # the parser reads it again: the card names it as given
     script = importlib.import_module(recipe.module())
     script.main(*script.make_parser().parse_args_and_config(argv))
     return 0

@@ -20,10 +20,9 @@ from ..data.jsonl import write_json
 
 def tta_card_info(trainer, split: str, passes: float) -> None:
     """Tell the model card that this run is test-time adaptation, and on which split."""
-    info = dict(getattr(trainer, "rlce_card_info", None) or {})
-    info["adaptation"] = (f"test-time adaptation on the unlabelled `{split}` split ({passes:g} "
-                          f"pass{'es' * (passes != 1)}, gold withheld until the per-pass evaluation)")
-    trainer.rlce_card_info = info
+    trainer.rlce_card_info["adaptation"] = (f"test-time adaptation on the unlabelled `{split}` split ({passes:g} "
+                                            f"pass{'es' * (passes != 1)}, gold withheld until the per-pass "
+                                            "evaluation)")
 
 
 class PassEvaluationCallback(TrainerCallback):
