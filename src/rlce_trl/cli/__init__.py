@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from ..errors import watch_interrupts
+    from ..errors import InputError, watch_interrupts
+    from ..verifiers.base import VerifierUnavailableError
 
     watch_interrupts()  # a Ctrl-C while models load ends the run even if a library swallows it
     try:
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 1
         return args.func(args)
-    except _user_errors() as error:  # bad input: one line that names the fix, no traceback (on every rank)
+    except (InputError, VerifierUnavailableError) as error:  # bad input: one line naming the fix (on every rank)
         from ..credentials import scrub_message
         from ..errors import leave_process_group, print_error
 
@@ -72,14 +73,6 @@ def main(argv: list[str] | None = None) -> int:
 
         print(interrupt_message(error), file=sys.stderr)
         return 130
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """The project's own error types for bad input and unreachable services (not a blanket `Exception`)."""
-    from ..errors import InputError
-    from ..verifiers.base import VerifierUnavailableError
-
-    return (InputError, VerifierUnavailableError)
 
 
 __all__ = ["COMMANDS", "build_parser", "main"]

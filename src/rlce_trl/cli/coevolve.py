@@ -55,15 +55,14 @@ class _Raising(CLIParser):
 def main(args: argparse.Namespace) -> int:
     """`rlce-trl coevolve`: `--method`, `--config` and `--output_dir` are required (checked here, so that a bare
     `rlce-trl coevolve` prints the help); further `--key value` pairs (`args.extra`) override the recipe."""
-    extra = list(args.extra)
-    if not extra and all(getattr(args, flag) is None for flag in REQUIRED):
+    if not args.extra and all(getattr(args, flag) is None for flag in REQUIRED):
         args.parser.print_help()
         return 2
     missing = [f"--{flag}" for flag in REQUIRED if getattr(args, flag) is None]
     if missing:
         raise InputError(f"the following arguments are required: {', '.join(missing)}. Usage: {USAGE}")
-    if any(a.startswith("-") and not a.startswith("--") for a in extra[:1]):
-        raise InputError(f"unknown flag {extra[0]!r}. Usage: {USAGE}")
+    if any(a.startswith("-") and not a.startswith("--") for a in args.extra[:1]):
+        raise InputError(f"unknown flag {args.extra[0]!r}. Usage: {USAGE}")
     from ..coevolution.driver import Coevolver, DriverSettings, PhaseFailedError
     from ..coevolution.registry import METHODS, get_method
     from ..training.recipes import load_recipe
@@ -76,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
                          "checkpoints go there).")
     recipe = load_recipe(args.config)
     _check_coevolution_recipe(recipe)
-    overrides = list(extra)
+    overrides = list(args.extra)
     for flag in ("train_file", "validation_file", "media_root"):
         if getattr(args, flag):
             overrides += [f"--{flag}", getattr(args, flag)]

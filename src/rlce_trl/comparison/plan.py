@@ -231,9 +231,8 @@ def _check_task_file(args, task_file) -> None:
         if split not in task_file.splits():
             raise InputError(f"{task_file.path.name} has no {split!r} split: the comparison trains on train, selects "
                              "on validation and reports test; add it under `data:`.")
-    task_file.rows("train", with_gold=False)
-    task_file.rows("validation", with_gold=True)
-    task_file.rows("test", with_gold=True)
+    for split in ("train", "validation", "test"):
+        task_file.rows(split, with_gold=split != "train")
 
 
 def _check_judge(args, task: str) -> None:

@@ -102,9 +102,7 @@ def load_completions(run_dir: str, notes: list[str]) -> tuple[list[dict], list[s
             notes.append(f"Skipped the unreadable completions table {os.path.basename(path)} "
                          f"({type(error).__name__}).")
             continue
-        for name in table.columns:
-            if name not in columns:
-                columns.append(name)
+        columns += [name for name in table.columns if name not in columns]
         for record in reversed(table.to_dict("records")):
             row = {}
             for name, value in record.items():
