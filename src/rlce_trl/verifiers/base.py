@@ -15,7 +15,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from ..generation.sampling import Sampling
 
@@ -123,14 +123,8 @@ class VerifierStats:
         return replace(self, calls_by_stage=dict(self.calls_by_stage))
 
     def since(self, before: VerifierStats) -> VerifierStats:
-        return VerifierStats(
-            self.calls - before.calls,
-            self.requests - before.requests,
-            self.generated_tokens - before.generated_tokens,
-            self.failed_requests - before.failed_requests,
-            self.seconds - before.seconds,
-            {k: v - before.calls_by_stage.get(k, 0) for k, v in self.calls_by_stage.items()},
-        )
+        totals = [getattr(self, f.name) - getattr(before, f.name) for f in fields(self) if f.name != "calls_by_stage"]
+        return VerifierStats(*totals, {k: v - before.calls_by_stage.get(k, 0) for k, v in self.calls_by_stage.items()})
 
 
 class Verifier(ABC):

@@ -80,8 +80,6 @@ class CalibratedVerifier(Verifier):
     """Opt-in wrapper for training: validation replies are re-read through a [`VerdictCalibration`]; everything
     else passes through unchanged. Replies without choice log-probabilities keep their text (counted)."""
 
-    supports_structured_output = True
-
     def __init__(self, inner: Verifier, calibration: VerdictCalibration):
         super().__init__()
         self.inner, self.calibration = inner, calibration

@@ -111,13 +111,8 @@ class VerifierFactory:
             verifier = CalibratedVerifier(verifier, VerdictCalibration.load(args.rlce_verdict_calibration_file))
         partner = self.partner
         if partner is None and args.partner_model_name_or_path is not None:  # loaded once, like the verifier
-            own = args.partner_model_name_or_path == _policy_source(trainer, self.model)
-            partner = frozen_verifier(args.partner_model_name_or_path, vision_language=trainer._is_vlm,
-                                      device=trainer.accelerator.device,
-                                      dtype=(args.model_init_kwargs or {}).get("dtype", "auto"),
-                                      batch_size=args.verifier_batch_size,
-                                      **checkpoint_kwargs(args, policy_checkpoint=own,
-                                                          quantization_config=self.quantization_config))
+            partner = _frozen_checkpoint(trainer, args.partner_model_name_or_path, self.model,
+                                         self.quantization_config)
         return verifier, partner
 
 
@@ -128,25 +123,29 @@ def _policy_source(trainer, model_arg) -> str:
     return trainer.accelerator.unwrap_model(trainer.model).config._name_or_path
 
 
+def _frozen_checkpoint(trainer, path: str, model_arg, quantization_config) -> Verifier:
+    """The checkpoint `path` as a frozen verifier of the trainer's kind (text or vision-language), loaded with
+    [`checkpoint_kwargs`]."""
+    args = trainer.args
+    load = checkpoint_kwargs(args, policy_checkpoint=path == _policy_source(trainer, model_arg),
+                             quantization_config=quantization_config)
+    return frozen_verifier(path, vision_language=trainer._is_vlm, device=trainer.accelerator.device,
+                           dtype=(args.model_init_kwargs or {}).get("dtype", "auto"),
+                           batch_size=args.verifier_batch_size, **load)
+
+
 def in_process_verifier(trainer, model_arg, initial_model=None, quantization_config=None) -> Verifier:
-    """`verifier_mode="transformers"`: the named verifier model, else the initial model, reusing what the trainer
-    already holds (the PEFT base model, the reference model; not under FSDP or ZeRO-3, whose shards cannot score on
-    their own, and not the reference model with `sync_ref_model=True`: TRL's `SyncRefModelCallback` mixes the policy
-    into it every `ref_model_sync_steps`), else `initial_model` (an in-memory copy), else a frozen copy of the initial
-    checkpoint. A
-    vision-language policy gets a [`VisionLanguageVerifier`] with the policy's processor, a text policy a
-    [`TransformersVerifier`] with its tokenizer. A checkpoint loaded here takes [`checkpoint_kwargs`]."""
+    """`verifier_mode="transformers"`, in the order of the module docstring. What the trainer already holds (the
+    PEFT base model, the reference model) is reused only where it scores on its own: not under FSDP or ZeRO-3 (a
+    shard cannot), and not the reference model with `sync_ref_model=True` (TRL's `SyncRefModelCallback` mixes the
+    policy into it every `ref_model_sync_steps`). A vision-language policy's verifier reads with its processor."""
     args, device, size = trainer.args, trainer.accelerator.device, trainer.args.verifier_batch_size
-    dtype = (args.model_init_kwargs or {}).get("dtype", "auto")
     vlm = trainer._is_vlm
     what = "vision-language model" if vlm else "model"
     source = _policy_source(trainer, model_arg)
     if args.verifier_model_name_or_path is not None:
         logger.info("RLCE verifier: frozen %s %s.", what, args.verifier_model_name_or_path)
-        own = args.verifier_model_name_or_path == source
-        return frozen_verifier(args.verifier_model_name_or_path, vision_language=vlm, device=device, dtype=dtype,
-                               batch_size=size, **checkpoint_kwargs(args, policy_checkpoint=own,
-                                                                    quantization_config=quantization_config))
+        return _frozen_checkpoint(trainer, args.verifier_model_name_or_path, model_arg, quantization_config)
     if vlm:
         from .vlm_backend import VisionLanguageVerifier as backend
 
@@ -169,9 +168,10 @@ def in_process_verifier(trainer, model_arg, initial_model=None, quantization_con
         logger.info("RLCE verifier: a frozen in-memory copy of the initial %s.", what)
         return backend(initial_model.to(device), reader, size)
     logger.info("RLCE verifier: frozen copy of %s (%s) loaded on %s.", source, what, device)
-    load = checkpoint_kwargs(args, policy_checkpoint=True, quantization_config=quantization_config)
-    if vlm:  # read with the policy's own processor
-        from ..generation.hf import load_frozen_vlm
+    if not vlm:
+        return _frozen_checkpoint(trainer, source, model_arg, quantization_config)
+    from ..generation.hf import load_frozen_vlm  # read with the policy's own processor
 
-        return backend(load_frozen_vlm(source, device, dtype, **load)[0], reader, size)
-    return frozen_verifier(source, device=device, dtype=dtype, batch_size=size, **load)
+    load = checkpoint_kwargs(args, policy_checkpoint=True, quantization_config=quantization_config)
+    dtype = (args.model_init_kwargs or {}).get("dtype", "auto")
+    return backend(load_frozen_vlm(source, device, dtype, **load)[0], reader, size)

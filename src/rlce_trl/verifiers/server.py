@@ -269,12 +269,10 @@ class ServerVerifier(Verifier):
             logprobs = {e["token"]: float(e["logprob"]) for e in first.get("top_logprobs") or [] if "token" in e}
             if "token" in first and "logprob" in first:
                 logprobs[first["token"]] = float(first["logprob"])
-        if len(texts) < n:
-            missing = n - len(texts)
-            return Reply(
-                texts + [""] * missing, reasons + ["error"] * missing, num_tokens,
-                error=f"server returned {len(texts)} of {n} choices",
-            )
+        missing = n - len(texts)
+        if missing:
+            return Reply(texts + [""] * missing, reasons + ["error"] * missing, num_tokens,
+                         error=f"server returned {len(texts)} of {n} choices")
         return Reply(texts, reasons, num_tokens, choice_logprobs=logprobs)
 
     # ------------------------------------------------------------------ one request
