@@ -22,6 +22,7 @@ from .health import HealthMonitor, HealthThresholds, NoLearningSignalError
 from .interrupted import clear_interrupted, interrupted_checkpoint, save_after_verifier_failure, save_interrupted
 from .methods import build_scorer, method_hook, scorer_name
 from .model_card import PAPER
+from .models import resolve_model
 from .retention import CompletionsRetention
 from .rewards import build_groups, completion_columns, metric_key, rlce_format
 from .scoring import GroupResult, GroupScorer, StepStats, as_group_scorer
@@ -92,29 +93,23 @@ def check_environment_prompts(prompts: list, num_generations: int) -> None:
             )
 
 
-def _resolve_aliases(model, args):
-    """The offline model aliases (`smollm2-135m-instruct`, [`rlce_trl.models.MODEL_ALIASES`]) as their local folders:
-    the policy `model` and the config's verifier and partner models, as every command resolves them."""
-    from .models import resolve_model
-
+def _checked_args(model, args) -> tuple[object, RLCEGRPOConfig]:
+    """`model` and `args` with the offline model aliases (`smollm2-135m-instruct`, [`rlce_trl.models.MODEL_ALIASES`])
+    as their local folders (the policy, the verifier and the partner), as every command resolves them. `args` `None`
+    is the default `RLCEGRPOConfig` named after the model; anything but an `RLCEGRPOConfig` fails naming the fix."""
     model = resolve_model(model) if isinstance(model, str) else model
-    for name in ("verifier_model_name_or_path", "partner_model_name_or_path"):
-        if isinstance(getattr(args, name, None), str):
-            setattr(args, name, resolve_model(getattr(args, name)))
-    return model, args
-
-
-def _checked_args(model, args) -> RLCEGRPOConfig:
-    """`args`, or the default `RLCEGRPOConfig` named after the model; anything else fails naming the fix."""
     if args is None:
         name = model if isinstance(model, str) else model.config._name_or_path
-        return RLCEGRPOConfig(f"{str(name).split('/')[-1] or 'model'}-RLCE")
+        return model, RLCEGRPOConfig(f"{str(name).split('/')[-1] or 'model'}-RLCE")
     if not isinstance(args, RLCEGRPOConfig):
         raise TypeError(
             f"RLCEGRPOTrainer needs an RLCEGRPOConfig, got {type(args).__name__}: build the same arguments with "
             "`RLCEGRPOConfig(...)` (it accepts every GRPOConfig field)."
         )
-    return args
+    for name in ("verifier_model_name_or_path", "partner_model_name_or_path"):
+        if isinstance(getattr(args, name), str):
+            setattr(args, name, resolve_model(getattr(args, name)))
+    return model, args
 
 
 def _as_list(value) -> list:
@@ -205,8 +200,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         group_scorer: GroupScorer | None = None,
         **kwargs,
     ):
-        model, args = _resolve_aliases(model, args)
-        args = _checked_args(model, args)
+        model, args = _checked_args(model, args)
         check_datasets(train_dataset, eval_dataset, args.rlce_labels_column, args,  # bad rows, too few: fail here
                        environments=kwargs.get("environment_factory") is not None)
         user_funcs, user_weights = _user_rewards(reward_funcs, args)
@@ -245,10 +239,22 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         self.group_scorer: GroupScorer = group_scorer or build_scorer(
             args.reward_method, self.verifier, args.evidence_settings(), partner=self.partner,
             **(args.reward_method_kwargs or {}))
+        is_main = self.accelerator.is_main_process
+        if args.rlce_completions_keep:  # the completions tables of a long run (rlce_trl.retention)
+            self.add_callback(CompletionsRetention(args.output_dir, args.rlce_completions_keep, is_main))
         #: The evidence audit trail (`<output_dir>/rlce_evidence.jsonl`, see `rlce_trl.audit`).
-        self.evidence = self._build_evidence_recorder()
+        self.evidence = EvidenceRecorder(os.path.join(args.output_dir, EVIDENCE_FILE), self.method_name,
+                                         args.rlce_evidence_max_mb, args.rlce_evidence, is_main,
+                                         args.rlce_evidence_rotate)
         #: The training-health monitor (`rlce_trl.health`, `health_*` settings), a callback; None when off.
-        self.health: HealthMonitor | None = self._build_health_monitor()
+        self.health: HealthMonitor | None = None
+        if args.health_monitor:
+            self.health = HealthMonitor(
+                self.method_name, HealthThresholds.from_dict(args.health_thresholds), args.health_warmup_steps,
+                args.health_window, args.health_stop, args.output_dir, self._metrics["train"],
+                self.evidence.log if args.rlce_evidence else None, is_main,
+                signal_patience=args.health_signal_patience)
+            self.add_callback(self.health)
         #: With `report_to="trackio"`: each logged step's evidence as traces, alarms as alerts (`rlce_trl.tracking`).
         self.tracking: TrackioEvidence | None = attach_trackio(self)
 
@@ -258,27 +264,6 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         plus justification, D.3), else RLCE's `\\boxed{}` one."""
         hook = group_scorer.format_reward if group_scorer is not None else None
         return hook or method_hook(reward_method, "format_reward") or rlce_format
-
-    def _build_evidence_recorder(self) -> EvidenceRecorder:
-        args = self.args
-        if args.rlce_completions_keep:  # the completions tables of a long run (rlce_trl.retention)
-            self.add_callback(CompletionsRetention(args.output_dir, args.rlce_completions_keep,
-                                                   self.accelerator.is_main_process))
-        return EvidenceRecorder(os.path.join(args.output_dir, EVIDENCE_FILE), self.method_name,
-                                args.rlce_evidence_max_mb, args.rlce_evidence, self.accelerator.is_main_process,
-                                args.rlce_evidence_rotate)
-
-    def _build_health_monitor(self) -> HealthMonitor | None:
-        args = self.args
-        if not args.health_monitor:
-            return None
-        monitor = HealthMonitor(
-            self.method_name, HealthThresholds.from_dict(args.health_thresholds), args.health_warmup_steps,
-            args.health_window, args.health_stop, args.output_dir, self._metrics["train"],
-            self.evidence.log if args.rlce_evidence else None, self.accelerator.is_main_process,
-            signal_patience=args.health_signal_patience)
-        self.add_callback(monitor)
-        return monitor
 
     # -- rewards --------------------------------------------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
