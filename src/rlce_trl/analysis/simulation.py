@@ -25,6 +25,7 @@ numbers show the bench working, not how any real model behaves.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -62,17 +63,14 @@ def simulated_tests(
     if concentration is not None and 0 < error_rate < 1:
         error_rate = float(rng.beta(concentration * error_rate, concentration * (1 - error_rate)))
     tests = []
-    for i in range(num_answers):
-        for j in range(num_answers):
-            if i == j:
-                continue
-            for _ in range(tests_per_direction):
-                if rng.random() < abstain_rate:
-                    verdict = "unknown"
-                else:
-                    p_yes = 0.5 if 0 not in (i, j) else (1 - error_rate if i == 0 else error_rate)
-                    verdict = "yes" if rng.random() < p_yes else "no"
-                tests.append(EvidenceTest(i, j, None, verdict))
+    for i, j in itertools.permutations(range(num_answers), 2):
+        for _ in range(tests_per_direction):
+            if rng.random() < abstain_rate:
+                verdict = "unknown"
+            else:
+                p_yes = 0.5 if 0 not in (i, j) else (1 - error_rate if i == 0 else error_rate)
+                verdict = "yes" if rng.random() < p_yes else "no"
+            tests.append(EvidenceTest(i, j, None, verdict))
     return tests, [k == 0 for k in range(num_answers)]
 
 

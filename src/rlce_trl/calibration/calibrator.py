@@ -12,10 +12,8 @@ Stops: `max_versions` candidates scored, or a stall -- the mean gain (0 for a re
 `patience` candidates below `min_gain`. The paper's stall rule reads "average improvement in Pearson correlation
 less than 0.2 for more than ten iterations"; 0.2 is the paper's figure (likely meant 0.02) and is configurable.
 
-Proposers (`propose(best, disagreements, n) -> VerifierPrompts | None`, `None` when exhausted):
-- `list_proposer(variants)`: a fixed list of alternative prompts, in order;
-- `few_shot_proposer(cases)`: add (or, when full, swap in) a case the current best version gets wrong, with its label,
-  as a few-shot example.
+Proposers (`propose(best, disagreements, n) -> VerifierPrompts | None`, `None` when exhausted): [`list_proposer`]
+(alternative prompts, in order) and [`few_shot_proposer`] (cases the best version gets wrong, as few-shot examples).
 """
 
 from __future__ import annotations

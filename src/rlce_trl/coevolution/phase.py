@@ -192,9 +192,7 @@ def parse_job_args(job: dict, argv: list[str] | None = None):
 def _gpus() -> int:
     import torch
 
-    if not torch.cuda.is_available():
-        return 0
-    return int(os.environ.get("WORLD_SIZE", "1"))
+    return int(os.environ.get("WORLD_SIZE", "1")) if torch.cuda.is_available() else 0
 
 
 def run_train(job: dict) -> dict:

@@ -1,9 +1,7 @@
 """Answer extraction and canonicalization (paper section 3.2, "Evidence test construction"; appendix A, extraction).
 
-Rollouts are reduced to *distinct answers* before any test is built, so repeated answers collapse and answer
-frequency never affects the verification score. Closed-label tasks map each extracted answer to its label with no
-model call; free-text answers are merged deterministically here, and the remaining pairs go to one greedy verifier
-call (see `canonicalization.py`).
+Rollouts are reduced to *distinct answers* (`canonicalization.py`) before any test is built, so repeated answers
+collapse and answer frequency never affects the verification score.
 """
 
 from __future__ import annotations
