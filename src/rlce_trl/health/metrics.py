@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -132,21 +134,15 @@ def near_duplicate_rate(groups: Sequence[GroupSummary], similarity: float = 0.8)
             bags.append((counts, sum(counts.values())))
     if len(bags) < 2:
         return None
-    cache: dict[tuple, bool] = {}
 
+    @functools.cache
     def near(a, b) -> bool:
-        key = (a, b) if hash(a) <= hash(b) else (b, a)
-        if key not in cache:
-            cache[key] = jaccard(a, b) >= similarity
-        return cache[key]
+        return jaccard(a, b) >= similarity
 
-    total, pairs = 0.0, 0
-    for i in range(len(bags)):
-        for j in range(i + 1, len(bags)):
-            (ci, ni), (cj, nj) = bags[i], bags[j]
-            total += sum(x * y for a, x in ci.items() for b, y in cj.items() if near(a, b)) / (ni * nj)
-            pairs += 1
-    return total / pairs
+    total, pairs = 0.0, list(itertools.combinations(bags, 2))
+    for (ci, ni), (cj, nj) in pairs:
+        total += sum(x * y for a, x in ci.items() for b, y in cj.items() if near(a, b)) / (ni * nj)
+    return total / len(pairs)
 
 
 def verdict_mix(groups: Sequence[GroupSummary]) -> Counter:

@@ -47,24 +47,18 @@ ABSTAINED = frozenset({"unknown", "invalid", "none"})
 
 #: The causes, in the order they are checked (each one's line names the fix).
 CAUSES = {
-    "no_answer": (
-        "no completion held an answer: the policy does not write the answer format (\\boxed{...})",
-        "add a format instruction (a recipe's `prompt_suffix` or the task's `system_prompt`), raise "
-        "`max_completion_length`, or use a model that follows instructions; `rlce-trl check` tries this in a minute",
-    ),
-    "one_answer": (
-        "every rollout of each group gives the same answer, so the verifier has nothing to compare",
-        "raise `temperature` or `num_generations`, or use prompts the model is less sure of",
-    ),
-    "verifier_abstained": (
-        "the verifier abstained on everything: none of its replies held a verdict",
-        "check the verifier model and its prompts (`rlce-trl check` shows its verdicts), raise "
-        "`rlce_validation_max_tokens`, or use a larger verifier",
-    ),
-    "equal_rewards": (
-        "groups hold several answers but their rewards do not differ (the verifier picked no winner)",
-        "check the verifier's verdicts (`rlce-trl check`), use a larger verifier, or raise `num_generations`",
-    ),
+    "no_answer": ("no completion held an answer: the policy does not write the answer format (\\boxed{...})",
+                  "add a format instruction (a recipe's `prompt_suffix` or the task's `system_prompt`), raise "
+                  "`max_completion_length`, or use a model that follows instructions; `rlce-trl check` tries this "
+                  "in a minute"),
+    "one_answer": ("every rollout of each group gives the same answer, so the verifier has nothing to compare",
+                   "raise `temperature` or `num_generations`, or use prompts the model is less sure of"),
+    "verifier_abstained": ("the verifier abstained on everything: none of its replies held a verdict",
+                           "check the verifier model and its prompts (`rlce-trl check` shows its verdicts), raise "
+                           "`rlce_validation_max_tokens`, or use a larger verifier"),
+    "equal_rewards": ("groups hold several answers but their rewards do not differ (the verifier picked no winner)",
+                      "check the verifier's verdicts (`rlce-trl check`), use a larger verifier, or raise "
+                      "`num_generations`"),
 }
 
 
@@ -117,15 +111,9 @@ def signal_verdict(answered_share: float | None, multi_answer_share: float | Non
                  abstained_share=abstained)
     if spread_share:
         return SignalVerdict(True, None, **parts)
-    if not answered_share:
-        cause = "no_answer"
-    elif not multi_answer_share:
-        cause = "one_answer"
-    elif abstained == 1.0:
-        cause = "verifier_abstained"
-    else:
-        cause = "equal_rewards"
-    return SignalVerdict(False, cause, **parts)
+    broken = {"no_answer": not answered_share, "one_answer": not multi_answer_share,
+              "verifier_abstained": abstained == 1.0}
+    return SignalVerdict(False, next((c for c, b in broken.items() if b), "equal_rewards"), **parts)
 
 
 def group_signal(groups: Sequence[GroupSummary], verdicts: Counter | dict | None = None) -> SignalVerdict:

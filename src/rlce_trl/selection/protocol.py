@@ -50,8 +50,7 @@ def _run_selector(selector, items) -> tuple[list[Selection], dict[str, str]]:
                 (selection,) = selector.select([(row, subset)])
                 out.append(selection)
             except Exception as error:  # noqa: BLE001
-                message = first_line(error)
-                failures.setdefault(row.id, f"{type(error).__name__}: {message}")
+                failures.setdefault(row.id, f"{type(error).__name__}: {first_line(error)}")
                 out.append(Selection(majority_answer([row.candidates[i].answer for i in subset]), "error",
                                      len(subset)))
         return out, failures
