@@ -125,9 +125,7 @@ def _curve_rows(curves: dict[str, list[CurvePoint]], x_name: str) -> list[dict]:
 
 
 def _write_csv(rows: Sequence[dict], path: Path) -> None:
-    fields: dict[str, None] = {}
-    for row in rows:
-        fields.update(dict.fromkeys(row))
+    fields = dict.fromkeys(key for row in rows for key in row)  # every row's keys, in order of first appearance
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(fields))
         writer.writeheader()
