@@ -18,7 +18,7 @@ from ._prompting import add_config_argument, resolve_prompting, say_prompting
 
 
 def _load_rows(args) -> list[dict]:
-    if getattr(args, "task", None):
+    if args.task:
         from ..data.tasks import load_task
 
         return load_task(args.task).rows("test", with_gold=True)
@@ -148,8 +148,7 @@ def _check_rows(rows: list, args) -> None:
     skipped by the sampler), and an input with no usable row at all is an error."""
     from ..selection.pool import input_row_problem
 
-    task = getattr(args, "task", None)
-    source = f"--data {args.data}" if args.data else f"--task {task}" if task else "--synthetic"
+    source = f"--data {args.data}" if args.data else f"--task {args.task}" if args.task else "--synthetic"
     if not rows:
         raise InputError(f"{source} has no rows: pass a JSONL file with one row per line (id, prompt, "
                          "answer_options).")
@@ -175,9 +174,9 @@ def main(args: argparse.Namespace, sampler=None) -> int:
     video = any(isinstance(r, dict) and r.get("videos") for r in rows)
     from ..models import resolve_model
 
-    prompting, source = resolve_prompting(getattr(args, "config", None),
+    prompting, source = resolve_prompting(args.config,
                                           None if sampler is not None else resolve_model(args.model_name_or_path))
-    if getattr(args, "task", None) or (source is not None and args.data and not video):
+    if args.task or (source is not None and args.data and not video):
         from ..training.pipeline import policy_rows
 
         rows = policy_rows([r for r in rows if isinstance(r, dict)], prompting)  # the training prompt
