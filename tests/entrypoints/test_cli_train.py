@@ -9,7 +9,7 @@ import pytest
 from helpers import CONFIGS, ROOT, TINY
 
 from rlce_trl.cli import main
-from rlce_trl.training.recipes import list_recipes, recipes_dir, resolve_recipe, script_for
+from rlce_trl.training.recipes import list_recipes, load_recipe, recipes_dir, resolve_recipe
 
 
 def test_recipes_are_the_configs_and_resolve_by_name():
@@ -25,22 +25,22 @@ def test_each_recipe_names_its_script(path):
     text = path.read_text()
     if "\ncoevolve_method:" in text:  # a co-evolution recipe: `rlce-trl coevolve` runs it, `train` names that command
         with pytest.raises(ValueError, match="rlce-trl coevolve --method"):
-            script_for(path)
+            load_recipe(path).module()
         return
     # the script it names is the one its keys belong to
     expected = "train_hba" if "hba_task:" in text else "train_elect" if "\ngate:" in text else "train_prefeval"
     assert f"\nscript: {expected.removeprefix('train_')}" in text
-    assert script_for(path) == f"rlce_trl.scripts.{expected}"
+    assert load_recipe(path).module() == f"rlce_trl.scripts.{expected}"
 
 
 def test_a_recipe_without_a_known_script_is_one_line_naming_the_fix(tmp_path, capsys):
     recipe = tmp_path / "mine.yaml"
     recipe.write_text("hba_task: mosei\nmax_steps: 1\n")  # keys are no longer sniffed
     with pytest.raises(ValueError, match="mine.yaml names no training script: add a top-level `script: prefeval`"):
-        script_for(recipe)
+        load_recipe(recipe).module()
     recipe.write_text("script: grpo\nmax_steps: 1\n")
     with pytest.raises(ValueError, match="`script: grpo` is not a training script; use one of prefeval, hba, elect"):
-        script_for(recipe)
+        load_recipe(recipe).module()
     assert main(["train", "--config", str(recipe)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: mine.yaml: `script: grpo`")
@@ -50,7 +50,7 @@ def test_script_for_rejects_a_non_mapping(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("- just\n- a list\n")
     with pytest.raises(ValueError, match="not a recipe"):
-        script_for(bad)
+        load_recipe(bad).module()
 
 
 def test_recipes_command_lists_and_prints(capsys):

@@ -60,9 +60,14 @@ class RecipeParser(TrlParser):
         args = self._join_negative_values(args)
         given = {self._option_string_actions[w.split("=", 1)[0]].dest for w in args
                  if w.startswith("--") and w.split("=", 1)[0] in self._option_string_actions}
-        # checked on the plain values first, so the message names the flag or the recipe key (the config checks too)
-        check_run_settings(self.parse_args(args), lambda key: f"--{key}" if key in given or not self._recipe
-                           else f"{os.path.basename(self._recipe)}: {key}")
+        # settings that would fail or do nothing only after both models load, checked on the plain values first, so
+        # the message names the flag or the recipe key (the config checks too)
+        values = self.parse_args(args)
+        problems = hasattr(values, "learning_rate") and hasattr(values, "max_steps") and run_setting_problems(values)
+        if problems:
+            key, problem = problems[0]
+            where = f"--{key}" if key in given or not self._recipe else f"{os.path.basename(self._recipe)}: {key}"
+            raise InputError(f"{where} {problem}")
         try:
             parsed = self.parse_args_into_dataclasses(args=args)
         except InputError:
@@ -129,18 +134,6 @@ class RecipeParser(TrlParser):
 _NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
-def check_run_settings(values, name_of) -> None:
-    """Settings that would fail or do nothing only after both models load ([`run_setting_problems`]), refused while
-    the command line is read: `values` holds the parsed arguments; `name_of(key)` says where a value came from
-    (`--key`, or the recipe's file name and the key) for the message."""
-    if not (hasattr(values, "learning_rate") and hasattr(values, "max_steps")):
-        return
-    problems = run_setting_problems(values)
-    if problems:
-        key, problem = problems[0]
-        raise InputError(f"{name_of(key)} {problem}")
-
-
 def _type_name(action) -> str:
     name = getattr(action.type, "__name__", "value")
     return {"string_to_bool": "boolean", "parse": "value"}.get(name, name)
@@ -188,45 +181,30 @@ class RLCEScriptArguments(ScriptArguments):
             With `tta_split`, also evaluate the base model before the first pass (pass 0).
     """
 
-    script: str | None = field(
-        default=None,
-        metadata={"help": "The recipe's training script (prefeval, hba or elect), read by `rlce-trl train`."},
-    )
-    task: str | None = field(
-        default=None,
-        metadata={"help": "Your own task file (YAML: data, prompt, labels, gold, metric): train on its train split "
-                  "(validation on its validation split) with the recipe's method and settings."},
-    )
-    prompt_suffix: str | None = field(
-        default=None,
-        metadata={"help": "Text appended to the last user turn of every prompt (e.g. a format reminder for a small "
-                  "model); None leaves the prompts as built."},
-    )
-    max_prompt_length: int | None = field(
-        default=None,
-        metadata={"help": "Drop training rows whose templated prompt is longer (tokens); None: keep all."},
-    )
-    validation_steps: int | None = field(
-        default=None,
-        metadata={"help": "Validate every N optimizer steps and keep the best checkpoint in <output_dir>/best."},
-    )
+    script: str | None = field(default=None, metadata={
+        "help": "The recipe's training script (prefeval, hba or elect), read by `rlce-trl train`."})
+    task: str | None = field(default=None, metadata={
+        "help": "Your own task file (YAML: data, prompt, labels, gold, metric): train on its train split (validation "
+                "on its validation split) with the recipe's method and settings."})
+    prompt_suffix: str | None = field(default=None, metadata={
+        "help": "Text appended to the last user turn of every prompt (e.g. a format reminder for a small model); None "
+                "leaves the prompts as built."})
+    max_prompt_length: int | None = field(default=None, metadata={
+        "help": "Drop training rows whose templated prompt is longer (tokens); None: keep all."})
+    validation_steps: int | None = field(default=None, metadata={
+        "help": "Validate every N optimizer steps and keep the best checkpoint in <output_dir>/best."})
     validation_patience: int | None = field(
-        default=None, metadata={"help": "Stop after N validations without improvement; None never stops early."}
-    )
+        default=None, metadata={"help": "Stop after N validations without improvement; None never stops early."})
     validation_limit: int | None = field(
         default=None, metadata={"help": "Validate on the first N rows only (tta_split: adapt and evaluate on them)."})
     validation_max_new_tokens: int = field(default=512, metadata={"help": "Greedy tokens per validation response."})
     judge_base_url: str | None = field(
-        default=None, metadata={"help": "OpenAI-compatible judge endpoint (.../v1) for free-text validation."}
-    )
+        default=None, metadata={"help": "OpenAI-compatible judge endpoint (.../v1) for free-text validation."})
     judge_model: str | None = field(default=None, metadata={"help": "Model name at the judge endpoint."})
     judge_api_key_env: str = field(
-        default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the judge's API key."}
-    )
-    tta_split: str | None = field(
-        default=None,
-        metadata={"help": "Test-time adaptation: adapt on this split (gold removed) and evaluate on it every pass."},
-    )
+        default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the judge's API key."})
+    tta_split: str | None = field(default=None, metadata={
+        "help": "Test-time adaptation: adapt on this split (gold removed) and evaluate on it every pass."})
     tta_eval_base: bool = field(default=True, metadata={"help": "With tta_split, evaluate the base model first."})
     #: the `--config` recipe as named, without directories (paths can hold user names), set by [`RecipeParser`] (not
     #: an argument): the model card and the prompting record name it

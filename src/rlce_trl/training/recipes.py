@@ -163,11 +163,6 @@ def yaml_problem(error) -> str:
     return where + " ".join(str(getattr(error, "problem", None) or error).split())
 
 
-def script_for(recipe) -> str:
-    """The module that trains `recipe` ([`Recipe.module`])."""
-    return load_recipe(recipe).module()
-
-
 def train(argv: list[str]) -> int:
     """`rlce-trl train --config <recipe> [overrides]`: run the recipe's training script in this process (under
     `accelerate launch -m rlce_trl.cli train ...` for several GPUs)."""
