@@ -164,12 +164,9 @@ class Coevolver:
             yield
 
     # -- one step -----------------------------------------------------------------------------------------------------
-    def _step_dir(self, state: dict, step: dict) -> Path:
-        return self.output_dir / f"round-{state['round']}" / step["id"].split("-", 1)[1]
-
     def _run_step(self, state: dict, step: dict) -> None:
         phase = PhaseSpec.from_dict(step["phase"]) if step["phase"] else None
-        step_dir = self._step_dir(state, step)
+        step_dir = self.output_dir / f"round-{state['round']}" / step["id"].split("-", 1)[1]
         log_path = self.output_dir / "logs" / f"{step['id']}.log"
         job = self._job(state, step, phase, step_dir)
         skip = self._skip_reason(state, step, phase)
