@@ -17,6 +17,7 @@ from .checkpointing_compat import (
     translate_activation_checkpointing,
 )
 from .config_video import frame_kwargs, video_problems
+from .credentials import scrub, scrub_value
 from .data.hba import FRAME_FPS, FRAME_SIZE, MAX_FRAMES, MIN_FRAMES
 from .data.media import VIDEO_INPUTS
 from .errors import run_setting_problems
@@ -553,8 +554,7 @@ class RLCEGRPOConfig(GRPOConfig):
         super().__post_init__()
         mirror_activation_checkpointing(self)
         self._warn_vllm_only_sampling()
-        from .credentials import scrub  # the names every tracker (trackio, wandb, ...) shows, sent as they are
-
+        # the names every tracker (trackio, wandb, ...) shows, sent as they are
         self.run_name, self.project = scrub(self.run_name), scrub(self.project)
 
     def _partner_problems(self) -> list[str]:
@@ -637,8 +637,6 @@ class RLCEGRPOConfig(GRPOConfig):
         """What pickling keeps (the `training_args.bin` of every checkpoint): no credentials. The Hub token is
         dropped and every string is scrubbed by [`rlce_trl.credentials.scrub`] (verifier URLs lose any user-info and
         query string); a resumed run reads them from the environment or the command line again."""
-        from .credentials import scrub_value
-
         state = dict(self.__dict__)
         state["hub_token"] = None
         return {k: scrub_value(v, by_name=False) if isinstance(v, (str, list, tuple, dict)) else v
@@ -646,8 +644,6 @@ class RLCEGRPOConfig(GRPOConfig):
 
     def __str__(self):
         """TrainingArguments' listing of every field (printed by scripts and logs), scrubbed of credentials."""
-        from .credentials import scrub
-
         return scrub(super().__str__())
 
     __repr__ = __str__
@@ -655,8 +651,6 @@ class RLCEGRPOConfig(GRPOConfig):
     def to_dict(self):
         """TrainingArguments' `to_dict` (which `to_json_string`, TensorBoard, W&B and MLflow use), scrubbed of
         credentials like pickling."""
-        from .credentials import scrub_value
-
         return scrub_value(super().to_dict(), by_name=False)
 
     def evidence_settings(self) -> EvidenceSettings:

@@ -5,13 +5,19 @@ exception is a bug and keeps its traceback."""
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
 
 
 def did_you_mean(word: str, choices) -> str:
     """`: did you mean 'x'?` for the one of `choices` that `word` begins (`--out`: `--output_dir`), else the closest
     (difflib), or an empty string."""
-    import difflib
-
     choices = list(choices)
     longer = [c for c in choices if c.startswith(word)]
     close = longer if len(longer) == 1 else difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
@@ -28,8 +34,6 @@ def print_error(message) -> None:
     """`error: <message>` on stderr, its newline included, in ONE write, then flushed: ranks of a launch that share
     one stderr (unbuffered under torchrun / `python -u`, where `print` writes the text and the newline separately)
     can then never join their lines."""
-    import sys
-
     sys.stderr.write(f"error: {message}\n")
     sys.stderr.flush()
 
@@ -38,10 +42,6 @@ def output_dir_problem(path) -> str | None:
     """Why a run cannot write into the folder `path` (`None` when it can), found before anything is created: it is a
     file, a folder above it is a file, or the folder (or the nearest one above that exists) takes no new file; that
     is tried with a temporary file, which also catches read-only file systems, where permissions say yes."""
-    import os
-    import tempfile
-    from pathlib import Path
-
     folder = Path(os.path.expanduser(os.fspath(path))).absolute()
     if folder.exists() and not folder.is_dir():
         return "is a file: pass a folder (new or existing) for the run's checkpoints and logs"
@@ -107,8 +107,6 @@ def leave_process_group() -> None:
     """Before a launched rank exits on bad input: destroy the process group if one was set up (TRL's config sets it
     up while the command line is parsed), so that gloo's worker threads do not abort the exit. Every rank checks the
     same input and stops at the same point, so none is left waiting in a collective."""
-    import sys
-
     dist = sys.modules.get("torch.distributed")  # never imported here: a command without torch stays without it
     if dist is not None and dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
@@ -142,10 +140,6 @@ def watch_interrupts() -> None:
     """Install a SIGINT handler that records each Ctrl-C before raising KeyboardInterrupt as Python's own does; only
     where Python's default handler is in place (the main thread, no handler of the user's), and the record starts
     empty."""
-    import signal
-    import threading
-    import time
-
     _INTERRUPTS.clear()
     if threading.current_thread() is not threading.main_thread():
         return

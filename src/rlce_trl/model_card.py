@@ -22,6 +22,7 @@ import re
 import textwrap
 from pathlib import Path
 
+from . import models
 from .credentials import SECRET_NAME, clean_url
 from .credentials import scrub as redact
 
@@ -107,10 +108,8 @@ def base_model_id(name_or_path: str | None) -> str | None:
         recorded = None
     if isinstance(recorded, str) and recorded:
         return recorded
-    from .models import DEFAULT_CACHE, KNOWN_FOLDERS  # folders converted before the marker existed
-
-    folder = Path(name).resolve()
-    return KNOWN_FOLDERS.get(folder.name) if folder.parent == Path(DEFAULT_CACHE).resolve() else None
+    folder = Path(name).resolve()  # a folder converted before the marker existed
+    return models.KNOWN_FOLDERS.get(folder.name) if folder.parent == Path(models.DEFAULT_CACHE).resolve() else None
 
 
 def base_description(name_or_path: str | None) -> str:

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 
 from .data.media import has_raw_frames, media_items, media_key
 from .data.prompts import completion_text
-from .evidence.pipeline import EvidencePipeline, EvidenceSettings
+from .evidence.pipeline import EvidencePipeline, EvidenceSettings, settings_from_fields
 from .evidence.prompts import render_context
 from .evidence.reward import format_reward
 from .scoring import Group, GroupResult, StepStats
@@ -157,11 +157,7 @@ class RLCEReward:
         self.options = dict(options) if options is not None else None
         self.description = verifier if isinstance(verifier, str) else None
         self.num_generations = num_generations
-        if settings is None and options is not None:
-            from .evidence.pipeline import settings_from_fields
-
-            settings = settings_from_fields(options)
-        self.settings = settings
+        self.settings = settings_from_fields(options) if settings is None and options is not None else settings
         self.labels_column = labels_column or (options or {}).get("rlce_labels_column") or "answer_options"
         self.group_deadline_s = group_deadline_s or (options or {}).get("verifier_request_deadline") or 900.0
         #: Groups that got no reward because the verifier failed or the group ran out of time, since construction.

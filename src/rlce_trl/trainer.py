@@ -21,7 +21,7 @@ from .evidence.prompts import render_context
 from .health import HealthMonitor, HealthThresholds, NoLearningSignalError
 from .interrupted import clear_interrupted, interrupted_checkpoint, save_after_verifier_failure, save_interrupted
 from .methods import build_scorer, method_hook, scorer_name
-from .model_card import PAPER
+from .model_card import PAPER, add_rlce_section
 from .models import resolve_model
 from .retention import CompletionsRetention
 from .rewards import build_groups, completion_columns, metric_key, rlce_format
@@ -409,7 +409,6 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         super().create_model_card(model_name=model_name, dataset_name=dataset_name,
                                   tags=with_trackio_tags(tags, space))
         if self.is_world_process_zero():
-            from .model_card import add_rlce_section
             from .report import card_section  # the training report, built next to the card
 
             readme = os.path.join(self.args.output_dir, "README.md")
