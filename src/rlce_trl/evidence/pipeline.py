@@ -27,7 +27,6 @@ __all__ = ["EvidencePipeline", "EvidenceSettings", "EvidenceStepStats"]
 logger = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class EvidenceSettings:
     """How tests are built and read. Defaults are the paper's (appendix C.1) for PrefEval / IntentQA."""
@@ -301,11 +300,9 @@ class EvidencePipeline(ScorerBase):
         return classes[: self.static_max_classes]
 
     def _static_record_classes(self, state: GroupState) -> None:
-        known = self.static_classes.get(state.group.prompt_key, [])
         for answer in state.answers:
-            if answer not in known:
+            if answer not in self.static_classes.get(state.group.prompt_key, []):
                 self._static_update({"key": state.group.prompt_key, "class": answer})
-                known = self.static_classes[state.group.prompt_key]
 
     def _static_key(self, state: GroupState, i: int, j: int, tie_break: bool = False) -> str:
         """The store's key of an ordered answer pair; the extra round's tests of that pair under `<pair>\x1ftie`."""
