@@ -4,7 +4,7 @@ closed decisions read from the logits at their slot, and free text streamed one 
 ```
  prompts (token ids) ─► plan_prefixes: sort, cut into clusters sharing a long prefix (a group's sample context)
                      ─► prefill each cluster's prefix ONCE (batch 1, no padding), continuing the
-                        session's PrefixCache (earlier stages of the step read the same context) [prefix_kv]
+                        session's PrefixCache (earlier stages of the step read the same context) [prefill_prefix]
  batch of rows       ─► Rows: each row's prefix KV left-padded to the longest, masked;
                         row tokens fed with masked pads in the middle; positions continue each row's own prefix
                      ─► greedy_walk (closed replies: only decision slots read logits, forced text fed in one go)
@@ -13,12 +13,10 @@ closed decisions read from the logits at their slot, and free text streamed one 
 ```
 
 Models whose cache holds recurrent or convolution state beside keys and values (hybrids: Qwen3.5's Gated DeltaNet,
-NemotronH's and Falcon-H1's Mamba, LFM2's convolutions; `decoding_path(model) == "recurrent"`) share prefixes too: a
-prefix is read once into the cache the model's config builds, and every continuation starts from its own copy of
-that state (recurrent state is updated in place and cannot be cut back to a shorter prefix). Their rows are fed one
-at a time (a masked pad in the middle of a row would still move the recurrent state); only single-token decode
-steps run rows together. Models whose cache this module does not know take `model.generate` (`"generate"`); which
-kind a model's cache is, and the helpers that build and copy it, live in [`rlce_trl.generation.caches`].
+NemotronH's and Falcon-H1's Mamba, LFM2's convolutions; `decoding_path(model) == "recurrent"`) share prefixes too,
+each continuation on its own copy of the prefix state (recurrent state is updated in place and cannot be cut back to
+a shorter prefix), their prompts fed one at a time ([`Rows`]). Which kind a model's cache is, and the helpers that
+build it, live in [`rlce_trl.generation.caches`].
 
 Nothing here changes what is decided: a decision is the arg-max over the allowed tokens of the logits at its slot,
 exactly as a constrained `generate` takes it; only the work around it (recomputing the shared context, decoding

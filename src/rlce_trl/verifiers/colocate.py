@@ -1,8 +1,6 @@
-"""`verifier_mode="colocate"`: the policy around the [`VLLMServerProcess`] that serves the frozen verifier on a
-training GPU. One server per training rank, on that rank's GPU (`device_for_local_rank`), each holding one copy of
-the frozen model in `verifier_gpu_memory_utilization` of its GPU; the rank talks to it as a [`ServerVerifier`],
-restarts it when it is found dead before a call (at most `max_restarts` times) and may put it to sleep between
-calls. Built from a config by [`~rlce_trl.verifiers.from_config.remote_verifier`].
+"""`verifier_mode="colocate"`: one [`VLLMServerProcess`] per training rank, on that rank's GPU
+(`device_for_local_rank`), holding one copy of the frozen model in `verifier_gpu_memory_utilization` of it, and the
+restart and sleep policy around it. Built from a config by [`~rlce_trl.verifiers.from_config.remote_verifier`].
 """
 
 from __future__ import annotations

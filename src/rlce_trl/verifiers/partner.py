@@ -2,12 +2,10 @@
 frozen opponent (RLAC's critic, VisPlay's reasoner, Video-Zero's solver).
 
 Its settings are the `partner_*` fields of [`RLCEGRPOConfig`]. [`server_partner`] (`partner_mode="server"`) is a
-client of the partner's OpenAI-compatible server, through the one server verifier (its deadlines, retries and health
-check); a server that is down fails at once, naming the URL and the fix.
-
-`partner_mode="transformers"` is loaded once in this process by [`~rlce_trl.verifiers.factory.VerifierFactory`].
-The partner reaches a scorer as the keyword `partner=` of its constructor (`rlce_trl.methods.build_scorer`); a scorer
-built with `partner=None` uses its verifier as the partner (the single-model variant).
+client of the partner's OpenAI-compatible server through the one server verifier (its deadlines, retries and health
+check); `partner_mode="transformers"` is loaded once in this process by [`VerifierFactory`]. The partner reaches a
+scorer as the keyword `partner=` of its constructor (`rlce_trl.methods.build_scorer`); a scorer built with
+`partner=None` uses its verifier as the partner (the single-model variant).
 """
 
 from __future__ import annotations

@@ -15,10 +15,9 @@
  list[Reply] in request order ◄── a request that still fails: Reply.failed(...) (the stage counts it as abstention)
 ```
 
-Failure policy: one bad request never raises. A *call* in which no request succeeded counts as a failed call; after
-`max_consecutive_failures` failed calls in a row (any success resets the count) [`VerifierUnavailableError`] stops
-the run with a message naming the servers and the last error. A health check at construction fails fast, naming the
-URL and the command that starts a server.
+Failure policy: one bad request never raises; `max_consecutive_failures` calls in a row in which no request succeeded
+stop the run ([`VerifierUnavailableError`], naming the servers and the last error), and so does a health check at
+construction, naming the URL and the command that starts a server.
 
 Structured output: vLLM >= 0.11 takes `"structured_outputs": {"choice": [...]}` / `{"json": schema}`, vLLM <= 0.10
 `guided_choice` / `guided_json`; `structured_output="auto"` sends the new form and, on a 400 about it, retries once

@@ -19,8 +19,6 @@ import os
 TEMPLATE_TOKENS = 512
 #: Tokens a candidate answer may take beyond the policy's completion limit (re-tokenised text, the cut marker).
 ANSWER_SLACK_TOKENS = 8
-#: `--limit-mm-per-prompt` of a text recipe: no image or video input, so no encoder memory is reserved for them.
-TEXT_ONLY_LIMITS = {"image": 0, "video": 0}
 
 
 def verifier_prompt_tokens(args, max_prompt_length: int | None = None) -> int | None:
@@ -72,5 +70,5 @@ def dataset_sends_media(dataset) -> bool:
 
 
 def text_only_args() -> list[str]:
-    """vLLM arguments of a verifier that is never sent images or videos."""
-    return ["--limit-mm-per-prompt", json.dumps(TEXT_ONLY_LIMITS)]
+    """vLLM arguments of a verifier that is never sent images or videos: no encoder memory is reserved for them."""
+    return ["--limit-mm-per-prompt", json.dumps({"image": 0, "video": 0})]

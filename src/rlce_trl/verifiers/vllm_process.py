@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from .base import VerifierUnavailableError
@@ -155,6 +156,7 @@ def vllm_python() -> str:
     return os.environ.get("RLCE_VLLM_PYTHON") or sys.executable
 
 
+@dataclass(eq=False, repr=False)  # compared and hashed by identity (the live set)
 class VLLMServerProcess:
     """One `vllm.entrypoints.openai.api_server` child process serving a frozen checkpoint.
 
@@ -178,59 +180,41 @@ class VLLMServerProcess:
         startup_timeout_s: how long `start()` waits for `/health`.
     """
 
-    def __init__(
-        self,
-        model: str | os.PathLike,
-        *,
-        python: str | None = None,
-        host: str = "127.0.0.1",
-        port: int | None = None,
-        gpu_memory_utilization: float | None = None,
-        devices: str | None = None,
-        tensor_parallel_size: int = 1,
-        max_model_len: int | None = None,
-        max_num_seqs: int | None = None,
-        dtype: str | None = None,
-        seed: int | None = 0,
-        enforce_eager: bool = False,
-        enable_prefix_caching: bool = True,
-        enable_sleep_mode: bool = False,
-        compact_json: bool = True,
-        served_model_name: str = SERVED_MODEL_NAME,
-        extra_args: Sequence[str] = (),
-        env: dict[str, str] | None = None,
-        log_path: str | os.PathLike | None = None,
-        startup_timeout_s: float = 900.0,
-    ) -> None:
-        self.model = str(model)
-        python = python or vllm_python()
+    model: str | os.PathLike
+    _: KW_ONLY
+    python: str | None = None
+    host: str = "127.0.0.1"
+    port: int | None = None
+    gpu_memory_utilization: float | None = None
+    devices: str | None = None
+    tensor_parallel_size: int = 1
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    dtype: str | None = None
+    seed: int | None = 0
+    enforce_eager: bool = False
+    enable_prefix_caching: bool = True
+    enable_sleep_mode: bool = False
+    compact_json: bool = True
+    served_model_name: str = SERVED_MODEL_NAME
+    extra_args: Sequence[str] = ()
+    env: dict[str, str] | None = None
+    log_path: str | os.PathLike | None = None
+    startup_timeout_s: float = 900.0
+
+    def __post_init__(self) -> None:
+        self.model = str(self.model)
+        python = self.python or vllm_python()
         self.python = shutil.which(python) or python  # execv needs a path
-        self.host = host
         self._held: socket.socket | None = None
-        if port:
-            self.port = port
-        else:
-            self._held = hold_port(host)
+        if not self.port:
+            self._held = hold_port(self.host)
             self.port = self._held.getsockname()[1]
-        self.gpu_memory_utilization = gpu_memory_utilization
-        self.devices = devices
-        self.tensor_parallel_size = tensor_parallel_size
-        self.max_model_len = max_model_len
-        self.max_num_seqs = max_num_seqs
-        self.dtype = dtype
-        self.seed = seed
-        self.enforce_eager = enforce_eager
-        self.enable_prefix_caching = enable_prefix_caching
-        self.enable_sleep_mode = enable_sleep_mode
-        self.compact_json = compact_json
-        self.served_model_name = served_model_name
-        self.extra_args = list(extra_args)
-        self.env = dict(env or {})
-        self.startup_timeout_s = startup_timeout_s
-        if log_path is None:
-            handle, log_path = tempfile.mkstemp(prefix=f"rlce-verifier-vllm-{self.port}-", suffix=".log")
+        self.extra_args, self.env = list(self.extra_args), dict(self.env or {})
+        if self.log_path is None:
+            handle, self.log_path = tempfile.mkstemp(prefix=f"rlce-verifier-vllm-{self.port}-", suffix=".log")
             os.close(handle)
-        self.log_path = Path(log_path)
+        self.log_path = Path(self.log_path)
         self.proc: subprocess.Popen | None = None
         self.starts = 0
 
