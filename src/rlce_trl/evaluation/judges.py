@@ -151,8 +151,7 @@ def parse_json_verdict(text: str) -> dict | None:
     are tolerated); `None` when there is no object with a boolean-like `correct`."""
     if not text:
         return None
-    candidates = re.findall(r"\{.*\}", text, flags=re.DOTALL)
-    for candidate in candidates + re.findall(r"\{[^{}]*\}", text):
+    for candidate in re.findall(r"\{.*\}", text, flags=re.DOTALL) + re.findall(r"\{[^{}]*\}", text):
         try:
             obj = json.loads(candidate)
         except json.JSONDecodeError:

@@ -297,8 +297,7 @@ def card_section(monitor: HealthMonitor | None, steps: int) -> str:
         lines += [f"**Training was stopped early at step {monitor.stopped_by.step} by the training-health monitor "
                   f"(`health_stop: true`)**: {monitor.stopped_by.message}.", ""]
     if monitor.alarms:
-        lines.append("Alarms raised during training (rules in `rlce_trl.health`):")
-        lines.append("")
+        lines += ["Alarms raised during training (rules in `rlce_trl.health`):", ""]
         lines += [f"- step {a.step}: {a.rule.replace('_', ' ')}: `{a.metric}` = {a.value:.3f} (threshold "
                   f"{a.threshold:.3f})" for a in monitor.alarms]
     else:

@@ -87,9 +87,8 @@ def select_answer(candidates: Sequence[str], selector: str = "majority", *, prom
               "candidates": [{"text": t, "token_logprobs": (token_logprobs or [None] * len(candidates))[i]}
                              for i, t in enumerate(candidates)],
               "greedy": {"text": greedy} if greedy is not None else None}
-    row = row_from_record(record)
     chosen = make_selector(selector, verifier, **options)
-    (result,) = chosen.select([(row, list(range(len(candidates))))])
+    (result,) = chosen.select([(row_from_record(record), list(range(len(candidates))))])
     return result
 
 

@@ -139,14 +139,13 @@ def read_pool(path: str | os.PathLike, tail_fraction: float = 0.25) -> tuple[lis
                 continue
             try:
                 row = row_from_record(json.loads(raw.decode("utf-8")), tail_fraction)
+                problem = f"row {row.id} again (the first one is kept)" if row.id in seen else None
             except UnicodeDecodeError:
-                problems.append(f"{path.name}:{number}: not UTF-8 text")
-                continue
+                problem = "not UTF-8 text"
             except (ValueError, TypeError, AttributeError) as error:
-                problems.append(f"{path.name}:{number}: {first_line(error, 200)}")
-                continue
-            if row.id in seen:
-                problems.append(f"{path.name}:{number}: row {row.id} again (the first one is kept)")
+                problem = first_line(error, 200)
+            if problem:
+                problems.append(f"{path.name}:{number}: {problem}")
                 continue
             seen.add(row.id)
             rows.append(row)
@@ -239,12 +238,10 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
             batch.append(row)
         prompts = [[{"role": "user", "content": r["prompt"]}] if isinstance(r["prompt"], str) else r["prompt"]
                    for r in batch]
-        if not batch:
-            sampled = []
-        elif schedule is not None:
+        if batch and schedule is not None:
             sampled = sample_diversified(sampler, prompts, schedule)
         else:
-            sampled = sampler(prompts, specs)
+            sampled = sampler(prompts, specs) if batch else []
         for row, outs in zip(batch, sampled, strict=True):
             labels = row.get("answer_options") or None
             frames = row.get("num_frames")

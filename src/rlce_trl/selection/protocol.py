@@ -97,8 +97,8 @@ def select_rows(rows: Sequence[PoolRow], selectors: Sequence, budgets: Sequence[
     return path
 
 
-def _mean(xs):
-    return sum(xs) / len(xs) if xs else float("nan")
+def _mean(xs, empty=float("nan")):
+    return sum(xs) / len(xs) if xs else empty
 
 
 def paired_bootstrap(diffs: Sequence[float], resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
@@ -131,16 +131,11 @@ def pool_stats(rows: Sequence[PoolRow], think_range=(64, 1024), ngram: int = 3) 
     egs = [evidence_grounding_score(c.parse.keyframes, c.parse.invalid, r.evidence) for r, c in cands if r.evidence]
     confs = [c.confidence for _, c in cands if c.confidence is not None]
     frac = [len(c.parse.keyframes) / r.num_frames for r, c in cands if r.num_frames]
-    return {
-        "candidates": len(cands),
-        "schema_rate": _mean([float(c.parse.format_ok) for _, c in cands]),
-        "answer_rate": _mean([float(c.answer is not None) for _, c in cands]),
-        "cited_fraction": _mean(frac) if frac else None,
-        "EGS": _mean(egs) if egs else None,
-        "TI": _mean([transparency_score(think_length(c.parse.think), think_range) for _, c in cands]),
-        "RR": _mean([repetition_ratio(c.parse.think, ngram) for _, c in cands]),
-        "tail_conf": _mean(confs) if confs else None,
-    }
+    return {"candidates": len(cands), "schema_rate": _mean([float(c.parse.format_ok) for _, c in cands]),
+            "answer_rate": _mean([float(c.answer is not None) for _, c in cands]),
+            "cited_fraction": _mean(frac, None), "EGS": _mean(egs, None),
+            "TI": _mean([transparency_score(think_length(c.parse.think), think_range) for _, c in cands]),
+            "RR": _mean([repetition_ratio(c.parse.think, ngram) for _, c in cands]), "tail_conf": _mean(confs, None)}
 
 
 def summarize(records: Sequence[dict], reference: str = "majority", resamples: int = 2000) -> dict:
@@ -185,15 +180,15 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
                             rev.append(float(c["correct"]))
             lo, hi = paired_bootstrap(diffs, resamples) if name != reference else (0.0, 0.0)
             per_budget[str(b)] = {
-                "rows": len(acc), "accuracy": _mean(acc), "delta_vs_" + reference: _mean(diffs) if diffs else None,
-                "ci95": [lo, hi], "reversal_rate": _mean(rev) if rev else None, "reversal_rows": len(rev),
-                "harm_rate": _mean(harm) if harm else None, "fallback_rate": _mean(fallback), "errors": errors,
+                "rows": len(acc), "accuracy": _mean(acc), "delta_vs_" + reference: _mean(diffs, None),
+                "ci95": [lo, hi], "reversal_rate": _mean(rev, None), "reversal_rows": len(rev),
+                "harm_rate": _mean(harm, None), "fallback_rate": _mean(fallback), "errors": errors,
                 "rows_short": short, "mean_samples": _mean(samples), "referee_flips": flips,
                 # group-level agreement: how often the selector's own winner (no fallback) is the gold answer, with
                 # its 95% bootstrap interval, and the reference's accuracy on the same cells
-                "winner_cells": len(won), "winner_accuracy": _mean(won) if won else None,
+                "winner_cells": len(won), "winner_accuracy": _mean(won, None),
                 "winner_ci95": list(paired_bootstrap(won, resamples)) if won else None,
-                "reference_on_winner_cells": _mean(won_ref) if won_ref else None,
+                "reference_on_winner_cells": _mean(won_ref, None),
                 # exact McNemar against the reference, when each row has one subset (b = n): paired 0/1 outcomes
                 "mcnemar_p": mcnemar_exact(*discordant) if single and diffs and name != reference else None,
             }
@@ -201,11 +196,8 @@ def summarize(records: Sequence[dict], reference: str = "majority", resamples: i
         if failed:
             summary.setdefault("selector_failures", {})[name] = {"rows": len(failed), "first": failed[0]}
         costs = [r["cost"][name] for r in records if name in r.get("cost", {})]
-        summary["selectors"][name] = {
-            "budgets": per_budget,
-            "cost_per_row": {k: _mean([c[k] for c in costs]) for k in ("calls", "requests", "tokens", "seconds")}
-            if costs else {},
-        }
+        summary["selectors"][name] = {"budgets": per_budget, "cost_per_row": {
+            k: _mean([c[k] for c in costs]) for k in ("calls", "requests", "tokens", "seconds")} if costs else {}}
     return summary
 
 
