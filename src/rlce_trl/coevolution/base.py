@@ -32,11 +32,8 @@ class PhaseSpec:
     build_in_process: bool = False
 
     def to_dict(self) -> dict:
+        """The phase as plain data (a job's `phase`); `PhaseSpec(**data)` reads it back."""
         return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> PhaseSpec:
-        return cls(**data)
 
 
 def partner_round(settings: dict, steps: dict[str, int], first: str, second: str,

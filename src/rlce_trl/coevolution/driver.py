@@ -165,7 +165,7 @@ class Coevolver:
 
     # -- one step -----------------------------------------------------------------------------------------------------
     def _run_step(self, state: dict, step: dict) -> None:
-        phase = PhaseSpec.from_dict(step["phase"]) if step["phase"] else None
+        phase = PhaseSpec(**step["phase"]) if step["phase"] else None
         step_dir = self.output_dir / f"round-{state['round']}" / step["id"].split("-", 1)[1]
         log_path = self.output_dir / "logs" / f"{step['id']}.log"
         job = self._job(state, step, phase, step_dir)

@@ -233,7 +233,7 @@ def run_build(job: dict) -> dict:
     args = parse_job_args(job)
     set_seed(job["seed"] + job["round"])  # the frozen models sample: a rerun (after --resume) builds the same data
     method = get_method(job["method"], args[0].settings())
-    ctx = BuildContext(job["round"], PhaseSpec.from_dict(job["phase"]), job["checkpoints"], job["base_model"],
+    ctx = BuildContext(job["round"], PhaseSpec(**job["phase"]), job["checkpoints"], job["base_model"],
                        job["train_file"], job["data_file"], args, job["seed"], job.get("data", {}))
     return method.build_data(ctx)
 
