@@ -221,9 +221,7 @@ def xml_tag(text: str, tag: str) -> str | None:
 
 def yes_no(text: str | None) -> str | None:
     """`"yes"` / `"no"` from an `<answer>` value such as `Yes`, `[No]`, `yes.`; `None` for anything else."""
-    if text is None:
-        return None
-    word = re.sub(r"[^a-z]", " ", text.lower()).split()
+    word = re.sub(r"[^a-z]", " ", (text or "").lower()).split()
     return word[0] if word and word[0] in ("yes", "no") else None
 
 
@@ -233,8 +231,7 @@ def parse_check(check: str, reply: str) -> dict | None:
     if answer is None:
         return None
     if check == "acknowledge":
-        quote = xml_tag(reply, "preference") or ""
-        return {"answer": answer, "quote": quote.strip("[] \n\"'")}
+        return {"answer": answer, "quote": (xml_tag(reply, "preference") or "").strip("[] \n\"'")}
     return {"answer": answer}
 
 

@@ -104,16 +104,14 @@ class HealthMonitor(TrainerCallback):
         summaries = [summarize_group(g, r) for g, r in zip(groups, results, strict=True)]
         self.pending.append(StepRecord(step, summaries, Counter(verdicts) if verdicts is not None else None))
 
-    # the metrics of a window of steps
     def _window_metrics(self, records: Sequence[StepRecord]) -> dict:
         groups = [g for r in records for g in r.groups]
         closed = sum(g.closed for g in groups) * 2 >= len(groups)
         by_split = verified_majority_by_split(groups)
         verdicts = sum((r.verdict_mix() for r in records), Counter())
-        out = {"one_answer_share": one_answer_share(groups), "answered_share": answered_share(groups),
-               "zero_spread_share": zero_spread_share(groups), "signal_share": signal_share(groups),
-               "task_reward": task_reward(groups), "_closed": closed, "_eligible": pooled(by_split)[1],
-               "_by_split": by_split, "_verdicts": verdicts}
+        out = {f.__name__: f(groups) for f in (one_answer_share, answered_share, zero_spread_share, signal_share,
+                                               task_reward)}
+        out.update(_closed=closed, _eligible=pooled(by_split)[1], _by_split=by_split, _verdicts=verdicts)
         if closed:
             out["answer_entropy"] = answer_entropy(groups)
         else:
