@@ -112,9 +112,8 @@ def truncate_jsonl(path: str | os.PathLike, keep: Callable[[dict], bool]) -> int
     return dropped
 
 
-def read_jsonl_counted(
-    path: str | os.PathLike, what: str = "JSONL file", lenient: bool = False
-) -> tuple[list[dict], int]:
+def read_jsonl_counted(path: str | os.PathLike, what: str = "JSONL file",
+                       lenient: bool = False) -> tuple[list[dict], int]:
     """`(rows, skipped)`: the objects of a JSON-lines file (blank lines ignored) and the number of unreadable last
     lines skipped (0 or 1). Raises [`InputError`] for anything else that is wrong. With `lenient` (logs a killed or
     concurrent writer may have damaged: the evidence trail), every line that is not a JSON object is skipped and

@@ -5,10 +5,6 @@ A video block of a prompt, as `rlce_trl.data.hba.expand_videos` writes it:
 reference (absolute path and sampling settings) that [`resolve`] turns back into the same frames, so that processes
 exchange references rather than pixels. A *media item* (`Request.media`, `Group.media`) is a video block of that form
 with or without the `video` frames; a block without a `source` keeps its frames (its pixels then travel).
-
-`openai_messages` renders a request with media as OpenAI-compatible chat content parts (one `image_url` part per
-frame, JPEG data URLs, after a text part giving the frame times): the form a vLLM or other OpenAI-compatible
-vision-language server reads.
 """
 
 from __future__ import annotations

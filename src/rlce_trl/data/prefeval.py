@@ -181,9 +181,8 @@ def sample_padding(pool: list[tuple[str, str]], seed: int, topic: str, index: in
     return rng.sample(pool, min(k, len(pool)))
 
 
-def build_conversation(
-    form: str, record: dict, padding: list[tuple[str, str]], max_chars: int = MAX_CONVERSATION_CHARS
-) -> list[dict[str, str]]:
+def build_conversation(form: str, record: dict, padding: list[tuple[str, str]],
+                       max_chars: int = MAX_CONVERSATION_CHARS) -> list[dict[str, str]]:
     """Preference turns, then the padding pairs that fit under `max_chars`, then the question.
 
     The cap drops padding pairs from the end; the preference turns and the question are never cut (two persona
@@ -239,12 +238,9 @@ def make_row(form: str, topic: str, index: int, record: dict, conversation: list
     return row
 
 
-def build_prefeval(
-    prefeval_dir: str | os.PathLike | None = None,
-    forms: Iterable[str] = FORMS,
-    seed: int = DEFAULT_SEED,
-    max_chars: int = MAX_CONVERSATION_CHARS,
-) -> dict[str, dict[str, list[dict]]]:
+def build_prefeval(prefeval_dir: str | os.PathLike | None = None, forms: Iterable[str] = FORMS,
+                   seed: int = DEFAULT_SEED,
+                   max_chars: int = MAX_CONVERSATION_CHARS) -> dict[str, dict[str, list[dict]]]:
     """Build every requested form and split: `{form: {split: [row, ...]}}`.
 
     Args:
@@ -281,9 +277,8 @@ def build_prefeval(
     return out
 
 
-def prepare_prefeval(
-    prefeval_dir: str | os.PathLike | None, output_dir: str | os.PathLike, seed: int = DEFAULT_SEED
-) -> dict[str, dict[str, int]]:
+def prepare_prefeval(prefeval_dir: str | os.PathLike | None, output_dir: str | os.PathLike,
+                     seed: int = DEFAULT_SEED) -> dict[str, dict[str, int]]:
     """Write `output_dir/{form}/{split}.jsonl` for the three forms and return the row counts.
 
     All or nothing: the output folder is checked first (a file, or not writable: [`InputError`]), every split is

@@ -32,6 +32,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..errors import InputError, MissingInputError, did_you_mean, first_line
+from .files import check_data_file
 from .prompts import answer_instruction
 
 #: Metric name -> what it scores (the functions are in `rlce_trl.evaluation.metrics.METRIC_FUNCTIONS`).
@@ -339,8 +340,6 @@ def read_records(path: str | os.PathLike, what: str = "--dataset_name") -> list[
     kind = _FORMATS.get(path.suffix.lower())
     if kind is None:
         raise InputError(f"{what} {path.name}: use a .json, .jsonl, .csv or .parquet file.")
-    from .files import check_data_file
-
     check_data_file(path, kind, what)  # empty, not UTF-8, bad JSON line, one-column CSV: one line each
     import datasets
 

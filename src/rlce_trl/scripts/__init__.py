@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import InputError
+from ..errors import InputError, interrupt_message, leave_process_group, print_error, watch_interrupts
 
 
 def run_script(make_parser, main) -> None:
@@ -27,7 +27,6 @@ def exit_on_bad_input(body):
     """`body()`, except that bad input ([`InputError`], an unreachable verifier) ends the process with one
     `error: <message>` line (scrubbed of credentials) and exit status 2, with no traceback: what `rlce-trl` does,
     for the scripts run as `python examples/<script>.py` or `python -m rlce_trl.scripts.<script>`."""
-    from ..errors import interrupt_message, watch_interrupts
     from ..verifiers.base import VerifierUnavailableError
 
     watch_interrupts()
@@ -38,7 +37,6 @@ def exit_on_bad_input(body):
         raise SystemExit(130) from None
     except (InputError, VerifierUnavailableError) as error:
         from ..credentials import scrub_message
-        from ..errors import leave_process_group, print_error
 
         leave_process_group()
         print_error(scrub_message(error))

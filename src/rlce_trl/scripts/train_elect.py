@@ -54,6 +54,16 @@ class ElectScriptArguments:
         "help": "Drop rows whose templated prompt is longer (tokens); None: keep all (the shared length filter)."})
     recipe: str | None = field(default=None, init=False, repr=False)  # set by the parser, as for the other scripts
 
+    def __post_init__(self):  # a missing output_dir or a bad think_range: one line naming the fix
+        if not self.output_dir:
+            raise InputError("pass --output_dir (or set output_dir in the recipe).")
+        try:
+            lo, hi = (int(x) for x in self.think_range.split(","))
+        except ValueError:
+            raise InputError(f"think_range {self.think_range!r}: give two whole numbers, e.g. 16,128.") from None
+        if not 0 <= lo < hi:
+            raise InputError(f"think_range {self.think_range!r}: give lower,upper with 0 <= lower < upper.")
+
 
 def make_parser() -> RecipeParser:
     """The same recipe parser as the other training scripts (one-line errors, `--config` recipes by name or path)."""
@@ -63,26 +73,13 @@ def make_parser() -> RecipeParser:
 def parse_args(argv=None) -> ElectScriptArguments:
     """The settings, with a `--config` recipe's values as defaults (flags win); a missing `--output_dir` is one
     line naming the fix."""
-    (args,) = make_parser().parse_args_and_config(argv)
-    return check_args(args)
-
-
-def check_args(args: ElectScriptArguments) -> ElectScriptArguments:
-    if not args.output_dir:
-        raise InputError("pass --output_dir (or set output_dir in the recipe).")
-    try:
-        lo, hi = (int(x) for x in args.think_range.split(","))
-    except ValueError:
-        raise InputError(f"think_range {args.think_range!r}: give two whole numbers, e.g. 16,128.") from None
-    if not 0 <= lo < hi:
-        raise InputError(f"think_range {args.think_range!r}: give lower,upper with 0 <= lower < upper.")
-    return args
+    return make_parser().parse_args_and_config(argv)[0]
 
 
 def main(args: ElectScriptArguments | list[str] | None = None):
     """Train; `args` are the parsed settings, or a command line to parse. The run is the shared pipeline
     ([`rlce_trl.training.pipeline.train`]) with the numbered-evidence task supplying its rows ([`elect_run`])."""
-    args = check_args(args) if isinstance(args, ElectScriptArguments) else parse_args(args)
+    args = args if isinstance(args, ElectScriptArguments) else parse_args(args)
     script_args, training_args, model_args, task, reward_funcs, trainer_class = elect_run(args)
     return train(script_args, training_args, model_args, task, reward_funcs=reward_funcs,
                  trainer_class=trainer_class)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
+from rlce_trl.data.hba import load_hba_split
 from rlce_trl.data.tasks import get_task, video_tasks
 from rlce_trl.errors import InputError
 from rlce_trl.scripts import run_script
@@ -59,8 +60,6 @@ class HBAScriptArguments(RLCEScriptArguments):
 def load_rows(script_args) -> TaskRows:
     """The task's HBA rows (`--train_file`, `--validation_file`): video prompts, or text alone with `text_only`;
     with `tta_split`, `--train_file` is the split to adapt on, read with its gold."""
-    from rlce_trl.data.hba import load_hba_split
-
     if not script_args.train_file:
         raise InputError("Pass --train_file (the task's HBA training split, JSONL).")
     if not (script_args.text_only or script_args.media_root):

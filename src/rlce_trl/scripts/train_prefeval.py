@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from trl import ModelConfig
 
 from rlce_trl.config import RLCEGRPOConfig
+from rlce_trl.data import build_prefeval, load_preference_sample, read_jsonl
 from rlce_trl.data.prefeval import DATASET_NAME, FORMS
-from rlce_trl.data.tasks import looks_like_hub_id
+from rlce_trl.data.tasks import load_hub_splits, looks_like_hub_id, read_records
 from rlce_trl.errors import InputError
 from rlce_trl.scripts import run_script
 from rlce_trl.training.arguments import RecipeParser, RLCEScriptArguments
@@ -63,8 +64,6 @@ class PrefEvalScriptArguments(RLCEScriptArguments):
 def load_rows(script_args) -> TaskRows:
     """The PrefEval rows: train and validation splits; with `tta_split`, that split as the training rows (the
     pipeline evaluates on it with its gold and trains on it without)."""
-    from rlce_trl.data import build_prefeval, load_preference_sample, read_jsonl
-
     forms = FORMS if script_args.prefeval_form == "all" else (script_args.prefeval_form,)
     names = (script_args.tta_split,) if script_args.tta_split else ("train", "validation")
     if script_args.dataset_name == "sample":
@@ -95,8 +94,6 @@ def rows_in_package_format(script_args) -> TaskRows:
     """`--dataset_name` as a local file or a Hub dataset id (as TRL's scripts take it) whose rows are in the
     package's format (a conversational `prompt`; optional `answer_options`; no gold in the train split). A file is
     the train split; a Hub dataset gives `dataset_train_split` and, for validation, `dataset_test_split`."""
-    from rlce_trl.data.tasks import load_hub_splits, read_records
-
     name = script_args.dataset_name
     if os.path.isfile(name):
         train_rows, validation_rows = read_records(name), []

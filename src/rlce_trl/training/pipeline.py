@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
+from ..data import to_dataset
+from ..data.checks import adaptation_rows, check_no_gold
+from ..data.hba import check_clips, with_frames
 from ..data.jsonl import write_json
 from ..data.prompts import Prompting, save_prompting
+from ..data.tasks import judge_of, load_task
 from ..errors import InputError
 from ..models import check_model_source, resolve_model
 from .disk import CheckpointSizeCallback, folder_bytes, human, link_final_weights
 from .preflight import preflight_hook
+from .tta import tta_callbacks, tta_card_info
 
 logger = logging.getLogger(__name__)
+
 
 def prepare_run(script_args, training_args, model_args) -> None:
     """Resolve model aliases, apply the model arguments the way TRL's script does, size a co-located verifier's
@@ -48,8 +54,6 @@ def add_prompt_suffix(rows: list[dict], suffix: str | None) -> list[dict]:
     """Rows whose last user turn ends with `suffix` (text content or the last text block); a row with its own
     `answer_instruction` (a task file's, [`rlce_trl.data.tasks`]) ends with that instead (a recipe's suffix is a
     generic format reminder; the task's names its labels)."""
-    if not suffix and not any(row.get("answer_instruction") for row in rows):
-        return rows
     out = []
     for row in rows:
         suffix_of_row = row.get("answer_instruction") or suffix
@@ -73,10 +77,8 @@ def add_prompt_suffix(rows: list[dict], suffix: str | None) -> list[dict]:
     return out
 
 
-def filter_long_prompts(
-    rows: list[dict], tokenizer_path: str, max_prompt_length: int | None, chat_template_kwargs=None,
-    max_completion_length: int | None = None,
-):
+def filter_long_prompts(rows: list[dict], tokenizer_path: str, max_prompt_length: int | None,
+                        chat_template_kwargs=None, max_completion_length: int | None = None):
     """Rows whose chat-templated prompt (generation prompt included) has at most `max_prompt_length` tokens. Unset,
     the limit is the model's context (`max_position_embeddings`) less `max_completion_length`: a longer prompt cannot
     be generated from, so it is dropped with a count and a line saying so (all of them: an [`InputError`])."""
@@ -92,9 +94,8 @@ def filter_long_prompts(
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
     kept, shortest = [], None
     for row in rows:
-        ids = tokenizer.apply_chat_template(
-            row["prompt"], add_generation_prompt=True, tokenize=True, **(chat_template_kwargs or {})
-        )
+        ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True,
+                                            **(chat_template_kwargs or {}))
         if hasattr(ids, "keys"):  # transformers 5 may return a BatchEncoding
             ids = ids["input_ids"]
         shortest = len(ids) if shortest is None else min(shortest, len(ids))
@@ -128,9 +129,8 @@ def model_context(name_or_path: str) -> int | None:
     return context if isinstance(context, int) and context > 0 else None
 
 
-def validation_callbacks(
-    script_args, training_args, rows: list[dict] | None, needs_judge: bool, prefeval_dir=None, media_root=None
-):
+def validation_callbacks(script_args, training_args, rows: list[dict] | None, needs_judge: bool, prefeval_dir=None,
+                         media_root=None):
     """`[BestCheckpointCallback]` when `validation_steps` is set, else `[]`."""
     if not script_args.validation_steps:
         return []
@@ -150,11 +150,8 @@ def validation_callbacks(
 def make_judge(script_args, rows: list[dict], prefeval_dir=None):
     """The LLM judge of free-text rows (PrefEval, IntentQA) from `judge_base_url` / `judge_model`."""
     if not (script_args.judge_base_url and script_args.judge_model):
-        raise InputError(
-            "Validation of free-text rows needs an LLM judge: set judge_base_url and judge_model (any "
-            "OpenAI-compatible endpoint, e.g. `vllm serve`), or unset validation_steps."
-        )
-    from ..data.tasks import judge_of
+        raise InputError("Validation of free-text rows needs an LLM judge: set judge_base_url and judge_model (any "
+                         "OpenAI-compatible endpoint, e.g. `vllm serve`), or unset validation_steps.")
     from ..evaluation.evaluate import Judge
     from ..evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
 
@@ -175,8 +172,6 @@ def card_info(trainer, dataset: str, script_args, rows: int, repeated: int) -> N
 
         write_json({"title": dataset}, os.path.join(trainer.args.output_dir, RUN_FILE))
     if script_args.tta_split:
-        from .tta import tta_card_info
-
         tta_card_info(trainer, script_args.tta_split, trainer.args.num_train_epochs)
 
 
@@ -230,8 +225,6 @@ def task_file_rows(script_args) -> TaskRows:
     """The rows of the `--task` file: its train split without the gold (with `tta_split`, that split with its gold,
     which the pipeline withholds from training), and its validation split with the gold when it has one. Every
     problem is one line, before a model loads."""
-    from ..data.tasks import load_task
-
     task = load_task(script_args.task)
     if script_args.tta_split:
         train_rows = task.rows(script_args.tta_split, with_gold=True)
@@ -257,8 +250,6 @@ def prompting_of(script_args, training_args) -> Prompting:
 def prompting_from_recipe(recipe) -> Prompting:
     """The [`Prompting`] a recipe (a [`~rlce_trl.training.recipes.Recipe`]) trains with, read from its values with
     the training arguments' defaults ([`prompting_of`] of the parsed recipe), without building a training config."""
-    from dataclasses import fields
-
     from ..config import RLCEGRPOConfig
 
     defaults = {f.name: f.default for f in fields(RLCEGRPOConfig) if f.name in ("reward_method", "rlce_labels_column")}
@@ -298,10 +289,6 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
     What a run adds to its task: `reward_funcs` (TRL's reward functions; their weights are `training_args.
     reward_weights`) and `trainer_class` (default [`RLCEGRPOTrainer`]; Elect's paper-faithful gold gate passes the
     stock `trl.GRPOTrainer` with a stock `trl.GRPOConfig`, which has no RLCE settings to apply)."""
-    from ..data import to_dataset
-    from ..data.checks import adaptation_rows, check_no_gold
-    from .tta import tta_callbacks
-
     prepare_run(script_args, training_args, model_args)
     train_rows, validation_rows, eval_rows = task.train, task.validation, []
     if script_args.tta_split:
@@ -325,8 +312,6 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
         train_rows, repeated = fill_one_batch(train_rows, batch)
     train_dataset = to_dataset(train_rows)
     if task.media_root is not None:
-        from ..data.hba import check_clips, with_frames
-
         check_clips(train_rows + validation_rows, task.media_root)
         train_dataset = with_frames(train_dataset, task.media_root, **training_args.frame_kwargs())
     callbacks = validation_callbacks(script_args, training_args, validation_rows, needs_judge=task.free_text,
@@ -340,8 +325,8 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
 
 def fill_one_batch(rows: list[dict], prompts: int) -> tuple[list[dict], int]:
     """Rows for at least one generation batch of `prompts` prompts: TRL's sampler drops an incomplete batch, so a run
-    with fewer rows would train 0 steps. Fewer rows are repeated in order (every row
-    at least once: the one step sees them all), with a warning; `(rows, added)`."""
+    with fewer rows would train 0 steps. Fewer rows are repeated in order (every row at least once: the one step sees
+    them all), with a warning; `(rows, added)`."""
     if not rows:
         raise InputError("There are no training rows: nothing to train on (give a split with rows).")
     if len(rows) >= prompts:
@@ -359,15 +344,10 @@ def train_rlce(script_args, training_args, model_args, train_dataset, callbacks,
 
     if trainer_class is None:
         from ..trainer import RLCEGRPOTrainer as trainer_class
-    trainer = trainer_class(
-        reward_funcs=reward_funcs,
-        model=model_args.model_name_or_path,
-        args=training_args,
-        train_dataset=train_dataset,
-        callbacks=[*callbacks, CheckpointSizeCallback()],
-        peft_config=get_peft_config(model_args),
-        quantization_config=get_quantization_config(model_args),
-    )
+    trainer = trainer_class(reward_funcs=reward_funcs, model=model_args.model_name_or_path, args=training_args,
+                            train_dataset=train_dataset, callbacks=[*callbacks, CheckpointSizeCallback()],
+                            peft_config=get_peft_config(model_args),
+                            quantization_config=get_quantization_config(model_args))
     card_info(trainer, dataset, script_args, len(train_dataset) - repeated, repeated)
     hook = preflight_hook()
     if hook is not None:  # `rlce-trl check`: the real trainer, one sampled step, no training

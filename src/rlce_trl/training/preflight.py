@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from ..errors import InputError
+
 _HOOK: ContextVar[Callable | None] = ContextVar("rlce_preflight_hook", default=None)
 
 
@@ -90,7 +92,6 @@ class _Observer:
 def sample_step(trainer, rows: int) -> PreflightResult:
     """One group of `num_generations` rollouts for each of the first `rows` training rows, generated and scored by
     `trainer` exactly as a training step does (`GRPOTrainer._generate_and_score_completions`); nothing is trained."""
-    from ..errors import InputError
     from ..health.signal import group_signal
 
     if trainer.accelerator.num_processes > 1:  # every process would score every other's copy of the same groups

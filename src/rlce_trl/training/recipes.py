@@ -8,6 +8,7 @@ The recipes live in `configs/` of a clone; a wheel carries the same files as pac
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,8 +167,6 @@ def yaml_problem(error) -> str:
 def train(argv: list[str]) -> int:
     """`rlce-trl train --config <recipe> [overrides]`: run the recipe's training script in this process (under
     `accelerate launch -m rlce_trl.cli train ...` for several GPUs)."""
-    import importlib
-
     if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
         raise InputError("rlce-trl train needs --config <recipe>: a YAML path or a name from `rlce-trl recipes`.")
     recipe = load_recipe(argv[argv.index("--config") + 1])  # the parser reads it again: the card names it as given
