@@ -79,11 +79,6 @@ class BestCheckpointCallback(TrainerCallback):
         """Save the best checkpoint through `trainer.save_model` (complete weights under ZeRO-3 / FSDP)."""
         self.trainer = trainer
 
-    def _is_better(self, score: float) -> bool:
-        if self.best_score is None:
-            return True
-        return score > self.best_score if self.greater_is_better else score < self.best_score
-
     def _run(self, args, state, control, model, processing_class):
         if any(h["step"] == state.global_step for h in self.history):
             return control
@@ -91,7 +86,8 @@ class BestCheckpointCallback(TrainerCallback):
         if _world()[1] > 1:  # the main process's score (and stop decision) on every process
             score = _broadcast(score)
         best_dir = Path(self.best_dir or Path(args.output_dir) / "best")
-        improved = self._is_better(score)
+        improved = self.best_score is None or (
+            score > self.best_score if self.greater_is_better else score < self.best_score)
         self.history.append({"step": state.global_step, "score": score, "best": improved})
         if improved:
             self.best_score, self.best_step, self.bad_validations = score, state.global_step, 0

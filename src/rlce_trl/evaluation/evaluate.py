@@ -37,9 +37,6 @@ from .metrics import extract_prediction, macro_average, task_score
 _GENERATED = ("id", "task", "form", "topic", "question", "prompt", "prompt_text", "gold", "response", "prediction")
 
 
-# --------------------------------------------------------------------------------------------------------- judging
-
-
 class Judge:
     """Scores free-text rows with the judge their task names ([`rlce_trl.data.tasks.JUDGES`]): `prefeval_checks`,
     PrefEval's four `error_type/` checks; `reference`, the JSON-verdict judge (question, gold answer, response)."""
@@ -60,9 +57,6 @@ class Judge:
         raise ValueError(f"No judge for task {task!r}.")
 
 
-# ------------------------------------------------------------------------------------------------------ the loop
-
-
 class OutputLock:
     """An exclusive lock on an output folder (`.evaluate.lock`, `flock`): a second run on the same folder is refused
     at once instead of writing duplicate rows. Released when the process ends, however it ends."""
@@ -71,10 +65,8 @@ class OutputLock:
         self.path, self.handle = folder / ".evaluate.lock", None
 
     def __enter__(self):
-        try:
-            import fcntl
-        except ImportError:  # not POSIX: no lock (documented)
-            return self
+        import fcntl  # POSIX, as the co-evolution driver's lock
+
         self.handle = open(self.path, "a+", encoding="utf-8")
         try:
             fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -59,9 +59,8 @@ def _run_selector(selector, items) -> tuple[list[Selection], dict[str, str]]:
 def select_rows(rows: Sequence[PoolRow], selectors: Sequence, budgets: Sequence[int], output_dir: str | os.PathLike,
                 subsets: int = 5, seed: int = 0, chunk_size: int = 16, log: Callable[[str], None] = print) -> Path:
     """Run every selector on every row and budget; append one JSON line per row to `output_dir/selections.jsonl`."""
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / SELECTIONS_FILE
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    path = Path(output_dir) / SELECTIONS_FILE
     repair_jsonl_tail(path)
     done = {r["id"] for r in read_jsonl_lenient(path)[0] if "id" in r} if path.exists() else set()
     todo = [r for r in rows if r.id not in done]

@@ -106,12 +106,11 @@ class ScorerSelector:
         return c.text if c.answer is None else f"{c.text}\n\\boxed{{{c.answer}}}"
 
     def select(self, items: Sequence[Item]) -> list[Selection]:
-        groups = [
-            Group(context=render_context(row.prompt), completions=[self._text(row.candidates[i]) for i in subset],
-                  labels=row.labels, question=row.question, key=f"{row.id}:{','.join(map(str, subset))}",
-                  media=media_items(row.prompt))  # a video row's clip: every verifier stage sees it
-            for row, subset in items
-        ]
+        groups = [Group(context=render_context(row.prompt),
+                        completions=[self._text(row.candidates[i]) for i in subset], labels=row.labels,
+                        question=row.question, key=f"{row.id}:{','.join(map(str, subset))}",
+                        media=media_items(row.prompt))  # a video row's clip: every verifier stage sees it
+                  for row, subset in items]
         results, _ = self.scorer.score(groups)
         out = []
         for (row, subset), result in zip(items, results, strict=True):
