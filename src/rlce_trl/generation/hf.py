@@ -29,10 +29,8 @@ def load_frozen_model(name_or_path: str, device=None, dtype=None, **kwargs):
     so each rank can score its own groups independently."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    with _without_zero3_init():
-        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype or "auto", **_placed(kwargs, device))
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, padding_side="left", **tokenizer_kwargs(kwargs))
-    return _frozen(model, device), tokenizer
+    model = _load_frozen(AutoModelForCausalLM, name_or_path, device, dtype, kwargs)
+    return model, AutoTokenizer.from_pretrained(name_or_path, padding_side="left", **tokenizer_kwargs(kwargs))
 
 
 def check_vision_language(name_or_path: str, label: str = "", what: str = "the rows carry clips", **kwargs) -> None:
@@ -66,37 +64,27 @@ def load_frozen_vlm(name_or_path: str, device=None, dtype=None, **kwargs):
             f"Loading the video processor of {name_or_path} failed ({error}). Video rows need torchvision next to "
             "torch: `pip install torchvision` (the build that matches your torch)."
         ) from error
-    with _without_zero3_init():
-        model = AutoModelForImageTextToText.from_pretrained(name_or_path, dtype=dtype or "auto",
-                                                            **_placed(kwargs, device))
-    return _frozen(model, device), processor
+    return _load_frozen(AutoModelForImageTextToText, name_or_path, device, dtype, kwargs), processor
 
 
-def _placed(kwargs: dict, device) -> dict:
-    """A quantized model is placed on `device` while it loads (`device_map`): it cannot be moved afterwards."""
+def _load_frozen(auto_class, name_or_path: str, device, dtype, kwargs: dict):
+    """`auto_class.from_pretrained` as a frozen model on `device`, never ZeRO-3 sharded; a quantized model is placed
+    while it loads (`device_map`): it cannot be moved afterwards."""
+    from transformers.integrations import deepspeed as hf_ds
+
     if device is not None and kwargs.get("quantization_config") is not None:
-        return {**kwargs, "device_map": {"": device}}
-    return kwargs
-
-
-def _frozen(model, device):
+        kwargs = {**kwargs, "device_map": {"": device}}
+    saved = getattr(hf_ds, "_hf_deepspeed_config_weak_ref", None)
+    hf_ds._hf_deepspeed_config_weak_ref = None  # no `zero.Init`: transformers would shard the model
+    try:
+        model = auto_class.from_pretrained(name_or_path, dtype=dtype or "auto", **kwargs)
+    finally:
+        hf_ds._hf_deepspeed_config_weak_ref = saved
     if device is not None and not getattr(model, "is_quantized", False):
         model.to(device)
     model.eval()
     model.requires_grad_(False)
     return model
-
-
-@contextlib.contextmanager
-def _without_zero3_init():
-    from transformers.integrations import deepspeed as hf_ds
-
-    saved = getattr(hf_ds, "_hf_deepspeed_config_weak_ref", None)
-    hf_ds._hf_deepspeed_config_weak_ref = None
-    try:
-        yield
-    finally:
-        hf_ds._hf_deepspeed_config_weak_ref = saved
 
 
 def with_pad_token(tokenizer):

@@ -123,14 +123,11 @@ def prefill_prefix(model, ids: list[int], work: Work, cache: PrefixCache | None 
         work.prefill_tokens += len(ids) - start
         work.forward_calls += 1
     work.reused_tokens += start
-    if recurrent:
-        if cache is not None:
-            cache.put(ids, kv)
-        return kv
-    layers = [(layer.keys, layer.values) for layer in kv.layers] if ids else []
+    if not recurrent:
+        kv = [(layer.keys, layer.values) for layer in kv.layers] if ids else []
     if cache is not None:
-        cache.put(ids, layers)
-    return layers
+        cache.put(ids, kv)
+    return kv
 
 
 class Rows:

@@ -85,11 +85,8 @@ class ServerVerifier(Verifier):
         api_key_env: name of the environment variable holding a bearer token (`None`: send none).
         structured_output: `"auto"` (vLLM's `structured_outputs`, dropped after a 400 about it), `"structured_outputs"`
             (always), `"guided"` (vLLM <= 0.10 `guided_choice` / `guided_json`), `"none"`.
-        vllm_sampling_extras: send `top_k` (a vLLM extra parameter); turn off for strict OpenAI endpoints.
-        health_check: check every URL at construction (fails fast); `health_wait_s` waits that long for servers that
-            are still starting.
-        extra_body: extra JSON fields sent with every request (e.g. `{"seed": 0}`, `{"chat_template_kwargs":
-            {"enable_thinking": False}}`).
+        health_wait_s: how long the health check at construction (every URL; fails fast) waits for servers that are
+            still starting.
         one_token_decisions: greedy guided-choice and JSON-of-enums requests are decided one generated token per
             decision, with the choices' logprobs (`verifiers/decisions.py`); `False` sends them whole.
     """
@@ -115,10 +112,7 @@ class ServerVerifier(Verifier):
         max_reply_bytes: int = 16_000_000,
         api_key_env: str | None = "RLCE_VERIFIER_API_KEY",
         structured_output: str = "auto",
-        vllm_sampling_extras: bool = True,
-        health_check: bool = True,
         health_wait_s: float = 0.0,
-        extra_body: dict | None = None,
         one_token_decisions: bool = True,
     ) -> None:
         super().__init__()
@@ -141,8 +135,6 @@ class ServerVerifier(Verifier):
         self._outage_since: float | None = None  # monotonic time of the first failed call in a row
         self.call_timeout_s = call_timeout_s
         self.structured_output = structured_output
-        self.vllm_sampling_extras = vllm_sampling_extras
-        self.extra_body = dict(extra_body or {})
         self.one_token_decisions = one_token_decisions
         self.supports_structured_output = structured_output != "none"
         self.server_stats = ServerStats()
@@ -160,8 +152,7 @@ class ServerVerifier(Verifier):
         )
         self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="rlce-verifier")
         try:
-            if health_check:
-                self.health_check(wait_s=health_wait_s)
+            self.health_check(wait_s=health_wait_s)
             if self.model is None:
                 self.model = self._discover_model()
         except BaseException:
@@ -230,9 +221,8 @@ class ServerVerifier(Verifier):
         }
         if not s.greedy:
             body["top_p"] = s.top_p
-            if s.top_k and self.vllm_sampling_extras:
-                body["top_k"] = s.top_k
-        body.update(self.extra_body)
+            if s.top_k:
+                body["top_k"] = s.top_k  # a vLLM extra parameter
         body.update(getattr(request, "payload_extra", None) or {})  # one-token decisions (decisions.py)
         if structured and (request.choices or request.json_schema is not None):
             if self.structured_output == "guided":
@@ -282,9 +272,7 @@ class ServerVerifier(Verifier):
             if preferred in live and preferred not in tried:
                 return preferred
             fresh = [u for u in live if u not in tried] or live
-            if not fresh:
-                return None
-            return min(fresh, key=lambda u: self._inflight[u])
+            return min(fresh, key=lambda u: self._inflight[u], default=None)
 
     def _post(self, url: str, body: dict, deadline: float | None) -> dict:
         with self._lock:

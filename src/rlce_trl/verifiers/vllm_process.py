@@ -170,9 +170,6 @@ class VLLMServerProcess:
         tensor_parallel_size, max_model_len, max_num_seqs, dtype, seed, enforce_eager, enable_prefix_caching: the
             usual vLLM options.
         enable_sleep_mode: start with `--enable-sleep-mode` and the dev endpoints (`/sleep`, `/wake_up`).
-        compact_json: JSON-schema outputs without free whitespace (`--structured-outputs-config
-            {"backend": "xgrammar", "disable_any_whitespace": true}`; vLLM 0.31 takes it per server, not per
-            request): small models otherwise spend `max_tokens` on spaces inside the JSON.
         extra_args: more command-line arguments, appended as is.
         env: extra environment variables of the child (e.g. `{"VLLM_CPU_KVCACHE_SPACE": "1"}` on CPU), on top of
             the allow-listed part of the trainer's (`child_environment`).
@@ -195,7 +192,6 @@ class VLLMServerProcess:
     enforce_eager: bool = False
     enable_prefix_caching: bool = True
     enable_sleep_mode: bool = False
-    compact_json: bool = True
     served_model_name: str = SERVED_MODEL_NAME
     extra_args: Sequence[str] = ()
     env: dict[str, str] | None = None
@@ -239,9 +235,9 @@ class VLLMServerProcess:
         switches = {"--enforce-eager": self.enforce_eager, "--enable-prefix-caching": self.enable_prefix_caching,
                     "--enable-sleep-mode": self.enable_sleep_mode}
         cmd += [flag for flag, on in switches.items() if on]
-        if self.compact_json:
-            # vLLM allows the flag only with an explicit xgrammar / guidance backend.
-            cmd += ["--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']
+        # JSON outputs without free whitespace (small models otherwise spend `max_tokens` on spaces inside the JSON):
+        # vLLM 0.31 takes it per server, not per request, and only with an explicit xgrammar / guidance backend.
+        cmd += ["--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']
         return cmd + self.extra_args
 
     def _child_env(self) -> dict[str, str]:
