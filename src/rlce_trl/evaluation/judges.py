@@ -205,14 +205,6 @@ def load_prefeval_judge_prompts(prefeval_dir: str | os.PathLike | None = None) -
     return {check: (folder / name).read_text(encoding="utf-8") for check, name in PREFEVAL_CHECKS.items()}
 
 
-def fill(template: str, **values: str) -> str:
-    """Fill `{name}` slots by plain replacement: the templates hold other braces and brackets that `str.format`
-    would trip on."""
-    for name, value in values.items():
-        template = template.replace("{" + name + "}", value)
-    return template
-
-
 def xml_tag(text: str, tag: str) -> str | None:
     """Content of the last `<tag>...</tag>` in `text`, stripped; `None` when absent."""
     found = re.findall(rf"<{tag}>(.*?)</{tag}>", text or "", flags=re.DOTALL | re.IGNORECASE)
@@ -237,8 +229,12 @@ def parse_check(check: str, reply: str) -> dict | None:
 
 def prefeval_check_messages(check: str, prompts: dict[str, str], question: str, preference: str, response: str,
                             restatement: str = "") -> list[dict[str, str]]:
-    text = fill(prompts[check], question=question, end_generation=response, preference=preference,
-                assistant_restatement=restatement)
+    """The check's prompt with its `{name}` slots filled by plain replacement: the templates hold other braces and
+    brackets that `str.format` would trip on."""
+    text = prompts[check]
+    for name, value in dict(question=question, end_generation=response, preference=preference,
+                            assistant_restatement=restatement).items():
+        text = text.replace("{" + name + "}", value)
     return [{"role": "user", "content": text}]
 
 

@@ -117,12 +117,6 @@ def answer_entropy(groups: Sequence[GroupSummary]) -> float | None:
     return -sum(c / total * math.log2(c / total) for c in counts.values()) + 0.0 if total else None
 
 
-def jaccard(a: frozenset, b: frozenset) -> float:
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
-
-
 def near_duplicate_rate(groups: Sequence[GroupSummary], similarity: float = 0.8) -> float | None:
     """Free text: for every pair of groups (different prompts), the share of their rollout pairs whose answers are
     near-duplicates (word-set Jaccard similarity >= `similarity`, case-insensitive), averaged over the pairs of
@@ -136,8 +130,8 @@ def near_duplicate_rate(groups: Sequence[GroupSummary], similarity: float = 0.8)
         return None
 
     @functools.cache
-    def near(a, b) -> bool:
-        return jaccard(a, b) >= similarity
+    def near(a, b) -> bool:  # Jaccard similarity; two empty answers are alike
+        return (len(a & b) / len(a | b) if a or b else 1.0) >= similarity
 
     total, pairs = 0.0, list(itertools.combinations(bags, 2))
     for (ci, ni), (cj, nj) in pairs:

@@ -45,11 +45,6 @@ MAX_POOL = 4
 
 
 # -- the monitor --------------------------------------------------------------------------------------------------
-def _mean(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
-
-
 class HealthMonitor(TrainerCallback):
     """Computes the `health/*` metrics per step, checks the alarm rules and (with `stop=True`) ends the run.
 
@@ -115,7 +110,8 @@ class HealthMonitor(TrainerCallback):
         if closed:
             out["answer_entropy"] = answer_entropy(groups)
         else:
-            out["near_duplicate_rate"] = _mean(near_duplicate_rate(r.groups) for r in records)
+            rates = [x for x in (near_duplicate_rate(r.groups) for r in records) if x is not None]
+            out["near_duplicate_rate"] = sum(rates) / len(rates) if rates else None
         return out
 
     def add(self, record: StepRecord) -> tuple[dict[str, float], list[Check]]:
