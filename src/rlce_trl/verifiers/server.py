@@ -67,11 +67,10 @@ class ServerVerifier(Verifier):
             trailing `/v1` is accepted.
         model: the served model name; `None` asks the first server's `/v1/models`.
         max_concurrency: requests in flight at once, over all servers.
-        timeout_s: longest wait for any one read of an HTTP request (a generation), seconds.
-        connect_timeout_s: connect timeout, seconds.
+        timeout_s, connect_timeout_s, backoff_s, max_backoff_s, max_reply_bytes, api_key_env: the transport's
+            ([`~rlce_trl.verifiers.openai_http.OpenAIHTTPClient`]); a reply over `max_reply_bytes` fails its request.
         max_retries: retries of one request after a connect error, timeout, 429 or 5xx (so `max_retries + 1`
             attempts at most).
-        backoff_s: first retry delay; doubles each retry (with jitter), capped at `max_backoff_s`.
         max_consecutive_failures: failed calls (no request of the call succeeded) in a row before
             [`VerifierUnavailableError`]; `0` never raises.
         max_outage_s: and the outage (since the first of those failed calls) has lasted at least this long, seconds:
@@ -81,8 +80,6 @@ class ServerVerifier(Verifier):
             per-request bounds apply.
         request_deadline_s: overall deadline of one request, every attempt, backoff and read included (a server that
             trickles bytes cannot hold it longer); `None`: at most `(max_retries + 1) * timeout_s` per read.
-        max_reply_bytes: largest reply accepted; a larger one fails that request.
-        api_key_env: name of the environment variable holding a bearer token (`None`: send none).
         structured_output: `"auto"` (vLLM's `structured_outputs`, dropped after a 400 about it), `"structured_outputs"`
             (always), `"guided"` (vLLM <= 0.10 `guided_choice` / `guided_json`), `"none"`.
         health_wait_s: how long the health check at construction (every URL; fails fast) waits for servers that are
@@ -172,7 +169,7 @@ class ServerVerifier(Verifier):
         return None if status == 200 else status if isinstance(status, str) else (
             f"HTTP {status} from /health and /v1/models")
 
-    def health_check(self, wait_s: float = 0.0, poll_s: float = 1.0) -> None:
+    def health_check(self, wait_s: float = 0.0) -> None:
         """Raise [`VerifierUnavailableError`] unless every URL answers within `wait_s` seconds (one probe if 0)."""
         deadline = time.monotonic() + max(wait_s, 0.0)
         reasons = dict.fromkeys(self.base_urls, "")
@@ -183,7 +180,7 @@ class ServerVerifier(Verifier):
             reasons = {url: reason for url, reason in probed.items() if reason is not None}
             if not reasons or time.monotonic() >= deadline:
                 break
-            time.sleep(min(poll_s, max(deadline - time.monotonic(), 0.0)))
+            time.sleep(min(1.0, max(deadline - time.monotonic(), 0.0)))
         if reasons:
             lines = "\n".join(f"  {clean_url(url)}: {reason}" for url, reason in reasons.items())
             waited = f" after waiting {wait_s:.0f} s" if wait_s > 0 else ""

@@ -152,7 +152,25 @@ class _TemplateAutomaton:
         return option if label is None else f"{label}={option}"
 
 
-class TransformersVerifier(Verifier):
+class FrozenModelVerifier(Verifier):
+    """What the transformers backends share: a frozen model (frozen here unless `context` is given), its tokenizer
+    with a pad token, micro-batches of `batch_size`, the constraint automata of closed requests."""
+
+    supports_structured_output = True  # guided choice, and JSON objects of string enums
+
+    def __init__(self, model, tokenizer, batch_size: int,
+                 context: Callable[[], contextlib.AbstractContextManager] | None):
+        super().__init__()
+        self.model, self.tokenizer, self.batch_size = model, with_pad_token(tokenizer), batch_size
+        self.context = context or contextlib.nullcontext
+        if context is None:  # a dedicated frozen copy: freeze it once
+            model.eval()
+            model.requires_grad_(False)
+        self.eos_ids = eos_token_ids(model, tokenizer)
+        self._automata: dict[str, _TemplateAutomaton] = {}
+
+
+class TransformersVerifier(FrozenModelVerifier):
     """Frozen verifier on a transformers causal LM.
 
     Args:
@@ -165,7 +183,6 @@ class TransformersVerifier(Verifier):
     """
 
     name = "transformers"
-    supports_structured_output = True  # guided choice, and JSON objects of string enums
 
     def __init__(
         self,
@@ -174,17 +191,7 @@ class TransformersVerifier(Verifier):
         batch_size: int = 16,
         context: Callable[[], contextlib.AbstractContextManager] | None = None,
     ):
-        super().__init__()
-        self.model = model
-        self.tokenizer = tokenizer
-        self.batch_size = batch_size
-        self.context = context or contextlib.nullcontext
-        if context is None:  # a dedicated frozen copy: freeze it once
-            model.eval()
-            model.requires_grad_(False)
-        with_pad_token(tokenizer)
-        self.eos_ids = eos_token_ids(model, tokenizer)
-        self._automata: dict[str, _TemplateAutomaton] = {}
+        super().__init__(model, tokenizer, batch_size, context)
         #: Read shared prompt prefixes once and closed decisions at their slots (False: every request through
         #: `model.generate`, the previous behaviour, kept for comparisons).
         self.shared_prefixes = True

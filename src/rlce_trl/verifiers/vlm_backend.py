@@ -17,14 +17,14 @@ from collections.abc import Callable
 import torch
 
 from ..data.media import with_media
-from ..generation.hf import eos_token_ids, evaluating, load_frozen_vlm, with_pad_token  # noqa: F401 - load_frozen_vlm: public here
-from .base import Reply, Request, Verifier
-from .transformers_backend import automaton_for, generate_replies, settings_key
+from ..generation.hf import evaluating, load_frozen_vlm  # noqa: F401 - load_frozen_vlm: public here
+from .base import Reply, Request
+from .transformers_backend import FrozenModelVerifier, automaton_for, generate_replies, settings_key
 
 logger = logging.getLogger(__name__)
 
 
-class VisionLanguageVerifier(Verifier):
+class VisionLanguageVerifier(FrozenModelVerifier):
     """Frozen verifier on a transformers vision-language model (`AutoModelForImageTextToText`) and its processor.
 
     Args:
@@ -35,7 +35,6 @@ class VisionLanguageVerifier(Verifier):
     """
 
     name = "transformers-vlm"
-    supports_structured_output = True
 
     def __init__(
         self,
@@ -44,18 +43,11 @@ class VisionLanguageVerifier(Verifier):
         batch_size: int = 16,
         context: Callable[[], contextlib.AbstractContextManager] | None = None,
     ):
-        super().__init__()
         from ..generation.generators import VisionLanguageGenerator
 
-        self.model, self.processor, self.batch_size = model, processor, batch_size
-        self.context = context or contextlib.nullcontext
-        if context is None:
-            model.eval()
-            model.requires_grad_(False)
-        self.tokenizer = with_pad_token(processor.tokenizer)
-        self.eos_ids = eos_token_ids(model, self.tokenizer)
+        super().__init__(model, processor.tokenizer, batch_size, context)
+        self.processor = processor
         self._encoder = VisionLanguageGenerator(None, processor)
-        self._automata: dict = {}
         # a sampled pad token would have no pixels behind it
         pads = [getattr(processor, name, None) for name in ("video_token_id", "image_token_id")]
         self._suppress = [t for t in pads if isinstance(t, int)]
