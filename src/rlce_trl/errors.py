@@ -155,8 +155,10 @@ def watch_interrupts() -> None:
 
 def raise_if_interrupted() -> None:
     """KeyboardInterrupt if a Ctrl-C was recorded since [`watch_interrupts`]: one pressed while models loaded ends
-    the run even if a library swallowed it."""
+    the run even if a library swallowed it. Raising it uses the record up: a second `train()` in the same
+    process (a notebook) starts afresh."""
     if _INTERRUPTS:
+        _INTERRUPTS.clear()
         raise KeyboardInterrupt
 
 

@@ -85,3 +85,5 @@ def test_a_ctrl_c_swallowed_while_loading_still_ends_the_run(tiny_model_dir, tmp
     with pytest.raises(KeyboardInterrupt):
         trainer.train()
     assert trainer.state.global_step == 0
+    trainer.train()  # the Ctrl-C was used up: training again in the same process (a notebook) trains
+    assert trainer.state.global_step == 1
