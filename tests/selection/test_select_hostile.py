@@ -108,11 +108,12 @@ def test_sample_counts_malformed_rows_and_guards_a_corrupt_settings_file(tmp_pat
     assert sample.main(args, sampler=fake_sampler) == 0
     counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert counts["sampled"] == 1 and counts["skipped_malformed"] == 3
-    (tmp_path / "out" / "sample_settings.json").write_text("{not json")
-    args = parser.parse_args(["--model_name_or_path", "unused", "--data", str(data), "--output_dir",
-                              str(tmp_path / "out"), "--n", "2"])
-    with pytest.raises(ValueError, match="sample_settings.json is unreadable: restore it"):
-        sample.main(args, sampler=fake_sampler)
+    for broken in ("{not json", "[1, 2]"):  # not JSON; JSON but not an object
+        (tmp_path / "out" / "sample_settings.json").write_text(broken)
+        args = parser.parse_args(["--model_name_or_path", "unused", "--data", str(data), "--output_dir",
+                                  str(tmp_path / "out"), "--n", "2"])
+        with pytest.raises(ValueError, match="sample_settings.json is unreadable: restore it"):
+            sample.main(args, sampler=fake_sampler)
 
 
 SELECT_CASES = [

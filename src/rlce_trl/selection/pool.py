@@ -202,6 +202,8 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
     if settings_path.exists():
         try:
             previous = json.loads(settings_path.read_text(encoding="utf-8"))
+            if not isinstance(previous, dict):
+                raise ValueError("not a JSON object")
         except (ValueError, OSError):
             raise ValueError(f"{settings_path} is unreadable: restore it, or sample into another --output_dir.") \
                 from None
