@@ -63,10 +63,8 @@ def decoding_path(model) -> str:
         layers = new_cache(model).layers
     except Exception:  # noqa: BLE001 - a config the dynamic cache cannot read: leave the cache to `generate`
         return "generate"
-    if not layers:
-        return "keys-values"  # the cache grows its layers as the model writes them: keys and values only
     if all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in layers):
-        return "keys-values"
+        return "keys-values"  # (no layers: the cache grows them as the model writes them, keys and values only)
     # recurrent layers beside full attention; sliding-window or indexed attention next to them is left to `generate`
     odd = tuple(c for c in (DynamicSlidingWindowLayer, getattr(cache_utils, "DynamicIndexedLayer", None)) if c)
 

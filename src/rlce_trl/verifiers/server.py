@@ -231,9 +231,7 @@ class ServerVerifier(Verifier):
                 if request.choices:
                     body["structured_outputs"] = {"choice": list(request.choices)}
                 else:
-                    # No free whitespace: small models otherwise fill max_tokens with spaces inside the JSON. vLLM
-                    # 0.31 ignores the per-request flag and takes it per server (`--structured-outputs-config
-                    # '{"disable_any_whitespace": true}'`, which the co-located process passes); others may honour it.
+                    # no free whitespace (vLLM 0.31 takes it per server only, as `VLLMServerProcess.command` does)
                     body["structured_outputs"] = {"json": request.json_schema, "disable_any_whitespace": True}
         return body
 

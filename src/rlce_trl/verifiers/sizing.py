@@ -21,26 +21,19 @@ TEMPLATE_TOKENS = 512
 ANSWER_SLACK_TOKENS = 8
 
 
-def verifier_prompt_tokens(args, max_prompt_length: int | None = None) -> int | None:
-    """The longest sample context the verifier can be shown: the recipe's prompt filter (`max_prompt_length`, a
-    script argument) when known, else what the policy's engine allows a prompt (`vllm_max_model_length` minus
-    `max_completion_length`); `None` when neither is set."""
-    if max_prompt_length:
-        return int(max_prompt_length)
-    if getattr(args, "vllm_max_model_length", None):
-        return max(int(args.vllm_max_model_length) - int(args.max_completion_length or 0), 1)
-    return None
-
-
 def verifier_max_model_length(args, max_prompt_length: int | None = None) -> int | None:
     """The verifier server's `--max-model-len`: `verifier_max_model_length` when set, else the longest request the
-    verifier can receive: the context, every candidate answer of a group (equivalence judging lists them all;
-    construction shows two), the template and the longest reply. `None` when the prompt length is unknown (vLLM then
-    takes the checkpoint's context)."""
+    verifier can receive: the context (the recipe's prompt filter `max_prompt_length`, a script argument, when known,
+    else what the policy's engine allows a prompt: `vllm_max_model_length` minus `max_completion_length`), every
+    candidate answer of a group (equivalence judging lists them all; construction shows two), the template and the
+    longest reply. `None` when the prompt length is unknown (vLLM then takes the checkpoint's context)."""
     if getattr(args, "verifier_max_model_length", None):
         return int(args.verifier_max_model_length)
-    prompt = verifier_prompt_tokens(args, max_prompt_length)
-    if prompt is None:
+    if max_prompt_length:
+        prompt = int(max_prompt_length)
+    elif getattr(args, "vllm_max_model_length", None):
+        prompt = max(int(args.vllm_max_model_length) - int(args.max_completion_length or 0), 1)
+    else:
         return None
     answers = max(int(args.num_generations or 2), 2) * (int(args.max_completion_length or 0) + ANSWER_SLACK_TOKENS)
     reply = max(args.rlce_construction_max_tokens, args.rlce_equivalence_max_tokens, args.rlce_validation_max_tokens)

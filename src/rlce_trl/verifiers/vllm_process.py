@@ -241,9 +241,7 @@ class VLLMServerProcess:
         return cmd + self.extra_args
 
     def _child_env(self) -> dict[str, str]:
-        # An allow-list: the trainer's distributed variables must not leak into the server, or it would try to join
-        # the training world (TRL sets RANK / WORLD_SIZE / MASTER_* for its own colocated engine, torchrun more).
-        env = child_environment()
+        env = child_environment()  # an allow-list: the trainer's distributed world must not reach the server
         if self.devices is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.devices
         if self.enable_sleep_mode:
