@@ -86,8 +86,7 @@ def row_problems(row, labels_column: str | None = "answer_options", required: It
 def check_rows(rows: Iterable, where: str = "dataset", labels_column: str | None = "answer_options",
                required: Iterable[str] = (), fix: str | None = None, prompt_optional: bool = False) -> None:
     """Raise [`InputError`] naming the first bad rows (index and problem) and the fix; silent when every row is
-    usable. `rows`: dicts, or a `datasets.Dataset` (an `IterableDataset` is not read: it cannot be rewound).
-    `prompt_optional`: an environment supplies the prompt, so a row without one is usable."""
+    usable. `rows`: dicts, or a `datasets.Dataset` (an `IterableDataset` is not read: it cannot be rewound)."""
     if type(rows).__name__ == "IterableDataset":
         return
     required = tuple(required)

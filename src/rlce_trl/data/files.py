@@ -41,19 +41,13 @@ def check_data_file(path: str | Path, kind: str, what: str) -> None:
 def _check_json(text: str, name: str) -> None:
     """A JSON document (an array of objects, or an object of columns), or JSON lines: the first line that does not
     parse, by number."""
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            json.loads(text)
-            return
-        except json.JSONDecodeError as error:
-            raise InputError(f"{name} line {error.lineno} is not valid JSON ({error.msg}, column {error.colno}): fix "
-                             "that line.") from None
-    try:  # one object spread over several lines
+    try:  # an array, or one object spread over several lines
         json.loads(text)
         return
-    except json.JSONDecodeError:
-        pass
+    except json.JSONDecodeError as error:
+        if text.lstrip().startswith("["):
+            raise InputError(f"{name} line {error.lineno} is not valid JSON ({error.msg}, column {error.colno}): fix "
+                             "that line.") from None
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

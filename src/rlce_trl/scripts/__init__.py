@@ -4,10 +4,8 @@
 - `train_hba`: RLCE on the Human Behavior Atlas video tasks (`python -m rlce_trl.scripts.train_hba`);
 - `train_elect`: the Elect rewards on the numbered-evidence task (`python -m rlce_trl.scripts.train_elect`).
 
-Each builds its task's rows and runs the one training pipeline of the library, `rlce_trl.training` (its command line:
-`training.arguments`; the pipeline: `training.pipeline.train`; recipes: `training.recipes`). This module holds their
-shared `__main__` ([`run_script`]). `examples/train_prefeval.py`, `examples/train_hba.py` and
-`examples/train_elect.py` in a clone are thin wrappers around these modules.
+Each builds its task's rows and runs the one training pipeline of the library (`rlce_trl.training`); this module holds
+their shared `__main__` ([`run_script`]). The `examples/train_*.py` of a clone are thin wrappers around them.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from trl import ScriptArguments, TrlParser
 
 from ..errors import InputError, did_you_mean, run_setting_problems
+from .recipes import load_recipe
 
 
 class RecipeParser(TrlParser):
@@ -40,8 +41,6 @@ class RecipeParser(TrlParser):
             at = args.index("--config")
             if at + 1 >= len(args):
                 self.error("--config needs a recipe: a YAML path or a name from `rlce-trl recipes`")
-            from .recipes import load_recipe
-
             recipe = load_recipe(args[at + 1])
             self._recipe, named = str(recipe.path), os.path.basename(args[at + 1])
             del args[at:at + 2]

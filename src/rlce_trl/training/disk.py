@@ -34,8 +34,7 @@ def human(size: int) -> str:
 class CheckpointSizeCallback(TrainerCallback):
     """Prints the size of the run's first checkpoint when it is written (main process)."""
 
-    def __init__(self):
-        self.printed = False
+    printed = False
 
     def on_save(self, args, state, control, **kwargs):
         folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")

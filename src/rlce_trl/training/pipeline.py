@@ -337,9 +337,8 @@ def fill_one_batch(rows: list[dict], prompts: int) -> tuple[list[dict], int]:
 
 def train_rlce(script_args, training_args, model_args, train_dataset, callbacks, dataset: str, reward_funcs=None,
                trainer_class=None, repeated: int = 0):
-    """The training scripts' shared tail: an `RLCEGRPOTrainer` (or `trainer_class`) on the model of `model_args`
-    (with its PEFT and quantization settings) and the run's `reward_funcs` if any, the model card's dataset and
-    recipe ([`card_info`]), then [`train_and_save`]."""
+    """The trainer (`RLCEGRPOTrainer` unless `trainer_class`) with the PEFT and quantization settings of `model_args`,
+    its card's facts ([`card_info`]), then [`train_and_save`] (or, under `rlce-trl check`, the preflight's hook)."""
     from trl import get_peft_config, get_quantization_config
 
     if trainer_class is None:

@@ -89,12 +89,8 @@ class PassEvaluationCallback(TrainerCallback):
 
 
 def tta_callbacks(script_args, training_args, eval_rows: Sequence[dict], judge, media_root=None) -> list:
-    """`[PassEvaluationCallback]` for a run with `tta_split` set, else `[]`."""
-    if not script_args.tta_split:
-        return []
-    method = training_args.reward_method.upper() if training_args.reward_method != "rlce" else "RLCE"
+    """`[PassEvaluationCallback]` of a run with `tta_split` set."""
     return [PassEvaluationCallback(
         eval_rows, Path(training_args.output_dir) / "tta", judge=judge, eval_base=script_args.tta_eval_base,
-        method=f"{method} (G={training_args.num_generations})", max_new_tokens=script_args.validation_max_new_tokens,
-        media_root=media_root,
-    )]
+        method=f"{training_args.reward_method.upper()} (G={training_args.num_generations})",
+        max_new_tokens=script_args.validation_max_new_tokens, media_root=media_root)]
