@@ -125,11 +125,10 @@ def check_one_batch(prompts: int, args) -> None:
     `generation_batch_size / num_generations` distinct prompts, so a smaller training set gives 0 steps."""
     needed = args.generation_batch_size // args.num_generations
     if prompts < needed:
-        raise InputError(
-            f"The training set has {prompts} prompt(s), fewer than the {needed} one generation batch needs "
-            f"(generation_batch_size {args.generation_batch_size} / num_generations {args.num_generations}): add "
-            "rows, or lower per_device_train_batch_size or steps_per_generation."
-        )
+        raise InputError(f"The training set has {prompts} prompt(s), fewer than the {needed} one generation batch "
+                         f"needs (generation_batch_size {args.generation_batch_size} / num_generations "
+                         f"{args.num_generations}): add rows, or lower per_device_train_batch_size or "
+                         "steps_per_generation.")
 
 
 #: Columns that hold a gold answer in rlce-trl rows (`gold`) or in raw task records (`answer`, `label`).

@@ -96,23 +96,16 @@ def build_hba_row(record: dict, task: str, index: int, split: str = "test") -> d
     videos = record.get("videos") or []
     if isinstance(videos, str):
         videos = [videos]
-    row = {
-        "id": str(record.get("id", f"{task.name}/{split}/{index}")),
-        "task": task.name,
-        "prompt": [
-            {"role": "system", "content": [{"type": "text", "text": SOLVER_SYSTEM_PROMPT}]},
-            {"role": "user", "content": user_content(record["problem"], task.labels or ())},
-        ],
-        "answer_options": list(task.labels or ()),
-        "videos": list(videos),
-        "question": question_text(record["problem"]),
-    }
+    row = {"id": str(record.get("id", f"{task.name}/{split}/{index}")), "task": task.name,
+           "prompt": [{"role": "system", "content": [{"type": "text", "text": SOLVER_SYSTEM_PROMPT}]},
+                      {"role": "user", "content": user_content(record["problem"], task.labels or ())}],
+           "answer_options": list(task.labels or ()), "videos": list(videos),
+           "question": question_text(record["problem"])}
     n_placeholders = sum(b["type"] == "video" for b in row["prompt"][1]["content"])
     if n_placeholders != len(row["videos"]):
-        raise InputError(
-            f"HBA row {row['id']} has {n_placeholders} <video> placeholders in `problem` but {len(row['videos'])} "
-            "`videos`: put one <video> in the problem text per clip listed in `videos`."
-        )
+        raise InputError(f"HBA row {row['id']} has {n_placeholders} <video> placeholders in `problem` but "
+                         f"{len(row['videos'])} `videos`: put one <video> in the problem text per clip listed in "
+                         "`videos`.")
     if split != "train":
         row["gold"] = str(record["answer"]).strip()
     return row
@@ -273,6 +266,5 @@ def check_clips(rows: Iterable[dict], media_root: str | os.PathLike) -> None:
                 bad.append(f"{path} (empty)")
     if bad:
         shown = "\n  ".join(bad[:10]) + (f"\n  ... and {len(bad) - 10} more" if len(bad) > 10 else "")
-        raise ValueError(
-            f"{len(bad)} clip(s) of the split cannot be read:\n  {shown}\nCheck --media_root, or drop these rows."
-        )
+        raise ValueError(f"{len(bad)} clip(s) of the split cannot be read:\n  {shown}\nCheck --media_root, or drop "
+                         "these rows.")

@@ -26,13 +26,8 @@ def video_blocks(prompt) -> list[dict]:
     """The video blocks of a conversational prompt, in order (none for a string prompt)."""
     if isinstance(prompt, str):
         return []
-    return [
-        block
-        for message in prompt
-        if isinstance(message.get("content"), list)
-        for block in message["content"]
-        if isinstance(block, dict) and block.get("type") == "video"
-    ]
+    return [block for message in prompt if isinstance(message.get("content"), list) for block in message["content"]
+            if isinstance(block, dict) and block.get("type") == "video"]
 
 
 def has_video(prompt) -> bool:
@@ -66,9 +61,8 @@ def media_key(media: Sequence[dict] | None) -> str:
     """A stable identity of media items (sources and frame indices), for cache keys; `""` without media."""
     if not media:
         return ""
-    return json.dumps(
-        [(m.get("source"), (m.get("metadata") or {}).get("frames_indices")) for m in media], sort_keys=True
-    )
+    return json.dumps([(m.get("source"), (m.get("metadata") or {}).get("frames_indices")) for m in media],
+                      sort_keys=True)
 
 
 def resolve(item: dict) -> tuple[list, dict]:

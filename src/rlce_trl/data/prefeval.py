@@ -74,9 +74,8 @@ def resolve_prefeval_dir(prefeval_dir: str | os.PathLike | None = None) -> Path:
     expected = [f"benchmark_dataset/{d}" for d in FORM_DIRS.values()] + [f"benchmark_dataset/{PADDING_FILE}"]
     missing = [p for p in expected if not (root / p).exists()]
     if missing:
-        raise MissingInputError(
-            f"{str(root)!r} is not a PrefEval checkout (missing {', '.join(missing)}). {_HOW_TO_GET}"
-        )
+        raise MissingInputError(f"{str(root)!r} is not a PrefEval checkout (missing {', '.join(missing)}). "
+                                f"{_HOW_TO_GET}")
     return root
 
 
@@ -224,15 +223,9 @@ def split_assignments(topic_sizes: dict[str, int], seed: int = DEFAULT_SEED) -> 
 def make_row(form: str, topic: str, index: int, record: dict, conversation: list[dict], split: str) -> dict:
     """One GRPO-ready row. Only validation and test rows carry `gold` (the preference sentence): TRL hands every
     dataset column to the reward functions, so train rows must not have it at all."""
-    row = {
-        "id": f"prefeval/{form}/{topic}/{index}",
-        "task": TASK,
-        "form": form,
-        "topic": topic,
-        "prompt": [{"role": "system", "content": SOLVER_SYSTEM_PROMPT}, *conversation],
-        "answer_options": [],
-        "question": record["question"].strip(),
-    }
+    row = {"id": f"prefeval/{form}/{topic}/{index}", "task": TASK, "form": form, "topic": topic,
+           "prompt": [{"role": "system", "content": SOLVER_SYSTEM_PROMPT}, *conversation], "answer_options": [],
+           "question": record["question"].strip()}
     if split != "train":
         row["gold"] = record["preference"].strip()
     return row
@@ -270,10 +263,9 @@ def build_prefeval(prefeval_dir: str | os.PathLike | None = None, forms: Iterabl
                     conversation = build_conversation(form, record, padding, max_chars)
                     out[form][split].append(make_row(form, topic, index, record, conversation, split))
                 except (KeyError, TypeError, AttributeError) as error:  # a record without PrefEval's fields
-                    raise InputError(
-                        f"{FORM_DIRS[form]}/{topic}.json record {index} does not have PrefEval's fields "
-                        f"({type(error).__name__}: {error}): restore the file from the PrefEval repository."
-                    ) from None
+                    raise InputError(f"{FORM_DIRS[form]}/{topic}.json record {index} does not have PrefEval's fields "
+                                     f"({type(error).__name__}: {error}): restore the file from the PrefEval "
+                                     "repository.") from None
     return out
 
 

@@ -73,17 +73,9 @@ def numbered_evidence_row(rng: random.Random, index: int, num_sentences: int = 8
     content = (f"Read the numbered sentences and answer the question.\n{lines}\nQuestion: {question}\n"
                f"Options: {', '.join(shown)}\nThere are {num_sentences} sentences, numbered 1 to {num_sentences}. "
                f"{instruction}")
-    return {
-        "id": f"{TASK}-{index}",
-        "task": TASK,
-        "prompt": [{"role": "user", "content": content}],
-        "answer_options": shown,
-        "question": question,
-        "num_frames": num_sentences,
-        "gold": _place(gold),
-        "evidence": [s + 1 for s in slots],
-        "hops": 2 if two_hop else 1,
-    }
+    return {"id": f"{TASK}-{index}", "task": TASK, "prompt": [{"role": "user", "content": content}],
+            "answer_options": shown, "question": question, "num_frames": num_sentences, "gold": _place(gold),
+            "evidence": [s + 1 for s in slots], "hops": 2 if two_hop else 1}
 
 
 def numbered_evidence(n: int, seed: int = 0, num_sentences: int = 8, style: str = "elect", split: str = "test",

@@ -206,6 +206,7 @@ def _register_paper_tasks() -> None:
 
 _register_paper_tasks()
 _BUILT_IN = tuple(TASKS)  # the package's tasks, before any task file or plain rows
+_USER_TASKS: set[str] = set()  # the names of the task files loaded (a task file may be loaded again)
 
 _KEYS = ("name", "display_name", "data", "prompt", "prompt_column", "system_prompt", "labels", "gold", "metric",
          "answer_instruction")
@@ -458,7 +459,3 @@ def load_task(path: str | os.PathLike) -> TaskFile:
     _USER_TASKS.add(name)
     register(task)
     return TaskFile(path, task, data, prompt, prompt_column, system_prompt, instruction)
-
-
-
-_USER_TASKS: set[str] = set()

@@ -50,14 +50,11 @@ class PrefEvalScriptArguments(RLCEScriptArguments):
             Seed of the padding draw and of the split.
     """
 
-    dataset_name: str = field(
-        default=DATASET_NAME,
-        metadata={"help": "'prefeval' (from a checkout), 'sample' (bundled) or a prepare-prefeval output folder."},
-    )
+    dataset_name: str = field(default=DATASET_NAME, metadata={
+        "help": "'prefeval' (from a checkout), 'sample' (bundled) or a prepare-prefeval output folder."})
     prefeval_dir: str | None = field(default=None, metadata={"help": "PrefEval checkout (default: $PREFEVAL_DIR)."})
     prefeval_form: str = field(
-        default="all", metadata={"help": "Preference form to train on.", "choices": [*FORMS, "all"]}
-    )
+        default="all", metadata={"help": "Preference form to train on.", "choices": [*FORMS, "all"]})
     prefeval_seed: int = field(default=42, metadata={"help": "Seed of the padding draw and of the split."})
 
 

@@ -32,10 +32,8 @@ def recipes_dir() -> Path:
     checkout = Path(__file__).resolve().parents[3] / "configs"
     if checkout.is_dir():
         return checkout
-    raise FileNotFoundError(
-        "No shipped recipes found (neither rlce_trl/recipes/ nor a checkout's configs/): reinstall rlce-trl from a "
-        "wheel or run from a clone."
-    )
+    raise FileNotFoundError("No shipped recipes found (neither rlce_trl/recipes/ nor a checkout's configs/): "
+                            "reinstall rlce-trl from a wheel or run from a clone.")
 
 
 def list_recipes() -> list[Path]:
