@@ -17,5 +17,5 @@ def settings(output_dir, corpus, validation, rounds):
 
 if __name__ == "__main__":
     out, corpus, validation, rounds = sys.argv[1:5]
-    driver = Coevolver(get_method("rlac", {}), settings(out, corpus, validation, int(rounds)))
+    driver = Coevolver(get_method("rlac", {}), settings(out, corpus, validation, int(rounds)), log=print)
     driver.run(resume="--resume" in sys.argv)

@@ -103,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
         seed=training_args.seed,
     )
     try:
-        state = Coevolver(method, settings).run(resume=args.resume)
+        state = Coevolver(method, settings, log=print).run(resume=args.resume)
     except PhaseFailedError as error:
         print_error(error)
         return 1

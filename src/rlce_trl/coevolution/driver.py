@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import resource
 import shutil
@@ -103,11 +104,12 @@ def run_command(command: list[str], log_path: Path) -> int:
 
 class Coevolver:
     """Runs a [`CoevolutionMethod`] with [`DriverSettings`]; `runner(command, log_path) -> exit code` starts a step's
-    process (tests pass their own)."""
+    process (tests pass their own); `log` takes each progress line (default: this module's logger)."""
 
     def __init__(self, method: CoevolutionMethod, settings: DriverSettings,
-                 runner: Callable[[list[str], Path], int] = run_command, log: Callable[[str], None] = print):
-        self.method, self.settings, self.runner, self.log = method, settings, runner, log
+                 runner: Callable[[list[str], Path], int] = run_command, log: Callable[[str], None] | None = None):
+        self.method, self.settings, self.runner = method, settings, runner
+        self.log = log or logging.getLogger(__name__).info  # the CLI passes print: its progress lines
         self.output_dir = Path(settings.output_dir)
 
     # -- the loop -----------------------------------------------------------------------------------------------------
