@@ -139,7 +139,7 @@ class Rows:
 
     `recurrent`: the model's cache holds recurrent state (`prefill_prefix(..., recurrent=True)` gave the prefix);
     the row is then one prompt alone, continuing its own copy of the prefix state. Such rows join others through
-    `extend` once their prompts are fed; only single-token steps (`decode`) run them together."""
+    `extend` once their prompts are fed; only single-token steps ([`Stream`]) run them together."""
 
     def __init__(self, model, prefixes: list[tuple[list[tuple[torch.Tensor, torch.Tensor]], int]], pad_id: int,
                  work: Work, recurrent: bool = False):
