@@ -181,3 +181,14 @@ def repair_jsonl_tail(path: str | os.PathLike) -> int:
     with path.open("ab") as f:
         f.write(b"\n")
     return 0
+
+
+def read_json(path: str | os.PathLike) -> dict | None:
+    """The JSON object in the file `path`; `None` when it is missing, unreadable, not JSON (torn by a kill) or not an
+    object: for records a reader can do without (it redoes the work, or falls back on a default)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
