@@ -16,16 +16,13 @@ def frozen_verifier(path: str, *, vision_language: bool = False, device=None, dt
     of a co-evolution data build). `load_kwargs` reach `from_pretrained` (`trust_remote_code`, `revision`, ...; see
     [`~rlce_trl.verifiers.factory.checkpoint_kwargs`])."""
     if vision_language:
-        from ..generation.hf import load_frozen_vlm
-        from .vlm_backend import VisionLanguageVerifier
-
-        model, processor = load_frozen_vlm(path, device, dtype, **load_kwargs)
-        return VisionLanguageVerifier(model, processor, batch_size)
-    from ..generation.hf import load_frozen_model
-    from .transformers_backend import TransformersVerifier
-
-    model, tokenizer = load_frozen_model(path, device=device, dtype=dtype, **load_kwargs)
-    return TransformersVerifier(model, tokenizer, batch_size)
+        from ..generation.hf import load_frozen_vlm as load
+        from .vlm_backend import VisionLanguageVerifier as backend
+    else:
+        from ..generation.hf import load_frozen_model as load
+        from .transformers_backend import TransformersVerifier as backend
+    model, reader = load(path, device, dtype, **load_kwargs)
+    return backend(model, reader, batch_size)
 
 
 def client_settings(args) -> dict:
