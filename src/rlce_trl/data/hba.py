@@ -11,9 +11,8 @@ relative to a media root). Following appendix A of the paper:
 - for the closed-label tasks a line listing the options in a fixed order is appended.
 
 Rows keep `videos` and carry a `{"type": "video"}` placeholder; [`expand_videos`] (one row) or [`with_frames`] (a
-`datasets.Dataset`, lazily) puts the frames in, as `{"type": "video", "video": [PIL images], "metadata": {...}}`: the
-message format that `processor.apply_chat_template(..., tokenize=True)` of a transformers vision-language processor
-reads (the metadata goes to the processor as `video_metadata`, see `generation.generators.VisionLanguageGenerator`).
+`datasets.Dataset`, lazily) puts the frames in, in the message format of a transformers vision-language processor's
+`apply_chat_template` (the metadata goes to the processor as `video_metadata`).
 
 Decoding needs PyAV and Pillow (`pip install av pillow`); building rows does not.
 """
@@ -48,7 +47,6 @@ _VIDEO = "<video>"
 
 
 def _task(name: str):
-    """The registered video task `name` (`rlce_trl.data.tasks`, `media: video`)."""
     from .tasks import TASKS, video_tasks  # not at the top: the registry reads this module's label sets
 
     if name not in video_tasks():

@@ -8,10 +8,8 @@ a CPU): GRPO with the five Elect rewards, either paper-faithful with gold answer
     python -m rlce_trl.scripts.train_elect --gate rlce --output_dir runs/elect_rlce --max_steps 20
     rlce-trl train --config elect_numbered_evidence --output_dir runs/elect_gold           # the shipped recipe
 
-`--config recipe.yaml` reads the flags from a YAML mapping (keys are the flag names; flags on the command line win)
-with the same recipe parser as the other training scripts, which is how `rlce-trl train` runs a recipe that names
-`script: elect`. A run is the one pipeline (`rlce_trl.training.pipeline.train`: the numbered-evidence rows, the
-length filter, the trainer, the saved weights, model card and run report in `output_dir`).
+`--config recipe.yaml` reads the flags from a YAML mapping (flags on the command line win), as for the other training
+scripts; a run is the one training pipeline (`rlce_trl.training.pipeline.train`) on the numbered-evidence rows.
 
 Paper settings (GPU): `--num_generations 4 --beta 0.04 --learning_rate 1e-5 --lora` (r=8, alpha=16, dropout 0.05),
 weight decay 0.1, grad clip 1.0, 2 epochs, `--think_range 64,1024`. The default think range here is (16, 128)
@@ -66,7 +64,6 @@ class ElectScriptArguments:
 
 
 def make_parser() -> RecipeParser:
-    """The same recipe parser as the other training scripts (one-line errors, `--config` recipes by name or path)."""
     return RecipeParser((ElectScriptArguments,))
 
 

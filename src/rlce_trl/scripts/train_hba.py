@@ -7,15 +7,13 @@ with `RLCEGRPOTrainer` in place of `GRPOTrainer`.
         --config configs/<task>_rlce.yaml --train_file /path/to/<task>/train.jsonl --media_root /path/to/media
     # installed package: accelerate launch ... -m rlce_trl.cli train --config <task>_rlce --train_file ...
 
-Rows come from HBA's JSONL splits (`problem`, `answer`, `videos`) through `rlce_trl.data.hba`: the `<audio>` line is
-dropped, the options line is appended for the closed-label tasks, and each `<video>` becomes frames (`video_fps`,
-`video_min_frames`..`video_max_frames`, `video_frame_height` x `video_frame_width`; the paper's 1 fps, 2..8 frames,
-176x320 by default) decoded when a row is read. The policy is then a vision-language model whose processor takes
-video (the paper: Qwen3.5-9B): with `video_input: video` (the default) the clip reaches generation, every
-log-probability forward of the loss and the frozen verifier (`rlce_trl.trainer_video`). `--text_only` (or
-`video_input: text`) drops the videos and keeps the text (transcript and question), for a text-only policy or a
-smoke test. Missing or empty clips stop the run before training, naming them. Train rows never carry the gold answer:
-RLCE uses no labels.
+Rows come from HBA's JSONL splits through `rlce_trl.data.hba`, each `<video>` decoded into frames when a row is read
+(`video_fps`, `video_min_frames`..`video_max_frames`, `video_frame_height` x `video_frame_width`). The policy is then a
+vision-language model whose processor takes video (the paper: Qwen3.5-9B): with `video_input: video` (the default) the
+clip reaches generation, every log-probability forward of the loss and the frozen verifier (`rlce_trl.trainer_video`).
+`--text_only` (or `video_input: text`) drops the videos and keeps the text (transcript and question), for a text-only
+policy or a smoke test. Missing or empty clips stop the run before training, naming them. Train rows never carry the
+gold answer: RLCE uses no labels.
 """
 
 from dataclasses import dataclass, field
