@@ -44,7 +44,7 @@ def output_dir_problem(path) -> str | None:
     is tried with a temporary file, which also catches read-only file systems, where permissions say yes."""
     folder = Path(os.path.expanduser(os.fspath(path))).absolute()
     if folder.exists() and not folder.is_dir():
-        return "is a file: pass a folder (new or existing) for the run's checkpoints and logs"
+        return "is a file: pass a folder (new or existing)"
     above = folder
     while not above.exists():
         above = above.parent
@@ -57,6 +57,13 @@ def output_dir_problem(path) -> str | None:
         where = "is not writable" if above == folder else f"cannot be created in {above}"
         return f"{where} ({error.strerror}): pass a folder you can write to"
     return None
+
+
+def output_dir_error(path) -> str | None:
+    """`--output_dir '<path>' <problem>` ([`output_dir_problem`]), or `None` when a command can write there: the one
+    wording of every command's check, made before anything is loaded or written."""
+    problem = output_dir_problem(path)
+    return f"--output_dir {os.fspath(path)!r} {problem}" if problem else None
 
 
 def run_setting_problems(args) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..evidence.aggregation import mean
 from .composition import (
     CurvePoint,
     accuracy_vs_incorrect_fraction,
@@ -19,10 +20,6 @@ from .simulation import PAPER_INCORRECT_FRACTION, PAPER_NUM_TESTS, SimulationRes
 from .variation import pairwise_ordering, variation_share
 
 REFERENCES = ("usc", "policy_judge")
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def summarize(
@@ -47,7 +44,7 @@ def summarize(
         row = {
             "method": method,
             "groups": len(logged),
-            "no_reward_frac": _mean([float(all(x is None for x in e["rewards"])) for e in entries]),
+            "no_reward_frac": mean([float(all(x is None for x in e["rewards"])) for e in entries]),
             "varied_groups": share.groups,
             "variation_share": share.pooled,
             "variation_share_mean": share.mean,
@@ -67,7 +64,7 @@ def summarize(
         accuracy, verdict_groups = overall_verdict_accuracy(tests, ties) if tests else (None, 0)
         row["verdict_accuracy"], row["verdict_groups"] = accuracy, verdict_groups
         for cost in ("calls", "requests", "tokens", "prompt_chars"):
-            row[f"{cost}_per_group"] = _mean([e[cost] for e in entries if e.get(cost) is not None])
+            row[f"{cost}_per_group"] = mean([e[cost] for e in entries if e.get(cost) is not None])
         rows.append(row)
         if tests:
             by_k[method] = accuracy_vs_num_tests(tests, max_tests, permutations, seed, ties)

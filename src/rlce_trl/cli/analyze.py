@@ -11,7 +11,7 @@ import argparse
 import os
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, output_dir_error
 from ._args import CLIParser, bounded_int, positive_int
 
 USAGE = """rlce-trl analyze LOG --output_dir DIR [options]      (the bench over a logged-groups JSONL)
@@ -158,9 +158,8 @@ def check_args(args: argparse.Namespace) -> None:
         problems.append(f"--abstain_rate {args.abstain_rate}: use a fraction in [0, 1)")
     if args.concentration is not None and args.concentration <= 0:
         problems.append(f"--concentration {args.concentration}: use a positive number")
-    out = Path(args.output_dir)
-    if out.exists() and not out.is_dir():
-        problems.append(f"--output_dir {args.output_dir!r} is a file: pass a folder")
+    if error := output_dir_error(args.output_dir):
+        problems.append(error)
     if problems:
         raise InputError("; ".join(problems) + ".")
 

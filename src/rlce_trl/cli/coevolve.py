@@ -13,7 +13,7 @@ import argparse
 import os
 import shlex
 
-from ..errors import InputError, MissingInputError, print_error
+from ..errors import InputError, MissingInputError, output_dir_error, print_error
 from ._args import CLIParser
 
 REQUIRED = ("method", "config", "output_dir")
@@ -70,9 +70,8 @@ def main(args: argparse.Namespace) -> int:
     if args.method not in METHODS:
         raise InputError(f"--method {args.method!r}: use one of {', '.join(METHODS)}.")
 
-    if os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
-        raise InputError(f"--output_dir {args.output_dir!r} is a file: pass a folder (the run's state, logs and "
-                         "checkpoints go there).")
+    if error := output_dir_error(args.output_dir):
+        raise InputError(f"{error}.")
     recipe = load_recipe(args.config)
     _check_coevolution_recipe(recipe)
     overrides = list(args.extra)

@@ -15,7 +15,7 @@ from ..data.hba import load_hba_split
 from ..data.jsonl import read_jsonl_counted
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
 from ..data.tasks import judge_of, video_tasks
-from ..errors import InputError, MissingInputError, first_line
+from ..errors import InputError, MissingInputError, first_line, output_dir_error
 from ..evaluation.evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 from ..generation.generators import BACKENDS, Generator, make_generator
 from ..models import ALIAS_NAMES as ALIASES
@@ -96,8 +96,8 @@ def check_flags(args: argparse.Namespace) -> None:
         problems.append("--judge_base_url needs --judge_model (the model name at the judge endpoint)")
     if args.judge_base_url and not args.judge_base_url.startswith(("http://", "https://")):
         problems.append("--judge_base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)")
-    if Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
-        problems.append(f"--output_dir {args.output_dir!r} is a file: pass a folder")
+    if error := output_dir_error(args.output_dir):
+        problems.append(error)
     if problems:
         raise InputError("; ".join(problems) + ".")
 

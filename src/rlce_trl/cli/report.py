@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..errors import InputError
+from ..errors import InputError, output_dir_error
 from ._args import positive_int
 
 
@@ -27,8 +27,8 @@ def main(args: argparse.Namespace) -> int:
     from ..report import build_report
     from ..report.plots import CURVES_PNG
 
-    if args.output_dir and os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
-        raise InputError(f"--output_dir {args.output_dir!r} is a file: pass a folder for the page and plots.")
+    if args.output_dir and (error := output_dir_error(args.output_dir)):
+        raise InputError(f"{error}.")
     try:
         path, data = build_report(args.run_dir, args.output_dir, args.max_groups)
     except FileNotFoundError as error:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..data.jsonl import read_jsonl
-from ..errors import InputError, MissingInputError, first_line
+from ..errors import InputError, MissingInputError, first_line, output_dir_error
 from ..models import ALIAS_NAMES as ALIASES
 from ._args import check_video_rows, nonnegative_int, positive_int
 from ._prompting import add_config_argument, resolve_prompting, say_prompting
@@ -108,8 +108,8 @@ def _sample_problems(args) -> list[str]:
         problems.append("--hba_task reads --data: pass the HBA split with --data")
     if args.media_root and not Path(args.media_root).is_dir():
         problems.append(f"--media_root {args.media_root}: no such folder")
-    if Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
-        problems.append(f"--output_dir {args.output_dir}: is a file, pass a folder")
+    if error := output_dir_error(args.output_dir):
+        problems.append(error)
     problems += [f"--{p.rstrip('.')}" for p in video_problems(args)]
     args.frame_kwargs = frame_kwargs(args)
     if args.vllm_kwargs is not None:

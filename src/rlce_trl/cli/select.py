@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 
-from ..data.jsonl import read_jsonl, write_json
-from ..errors import InputError, MissingInputError, positive_int
+from ..data.jsonl import read_json, read_jsonl, write_json
+from ..errors import InputError, MissingInputError, output_dir_error, positive_int
 from ._prompting import add_config_argument, resolve_prompting
 
 DEFAULT_SELECTORS = "greedy,single,majority,elect,elect_noframes,oracle"
@@ -102,8 +101,8 @@ def _select_config(args):
     think = _int_list(args.elect_think_range, "--elect_think_range", "64,1024")
     if len(think) != 2:
         problems.append(f"--elect_think_range {args.elect_think_range!r}: give LO,HI in tokens, e.g. 64,1024")
-    if Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
-        problems.append(f"--output_dir {args.output_dir}: is a file, pass a folder")
+    if error := output_dir_error(args.output_dir):
+        problems.append(error)
     cfg = None
     if not problems:
         try:
@@ -119,21 +118,16 @@ def _select_config(args):
 def _check_resume(args, out: Path) -> Path:
     """A rerun resumes the rows not yet in selections.jsonl; with other selection settings it would mix two runs.
     Returns the settings file, written by the caller once the selectors are built."""
+    from ..selection.pool import check_resume_settings
+
     keys = ("selectors", "budgets", "subsets", "seed", "rlce_tests_per_direction", "rlce_max_tokens",
             "elect_referee", "elect_trim", "elect_delta", "elect_gamma", "elect_think_range",
             "verifier_model_name_or_path")
     settings = {k: getattr(args, k) for k in keys}
     path = out / "select_settings.json"
     selections = out / "selections.jsonl"
-    if selections.exists() and selections.stat().st_size and path.exists():
-        try:
-            previous = json.loads(path.read_text())
-        except (ValueError, OSError):
-            previous = None
-        if previous != settings:
-            changed = sorted(k for k in keys if not isinstance(previous, dict) or previous.get(k) != settings[k])
-            raise InputError(f"{out} holds selections made with other settings ({', '.join(changed)}): use another "
-                             "--output_dir, or the same settings to resume.")
+    if selections.exists() and selections.stat().st_size:
+        check_resume_settings(path, settings, "selections made")
     args.select_settings = settings
     return path
 
@@ -177,11 +171,7 @@ def _check_prompts(task_file, rows, config: str | None, pool: str | None) -> Non
     prompting, source = resolve_prompting(config, None)
     if source is None and pool is not None:
         settings = Path(pool) / SETTINGS_FILE if Path(pool).is_dir() else Path(pool).parent / SETTINGS_FILE
-        try:
-            recorded = json.loads(settings.read_text(encoding="utf-8")).get("prompting") if settings.is_file() \
-                else None
-        except (OSError, ValueError):
-            recorded = None
+        recorded = (read_json(settings) or {}).get("prompting")
         if isinstance(recorded, dict):
             prompting, source = Prompting.from_dict(recorded), str(settings)
     from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled

@@ -17,7 +17,6 @@ log.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import resource
@@ -30,8 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data.jsonl import write_json
+from ..data.jsonl import read_json, write_json
 from ..errors import InputError
+from ..evaluation.evaluate import OutputLock
 from .base import BuildContext, CoevolutionMethod, PhaseSpec
 from .state import new_state, per_phase, read_state, record_step, totals, write_state
 
@@ -116,7 +116,7 @@ class Coevolver:
     def run(self, resume: bool = False) -> dict:
         """Run (or, with `resume`, continue) the co-evolution; the final state."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        with self._lock():
+        with OutputLock(self.output_dir, "coevolve"):
             state = self._initial_state(resume)
             while not state["done"]:
                 steps = round_steps(self.method, state["round"], self.settings)
@@ -153,18 +153,6 @@ class Coevolver:
         self.log(f"resuming {state['method']} at round {state['round']}, step {state['step']}")
         return state
 
-    @contextlib.contextmanager
-    def _lock(self):
-        import fcntl
-
-        with open(self.output_dir / ".coevolve.lock", "w") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise InputError(f"Another rlce-trl coevolve is running on {self.output_dir}: wait for it, or pass "
-                                 "another --output_dir.") from None
-            yield
-
     # -- one step -----------------------------------------------------------------------------------------------------
     def _run_step(self, state: dict, step: dict) -> None:
         phase = PhaseSpec(**step["phase"]) if step["phase"] else None
@@ -180,7 +168,7 @@ class Coevolver:
                                 "result": {}, "skipped": skip})
             return
         done = _read_report(step_dir)
-        if done is not None and _read_json(step_dir / "job.json") == job:  # finished; the driver died before recording
+        if done is not None and read_json(step_dir / "job.json") == job:  # finished; the driver died before recording
             self.log(f"round {state['round']}: {step['id']} had finished before the driver stopped: not rerun")
             self._record(state, step, phase, job, done, done.get("wall_s", 0.0), 0.0, log_path)
             return
@@ -305,17 +293,9 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _read_json(path: Path):
-    """The JSON in `path`, `None` when it is missing or torn."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
 def _read_report(step_dir: Path) -> dict | None:
-    report = _read_json(step_dir / REPORT_FILE)
-    return report if isinstance(report, dict) and report.get("ok") else None
+    report = read_json(step_dir / REPORT_FILE)
+    return report if report and report.get("ok") else None
 
 
 def _last_line(path: Path) -> str:

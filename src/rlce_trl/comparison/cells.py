@@ -3,7 +3,6 @@ the test split, record it (`train.json`, `done.json`), so a rerun never repeats 
 
 from __future__ import annotations
 
-import json
 import shlex
 import shutil
 import subprocess
@@ -11,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..data.jsonl import write_json
+from ..data.jsonl import read_json, write_json
 from ..data.tasks import get_task
 from ..errors import InputError
 from ..training.recipes import load_recipe
@@ -102,17 +101,8 @@ def _run(command: list[str], log: Path, what: str) -> float:
     return wall
 
 
-def _read_json(path: Path) -> dict | None:
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def _score(summary_path: Path) -> float | None:
-    summary = _read_json(summary_path) or {}
+    summary = read_json(summary_path) or {}
     return summary.get("score", summary.get("prefeval_macro"))
 
 
@@ -152,14 +142,14 @@ def _select_checkpoints(args, plan: dict, method: str, seed: int, train_dir: Pat
 def _best_checkpoint(plan: dict, method: str, train_dir: Path) -> tuple[str, dict]:
     """The best-on-validation checkpoint of a finished training and what its selection recorded."""
     if plan["kinds"][method] == "coevolve":
-        state = _read_json(train_dir / "state.json") or {}
+        state = read_json(train_dir / "state.json") or {}
         best = state.get("best")
         if not best:
             raise CellFailedError(f"{method}: the co-evolution run in {train_dir} has no validated round (state.json "
                                   "'best' is empty): check its validation_file and log.")
         return best["checkpoint"], {"best_round": best["round"], "best_validation": best["score"]}
     best = train_dir / "best"
-    record = _read_json(train_dir / "best.json") or {}
+    record = read_json(train_dir / "best.json") or {}
     if not (best / "config.json").is_file():
         raise CellFailedError(f"{method}: no best checkpoint in {best}: validation never ran (the run ended before "
                               f"its first validation): delete {train_dir.parent} and rerun with a lower "
@@ -170,7 +160,7 @@ def _best_checkpoint(plan: dict, method: str, train_dir: Path) -> tuple[str, dic
 
 def _device_hours(plan: dict, method: str, train_dir: Path, wall: float) -> float:
     if plan["kinds"][method] == "coevolve":  # the driver accounts every phase's devices itself
-        state = _read_json(train_dir / "state.json") or {}
+        state = read_json(train_dir / "state.json") or {}
         return sum(step.get("device_hours", 0.0) for step in state.get("steps", []))
     return wall * plan["devices"] / 3600
 
@@ -178,11 +168,11 @@ def _device_hours(plan: dict, method: str, train_dir: Path, wall: float) -> floa
 def run_cell(args, plan: dict, method: str, seed: int, log=print) -> dict:
     """Train (unless `train.json` says it is done) and evaluate (unless `done.json` does) one cell."""
     here = cell_dir(plan, method, seed)
-    done = _read_json(here / "done.json")
+    done = read_json(here / "done.json")
     if done is not None:
         return done
     train_args = train_arguments(args, plan, method, seed)
-    trained = _read_json(here / "train.json")
+    trained = read_json(here / "train.json")
     if trained is not None and trained["arguments"] != train_args:
         raise InputError(f"{here} was trained with other arguments (recipe, data or overrides changed): use another "
                          "--output_dir, or delete that cell's folder to retrain it.")
@@ -224,7 +214,7 @@ def run_cell(args, plan: dict, method: str, seed: int, log=print) -> dict:
 def run_base(args, plan: dict, log=print) -> dict:
     """Evaluate the base model once (`base/done.json`)."""
     here = cell_dir(plan, "base", None)
-    done = _read_json(here / "done.json")
+    done = read_json(here / "done.json")
     if done is not None:
         return done
     from ..models import resolve_model
@@ -243,10 +233,10 @@ def collect(plan: dict) -> tuple[dict, dict | None]:
     cells = {}
     for method in plan["methods"]:
         for seed in plan["seeds"]:
-            record = _read_json(cell_dir(plan, method, seed) / "done.json")
+            record = read_json(cell_dir(plan, method, seed) / "done.json")
             if record is not None:
                 cells[(method, seed)] = record
-    return cells, _read_json(cell_dir(plan, "base", None) / "done.json")
+    return cells, read_json(cell_dir(plan, "base", None) / "done.json")
 
 
 def write(plan: dict) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..data.prefeval import TASK as PREFEVAL_TASK
 from ..data.tasks import get_task, is_task_file
-from ..errors import InputError, MissingInputError
+from ..errors import InputError, MissingInputError, output_dir_error
 from . import paper
 
 
@@ -126,8 +126,8 @@ def make_plan(args: argparse.Namespace) -> dict:
         raise InputError(f"--seeds {args.seeds!r}: pass comma-separated integers, e.g. --seeds 1,2,3.") from None
     if not seeds or len(set(seeds)) != len(seeds):
         raise InputError(f"--seeds {args.seeds!r}: pass distinct integers, e.g. --seeds 1,2,3.")
-    if Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
-        raise InputError(f"--output_dir {args.output_dir!r} is a file: pass a folder.")
+    if error := output_dir_error(args.output_dir):
+        raise InputError(f"{error}.")
     launcher = shlex.split(args.launcher) if args.launcher.strip() else []
     if not launcher:
         raise InputError("--launcher is empty: pass `python` or a launcher command such as `accelerate launch`.")

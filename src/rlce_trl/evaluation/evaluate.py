@@ -29,7 +29,7 @@ from ..data.jsonl import append_jsonl, read_jsonl, read_jsonl_counted, repair_js
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
 from ..data.prefeval import TASK as PREFEVAL_TASK
 from ..data.tasks import TASKS, judge_of
-from ..errors import InputError
+from ..errors import InputError, output_dir_error
 from ..generation.generators import Generator
 from .metrics import extract_prediction, macro_average, task_score
 
@@ -58,14 +58,15 @@ class Judge:
 
 
 class OutputLock:
-    """An exclusive lock on an output folder (`.evaluate.lock`, `flock`): a second run on the same folder is refused
-    at once instead of writing duplicate rows. Released when the process ends, however it ends."""
+    """An exclusive lock on the output folder of `rlce-trl <command>` (`.<command>.lock`, `flock`): a second run on
+    the same folder is refused at once instead of writing duplicate rows. Released when the process ends, however it
+    ends."""
 
-    def __init__(self, folder: Path):
-        self.path, self.handle = folder / ".evaluate.lock", None
+    def __init__(self, folder: Path, command: str = "evaluate"):
+        self.path, self.command, self.handle = folder / f".{command}.lock", command, None
 
     def __enter__(self):
-        import fcntl  # POSIX, as the co-evolution driver's lock
+        import fcntl  # POSIX
 
         self.handle = open(self.path, "a+", encoding="utf-8")
         try:
@@ -74,8 +75,8 @@ class OutputLock:
             self.handle.seek(0)
             owner = self.handle.read().strip() or "another process"
             self.handle.close()
-            raise InputError(f"{self.path.parent} is being written by another `rlce-trl evaluate` ({owner}): wait "
-                             "for it to finish or pass another --output_dir.") from None
+            raise InputError(f"{self.path.parent} is being written by another `rlce-trl {self.command}` ({owner}): "
+                             "wait for it to finish or pass another --output_dir.") from None
         self.handle.seek(0)
         self.handle.truncate()
         self.handle.write(f"pid {os.getpid()}")
@@ -177,8 +178,8 @@ def evaluate_rows(rows: Sequence[dict], generate: Generator, output_dir: str | o
     if batch_size < 1:
         raise InputError(f"batch_size={batch_size}: use 1 or more.")
     task = check_eval_rows(rows)
-    if output_dir.exists() and not output_dir.is_dir():
-        raise InputError(f"--output_dir {str(output_dir)!r} is a file: pass a folder.")
+    if error := output_dir_error(output_dir):
+        raise InputError(f"{error}.")
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
         with OutputLock(output_dir):

@@ -14,7 +14,8 @@ from .state import EvidenceTest
 TIE_TOLERANCE = 1e-9
 
 
-def _mean(values: list[int]) -> float | None:
+def mean(values: Sequence[float]) -> float | None:
+    """The arithmetic mean of `values`, `None` when there are none (not 0)."""
     return sum(values) / len(values) if values else None
 
 
@@ -25,8 +26,8 @@ def verification_scores(num_answers: int, tests: Sequence[EvidenceTest]) -> list
     takes 0 for that term: no evidence either way. An answer with no surviving test at all has no score (`None`)."""
     scores: list[float | None] = []
     for i in range(num_answers):
-        support = _mean([t.outcome for t in tests if t.favoured == i and t.outcome is not None])
-        contra = _mean([t.outcome for t in tests if t.against == i and t.outcome is not None])
+        support = mean([t.outcome for t in tests if t.favoured == i and t.outcome is not None])
+        contra = mean([t.outcome for t in tests if t.against == i and t.outcome is not None])
         scores.append(None if support is None and contra is None else (support or 0.0) - (contra or 0.0))
     return scores
 
@@ -48,7 +49,7 @@ def unresolved_pairs(tied: Sequence[int]) -> list[tuple[int, int]]:
 
 def pointwise_scores(num_answers: int, tests: Sequence[EvidenceTest]) -> list[float | None]:
     """Pointwise ablation: the fraction of an answer's own non-abstained tests that are satisfied."""
-    return [_mean([t.outcome for t in tests if t.favoured == i and t.outcome is not None]) for i in range(num_answers)]
+    return [mean([t.outcome for t in tests if t.favoured == i and t.outcome is not None]) for i in range(num_answers)]
 
 
 def pointwise_winners(scores: Sequence[float | None]) -> list[int]:

@@ -14,11 +14,11 @@ page = build_report("runs/quickstart")  # runs/quickstart/report/index.html (+ c
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections import Counter
 
+from ..data.jsonl import read_json
 from .data import RunData, load_run
 from .health import health_section
 from .page import render
@@ -38,11 +38,7 @@ RUN_FILE = "rlce_run.json"
 
 def run_title(run_dir: str) -> str:
     """The report's title: the task's display name the run recorded in `rlce_run.json`, else the folder's name."""
-    try:
-        with open(os.path.join(run_dir, RUN_FILE), encoding="utf-8") as f:
-            title = json.load(f).get("title")
-    except (OSError, ValueError, AttributeError):
-        title = None
+    title = (read_json(os.path.join(run_dir, RUN_FILE)) or {}).get("title")
     return str(title) if title else os.path.basename(os.path.normpath(os.path.abspath(run_dir)))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from ..evidence.aggregation import mean
 from .data import RunData
 from .plots import metric_prefix, verdict_order
 
@@ -25,10 +26,6 @@ def _training(history: list[dict]) -> list[dict]:
 def _values(entries: list[dict], key: str) -> list[float]:
     return [float(e[key]) for e in entries
             if isinstance(e.get(key), (int, float)) and not isinstance(e.get(key), bool)]
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def _pct(value: float | None) -> str:
@@ -60,10 +57,10 @@ def summary_items(data: RunData) -> list[Item]:
         key = f"{p}/{name}"
         values = _values(entries, key)
         detail = f"mean of {key} over {len(values)} logged steps" if values else f"{key} not logged"
-        items.append(Item(label, _pct(_mean(values)), detail))
+        items.append(Item(label, _pct(mean(values)), detail))
     verdicts = sorted({k for e in entries for k in e if k.startswith(f"{p}/verdict_") and k.endswith("_frac")},
                       key=verdict_order)
-    mix = [(verdict_order(k), _mean(_values(entries, k))) for k in verdicts]
+    mix = [(verdict_order(k), mean(_values(entries, k))) for k in verdicts]
     mix = [(name, value) for (rank, name), value in mix  # yes / no / unknown always, another verdict when it occurred
            if value is not None and (rank < 3 or value > 0)]
     items.append(Item("verdicts", " · ".join(f"{name} {_pct(value)}" for name, value in mix) or "n/a",

@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data.jsonl import append_jsonl, read_jsonl_lenient, repair_jsonl_tail, write_json
+from ..data.jsonl import append_jsonl, read_json, read_jsonl_lenient, repair_jsonl_tail, write_json
 from ..elect.parsing import ElectParse, parse_elect_output, tail_confidence
-from ..errors import MissingInputError, first_line
+from ..errors import InputError, MissingInputError, first_line
 from ..evidence.answers import match_label, normalize_answer
 
 POOL_FILE = "pool.jsonl"
@@ -179,6 +179,21 @@ def reference_prompt(prompt):
     return map_video_blocks(prompt, lambda block: {k: v for k, v in block.items() if k != "video"})
 
 
+def check_resume_settings(path: Path, settings: dict, made: str) -> None:
+    """Refuse to resume into `path`'s folder when its settings file `path` records other settings than `settings` (the
+    rerun would mix two runs in one file) or cannot be read; nothing to check when there is no such file. `made`
+    names what the folder holds (`"a pool sampled"`)."""
+    if not path.exists():
+        return
+    previous = read_json(path)
+    if previous is None:
+        raise InputError(f"{path} is unreadable: restore it, or use another --output_dir.")
+    if previous != settings:
+        changed = sorted(k for k in set(previous) | set(settings) if previous.get(k) != settings.get(k))
+        raise InputError(f"{path.parent} holds {made} with other settings ({', '.join(changed)}): use another "
+                         "--output_dir, or the same settings to resume.")
+
+
 def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.PathLike, *, n: int,
                 temperature: float = 1.0, top_p: float = 0.95, top_k: int = 20, seed: int = 0,
                 greedy_too: bool = True, batch_size: int = 4, settings_extra: dict | None = None,
@@ -199,18 +214,7 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
     settings = {"n": n, "temperature": temperature, "top_p": top_p, "top_k": top_k, "seed": seed,
                 "greedy_too": greedy_too, **(settings_extra or {})}
     settings_path = out / SETTINGS_FILE
-    if settings_path.exists():
-        try:
-            previous = json.loads(settings_path.read_text(encoding="utf-8"))
-            if not isinstance(previous, dict):
-                raise ValueError("not a JSON object")
-        except (ValueError, OSError):
-            raise ValueError(f"{settings_path} is unreadable: restore it, or sample into another --output_dir.") \
-                from None
-        if previous != settings:
-            changed = sorted(k for k in set(previous) | set(settings) if previous.get(k) != settings.get(k))
-            raise ValueError(f"{out} holds a pool sampled with other settings ({', '.join(changed)}): use another "
-                             "--output_dir, or the same settings to resume.")
+    check_resume_settings(settings_path, settings, "a pool sampled")
     write_json(settings, settings_path)
     pool_path = out / POOL_FILE
     repair_jsonl_tail(pool_path)  # a line cut by an interruption: that row is sampled again
