@@ -42,7 +42,7 @@ def _one_line_error(capsys, argv, *needles):
 
 
 SAMPLE_CASES = [
-    (["--vllm_kwargs", "{max_model_len: 1}"], ["--vllm_kwargs is not JSON", "max_model_len"]),
+    (["--vllm_kwargs", "{max_model_len: 1}"], ["--vllm_kwargs: not JSON", "max_model_len"]),
     (["--vllm_kwargs", "[1, 2]"], ["give a JSON object"]),
     (["--n", "0", "--top_p", "2"], ["--n 0"]),  # argparse stops at the first bad count
     (["--limit", "-1"], ["--limit -1"]),
@@ -50,7 +50,7 @@ SAMPLE_CASES = [
     (["--top_k", "-1", "--temperature", "nan"], ["--top_k -1"]),
     (["--temperature", "nan", "--top_p", "2"], ["--temperature", "--top_p"]),
     (["--video_fps", "0", "--video_min_frames", "9"], ["--video_fps=0", "video_max_frames"]),
-    (["--media_root", "/nowhere/at/all"], ["--media_root /nowhere/at/all: no such folder"]),
+    (["--media_root", "/nowhere/at/all"], ["--media_root '/nowhere/at/all': no such folder"]),
     (["--video_fps", "nan", "--temperature", "inf"], ["--video_fps nan", "--temperature inf"]),
 ]
 

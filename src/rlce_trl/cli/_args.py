@@ -5,11 +5,27 @@ check of video rows that `evaluate` and `sample` share."""
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
 
 from ..errors import InputError, MissingInputError, bounded_int, did_you_mean, nonnegative_int, positive_int
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def json_object(text: str) -> dict:
+    """argparse type of `--vllm_kwargs`: a JSON object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(
+            f"not JSON ({error.msg}); give an object such as '{{\"max_model_len\": 8192}}'"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("give a JSON object ({...})")
+    return value
 
 
 class CLIParser(argparse.ArgumentParser):

@@ -19,22 +19,8 @@ from ..errors import InputError, MissingInputError, first_line, output_dir_error
 from ..evaluation.evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 from ..generation.generators import BACKENDS, Generator, make_generator
 from ..models import ALIAS_NAMES as ALIASES
-from ._args import check_video_rows, positive_int
+from ._args import DTYPES, check_video_rows, json_object, positive_int
 from ._prompting import add_config_argument, resolve_prompting, say_prompting
-
-DTYPES = ("auto", "float32", "float16", "bfloat16")
-
-
-def _json_object(text: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise argparse.ArgumentTypeError(
-            f"not JSON ({error.msg}); give an object such as '{{\"max_model_len\": 8192}}'"
-        ) from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("give a JSON object ({...})")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="auto: vLLM when installed, transformers otherwise; video rows always use transformers.")
     parser.add_argument("--dtype", default="auto", choices=DTYPES,
                         help="Weights dtype (auto: bfloat16 on GPU, float32 on CPU).")
-    parser.add_argument("--vllm_kwargs", type=_json_object, default=None,
+    parser.add_argument("--vllm_kwargs", type=json_object, default=None,
                         help='JSON object passed to vllm.LLM, e.g. \'{"max_model_len": 8192, '
                         '"gpu_memory_utilization": 0.8}\'.')
     parser.add_argument("--max_new_tokens", type=positive_int, default=512, help="Most tokens generated per answer.")

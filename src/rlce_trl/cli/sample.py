@@ -13,7 +13,7 @@ from pathlib import Path
 from ..data.jsonl import read_jsonl
 from ..errors import InputError, MissingInputError, first_line, output_dir_error
 from ..models import ALIAS_NAMES as ALIASES
-from ._args import check_video_rows, nonnegative_int, positive_int
+from ._args import DTYPES, check_video_rows, json_object, nonnegative_int, positive_int
 from ._prompting import add_config_argument, resolve_prompting, say_prompting
 
 
@@ -85,9 +85,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=nonnegative_int, default=0, help="Seed of the sampling (and --synthetic rows).")
     parser.add_argument("--backend", default="transformers", choices=("transformers", "vllm"),
                         help="vllm: text rows only (video rows are sampled with transformers).")
-    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"),
+    parser.add_argument("--dtype", default="auto", choices=DTYPES,
                         help="Weights dtype (auto: bfloat16 on GPU, float32 on CPU).")
-    parser.add_argument("--vllm_kwargs", default=None,
+    parser.add_argument("--vllm_kwargs", type=json_object, default=None,
                         help="JSON object of vllm.LLM arguments, e.g. "
                         '\'{"max_model_len": 1024, "enforce_eager": true}\'')
 
@@ -107,20 +107,11 @@ def _sample_problems(args) -> list[str]:
     if args.hba_task and not args.data:
         problems.append("--hba_task reads --data: pass the HBA split with --data")
     if args.media_root and not Path(args.media_root).is_dir():
-        problems.append(f"--media_root {args.media_root}: no such folder")
+        problems.append(f"--media_root {args.media_root!r}: no such folder")
     if error := output_dir_error(args.output_dir):
         problems.append(error)
     problems += [f"--{p.rstrip('.')}" for p in video_problems(args)]
     args.frame_kwargs = frame_kwargs(args)
-    if args.vllm_kwargs is not None:
-        try:
-            args.vllm_kwargs = json.loads(args.vllm_kwargs)
-        except json.JSONDecodeError as error:
-            problems.append(f"--vllm_kwargs is not JSON ({error.msg}): give an object such as "
-                            "'{\"max_model_len\": 1024}'")
-        else:
-            if not isinstance(args.vllm_kwargs, dict):
-                problems.append("--vllm_kwargs: give a JSON object ({...}) of vllm.LLM arguments")
     return problems
 
 

@@ -9,10 +9,10 @@ An RLCE run's device-hours are its `train_runtime` (from `trainer_state.json`) t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import InputError
+from ..report.data import read_log_history
 from .state import per_phase as phase_totals
 from .state import read_state
 from .state import totals as run_totals
@@ -32,12 +32,9 @@ def load_coevolve(path: str | Path) -> dict:
 def rlce_device_hours(path: str | Path, gpus: int) -> float:
     """An RLCE run's device-hours: `train_runtime` of its `trainer_state.json` times `gpus`."""
     file = Path(path) / "trainer_state.json"
-    try:
-        history = json.loads(file.read_text(encoding="utf-8")).get("log_history", [])
-    except (OSError, json.JSONDecodeError) as error:
-        raise InputError(f"{file}: cannot read it ({error}); pass the output_dir of a finished training run.") \
-            from None
-    runtimes = [e["train_runtime"] for e in history if isinstance(e, dict) and "train_runtime" in e]
+    if not file.is_file():
+        raise InputError(f"{file}: no such file; pass the output_dir of a finished training run.")
+    runtimes = [e["train_runtime"] for e in read_log_history(file) if isinstance(e, dict) and "train_runtime" in e]
     if not runtimes:
         raise InputError(f"{file} has no train_runtime: pass the output_dir of a finished training run.")
     return runtimes[-1] * gpus / 3600

@@ -149,7 +149,7 @@ def add_choice_probs(groups: list[dict]) -> None:
                 test["choice_probs"] = probs
 
 
-def _log_history(state_file: str) -> list:
+def read_log_history(state_file: str | os.PathLike) -> list:
     """The `log_history` list of a trainer_state.json; a corrupt file or a wrong-typed field is an error that names
     the file and the fix."""
     try:
@@ -174,7 +174,7 @@ def load_run(run_dir: str, max_groups: int | None = None) -> RunData:
     data = RunData(run_dir=run_dir)
     data.state_file = find_state_file(run_dir)
     if data.state_file:
-        history = _log_history(data.state_file)
+        history = read_log_history(data.state_file)
         data.log_history = [{k: _finite(v) for k, v in e.items()} for e in history if isinstance(e, dict)]
         if len(data.log_history) < len(history):
             data.notes.append(f"Skipped {len(history) - len(data.log_history)} log_history entries of "
