@@ -444,4 +444,4 @@ def test_evaluate_never_sends_a_local_looking_path_to_the_hub(tmp_path, capsys, 
     (tmp_path / "runs").mkdir()
     _, line = run(capsys, ["evaluate", "--model_name_or_path", "runs/model", "--data", "sample", "--output_dir",
                            tmp_path / "eval"], max_lines=3)
-    assert "--model_name_or_path 'runs/model' does not exist" in line, line
+    assert "--model_name_or_path 'runs/model': no such folder" in line, line

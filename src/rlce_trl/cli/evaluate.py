@@ -88,18 +88,6 @@ def check_flags(args: argparse.Namespace) -> None:
         raise InputError("; ".join(problems) + ".")
 
 
-def _check_model(path: str) -> None:
-    from ..models import looks_local
-
-    candidate = Path(path).expanduser()
-    if candidate.exists():
-        if candidate.is_dir() and not (candidate / "config.json").exists():
-            raise MissingInputError(f"--model_name_or_path {path!r} has no config.json: pass a checkpoint folder "
-                                    "(one written by save_pretrained / a training run).")
-    elif looks_local(path) or path.count("/") != 1:
-        raise MissingInputError(f"--model_name_or_path {path!r} does not exist: pass a local checkpoint folder.")
-
-
 def _read_rows(args: argparse.Namespace) -> list[dict] | None:
     """The rows of a single-file --data (checked), or `None` for `sample` / a PrefEval folder."""
     if args.task:
@@ -171,10 +159,10 @@ def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
     if video:
         check_video_rows(rows, args.media_root)
     if generator is None:
-        from ..models import resolve_model
+        from ..models import check_model_source, resolve_model
 
         args.model_name_or_path = resolve_model(args.model_name_or_path)  # an offline alias: its converted folder
-        _check_model(args.model_name_or_path)
+        check_model_source(args.model_name_or_path, "--model_name_or_path")
         try:
             generator = make_generator(args.model_name_or_path, args.backend, video=video,
                                        max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
