@@ -53,14 +53,10 @@ def prompt_problem(prompt) -> str | None:
 
 def labels_problem(labels) -> str | None:
     """Why a closed label set cannot be used (`None` when it can, or when it is empty: free text)."""
-    if labels is None or (isinstance(labels, (list, tuple)) and not labels):
-        return None
-    if not isinstance(labels, (list, tuple)):
+    if labels is not None and not isinstance(labels, (list, tuple)):
         return f"is a {type(labels).__name__}; give a list of label strings (or [] for free text)"
-    bad = [label for label in labels if not isinstance(label, str) or not label.strip()]
-    if bad:
-        return f"holds {bad[0]!r}; every label must be a non-empty string"
-    return None
+    bad = [label for label in labels or () if not isinstance(label, str) or not label.strip()]
+    return f"holds {bad[0]!r}; every label must be a non-empty string" if bad else None
 
 
 def row_problems(row, labels_column: str | None = "answer_options", required: Iterable[str] = (),
@@ -69,17 +65,12 @@ def row_problems(row, labels_column: str | None = "answer_options", required: It
     if not isinstance(row, dict):
         return [f"the row is a {type(row).__name__}, not an object"]
     problems = [f"no `{name}` field" for name in required if name not in row]
-    if "prompt" not in row:
-        if not prompt_optional:
-            problems.append("no `prompt` field")
-    else:
-        problem = prompt_problem(row["prompt"])
-        if problem:
-            problems.append(problem)
-    if labels_column and labels_column in row:
-        problem = labels_problem(row[labels_column])
-        if problem:
-            problems.append(f"`{labels_column}` {problem}")
+    if "prompt" not in row and not prompt_optional:
+        problems.append("no `prompt` field")
+    elif "prompt" in row and (problem := prompt_problem(row["prompt"])):
+        problems.append(problem)
+    if labels_column and labels_column in row and (problem := labels_problem(row[labels_column])):
+        problems.append(f"`{labels_column}` {problem}")
     return problems
 
 

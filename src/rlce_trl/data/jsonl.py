@@ -86,7 +86,7 @@ def rotate_jsonl(path: str | os.PathLike, keep: int) -> None:
     """Rotate a log that reached its size limit: `path` becomes part 1, part k becomes part k+1, parts beyond `keep`
     are removed, and the next append starts a fresh `path`. `keep=0` just removes `path` (and any old parts)."""
     path = Path(path)
-    for old in rotated_paths(path)[max(keep, 1) - 1:] if keep else rotated_paths(path):
+    for old in rotated_paths(path)[max(keep - 1, 0):]:
         old.unlink()  # the oldest parts, beyond what is kept
     for k in range(len(rotated_paths(path)), 0, -1):
         os.replace(_part(path, k), _part(path, k + 1))

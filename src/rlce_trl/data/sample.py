@@ -64,7 +64,5 @@ def load_preference_sample(split: str = "train", seed: int = 0) -> list[dict]:
             conversation += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
         conversation.append({"role": "user", "content": record["question"]})
         topic, index = record["topic"], int(record["id"].rsplit("/", 1)[1])
-        row = make_row("explicit", topic, index, record, conversation, split)
-        row["id"] = record["id"]
-        rows.append(row)
+        rows.append({**make_row("explicit", topic, index, record, conversation, split), "id": record["id"]})
     return rows
