@@ -30,6 +30,16 @@ def first_line(error: BaseException, limit: int = 300) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:limit]
 
 
+def last_line(path) -> str:
+    """A log file's last non-empty line, stripped, at most 300 characters (empty when it has none or cannot be read):
+    what the error of a failed process quotes."""
+    try:
+        lines = [line.strip() for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines()]
+    except OSError:
+        return ""
+    return next((line[:300] for line in reversed(lines) if line), "")
+
+
 def print_error(message) -> None:
     """`error: <message>` on stderr, its newline included, in ONE write, then flushed: ranks of a launch that share
     one stderr (unbuffered under torchrun / `python -u`, where `print` writes the text and the newline separately)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.jsonl import read_json, write_json
-from ..errors import InputError
+from ..errors import InputError, last_line
 from ..evaluation.evaluate import OutputLock
 from .base import BuildContext, CoevolutionMethod, PhaseSpec
 from .state import new_state, per_phase, read_state, record_step, totals, write_state
@@ -195,7 +195,7 @@ class Coevolver:
             what = f"phase '{phase.name}' ({step['kind']})" if phase else f"validation of {state['validated_role']}"
             reason = f"exit code {code}" if code != 0 else f"no {REPORT_FILE} written"
             raise PhaseFailedError(f"round {state['round']}: {what} failed ({reason}); its log: {log_path} "
-                                   f"(last line: {_last_line(log_path)!r}). Fix the cause and rerun with --resume.")
+                                   f"(last line: {last_line(log_path)!r}). Fix the cause and rerun with --resume.")
         self._record(state, step, phase, job, report, wall, cpu, log_path)
 
     @staticmethod
@@ -296,11 +296,3 @@ def _children_cpu() -> float:
 def _read_report(step_dir: Path) -> dict | None:
     report = read_json(step_dir / REPORT_FILE)
     return report if report and report.get("ok") else None
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    except OSError:
-        return ""
-    return lines[-1][:300] if lines else ""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..data.jsonl import read_json, write_json
 from ..data.tasks import get_task
-from ..errors import InputError
+from ..errors import InputError, last_line
 from ..training.recipes import load_recipe
 from . import paper
 
@@ -95,9 +95,7 @@ def _run(command: list[str], log: Path, what: str) -> float:
         code = subprocess.run(command, stdout=f, stderr=subprocess.STDOUT, check=False).returncode
     wall = time.monotonic() - start
     if code != 0:
-        lines = [line.strip() for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
-                 if line.strip()]
-        raise CellFailedError(f"{what} failed (exit {code}): {lines[-1] if lines else 'no output'} (log: {log})")
+        raise CellFailedError(f"{what} failed (exit {code}): {last_line(log) or 'no output'} (log: {log})")
     return wall
 
 
