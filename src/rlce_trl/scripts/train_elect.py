@@ -52,9 +52,9 @@ class ElectScriptArguments:
         "help": "Drop rows whose templated prompt is longer (tokens); None: keep all (the shared length filter)."})
     recipe: str | None = field(default=None, init=False, repr=False)  # set by the parser, as for the other scripts
 
-    def __post_init__(self):  # a missing output_dir or a bad think_range: one line naming the fix
-        if not self.output_dir:
-            raise InputError("pass --output_dir (or set output_dir in the recipe).")
+    def __post_init__(self):
+        """A bad think_range is one line naming the fix. output_dir is checked when the script runs
+        (`_with_output_dir`), so that a recipe without one still parses (`rlce-trl recipes`)."""
         try:
             lo, hi = (int(x) for x in self.think_range.split(","))
         except ValueError:
@@ -70,13 +70,19 @@ def make_parser() -> RecipeParser:
 def parse_args(argv=None) -> ElectScriptArguments:
     """The settings, with a `--config` recipe's values as defaults (flags win); a missing `--output_dir` is one
     line naming the fix."""
-    return make_parser().parse_args_and_config(argv)[0]
+    return _with_output_dir(make_parser().parse_args_and_config(argv)[0])
+
+
+def _with_output_dir(args: ElectScriptArguments) -> ElectScriptArguments:
+    if not args.output_dir:
+        raise InputError("pass --output_dir (or set output_dir in the recipe).")
+    return args
 
 
 def main(args: ElectScriptArguments | list[str] | None = None):
     """Train; `args` are the parsed settings, or a command line to parse. The run is the shared pipeline
     ([`rlce_trl.training.pipeline.train`]) with the numbered-evidence task supplying its rows ([`elect_run`])."""
-    args = args if isinstance(args, ElectScriptArguments) else parse_args(args)
+    args = _with_output_dir(args) if isinstance(args, ElectScriptArguments) else parse_args(args)
     script_args, training_args, model_args, task, reward_funcs, trainer_class = elect_run(args)
     return train(script_args, training_args, model_args, task, reward_funcs=reward_funcs,
                  trainer_class=trainer_class)
