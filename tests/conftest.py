@@ -37,9 +37,27 @@ def _release_memory_after_each_file():
         pass
 
 
+def _peak_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+
+
+_PEAK_RISES: list[tuple[float, str]] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    before = _peak_gib()
+    try:
+        return (yield)
+    finally:
+        if (rise := _peak_gib() - before) >= 0.25:
+            _PEAK_RISES.append((rise, item.nodeid))
+
+
 def pytest_terminal_summary(terminalreporter):
-    peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
-    terminalreporter.write_line(f"peak resident memory of this pytest process: {peak_gib:.2f} GiB")
+    terminalreporter.write_line(f"peak resident memory of this pytest process: {_peak_gib():.2f} GiB; the tests that "
+                                "raised it most: " + (", ".join(f"{node} +{rise:.2f} GiB" for rise, node in
+                                                                 sorted(_PEAK_RISES, reverse=True)[:5]) or "none"))
 
 
 @pytest.fixture

@@ -31,9 +31,10 @@ VERIFIER_ENV = "RLCE_VERIFIER"
 CONFIG_ENV = "RLCE_CONFIG"
 
 
-def reward_options(config_file: str | None = None) -> dict:
-    """The `rlce_*` / `verifier_*` settings of a YAML / JSON file (if any), over `RLCEGRPOConfig`'s defaults,
-    checked by `RLCEGRPOConfig` itself. Raises [`InputError`] naming the file and the fix."""
+def reward_options(config_file: str | None = None, **fields) -> dict:
+    """The `rlce_*` / `verifier_*` settings of a YAML / JSON file (if any) and `fields` (which win), over
+    `RLCEGRPOConfig`'s defaults, checked by `RLCEGRPOConfig` itself. Raises [`InputError`] naming the file and the
+    fix."""
     import yaml
 
     from .config import REWARD_PREFIXES, RLCEGRPOConfig
@@ -51,6 +52,7 @@ def reward_options(config_file: str | None = None) -> dict:
         if not isinstance(given, dict):
             raise InputError(f"{CONFIG_ENV}={config_file}: expected a mapping of rlce_* / verifier_* settings, "
                              f"got {type(given).__name__}.")
+    given = {**given, **fields}
     unknown = [k for k in given if k not in known]
     if unknown:
         raise InputError(f"{CONFIG_ENV}={config_file}: {unknown[0]!r} is not an RLCEGRPOConfig setting"

@@ -22,6 +22,9 @@ TASK = str(ROOT / "examples" / "own_task" / "parity.yaml")
 
 @pytest.fixture(autouse=True)
 def default_sigint():
+    # Python's own Ctrl-C handler, as in a terminal: a shell without job control that starts pytest in the
+    # background (`cmd &`) leaves SIGINT ignored, and the test's SIGINT would then do nothing
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, signal.default_int_handler)
 

@@ -138,7 +138,8 @@ def test_each_rlce_stage_request_with_a_clip_is_answered_and_parses(trained):
     state = GroupState(group=Group(context=context, completions=["to greet", "to leave"], labels=None, media=clip))
     state.answers = ["to greet", "to leave"]
     requests = [
-        construction.pair_request(state, 0, 1, 2, Sampling(temperature=1.0, top_p=0.95, top_k=20, max_tokens=16)),
+        construction.construction_request(state, 0, 1, 2,
+                                          Sampling(temperature=1.0, top_p=0.95, top_k=20, max_tokens=16)),
         validation.validation_request(context, "The speaker waves at the camera.", 2),
         canonicalization.equivalence_request(state, 32),
     ]
