@@ -173,9 +173,9 @@ def main(argv=None) -> int:
 
     import torch
 
-    from rlce_trl.verifiers.calibrated import VerdictCalibration, builtin_calibration
     from rlce_trl.evidence.validation import parse_verdict, validation_request
     from rlce_trl.models import resolve_model
+    from rlce_trl.verifiers.calibrated import VerdictCalibration, builtin_calibration
     from rlce_trl.verifiers.transformers_backend import TransformersVerifier, load_frozen_model
 
     calibration_path = builtin_calibration(args.calibration or args.model)
