@@ -9,6 +9,7 @@ import os
 import sys
 
 from datasets import Dataset
+from launching import leave
 from testing_utils import preference_rows  # tests/ is on PYTHONPATH (test_straddle.py sets it)
 
 from rlce_trl import RLCEGRPOConfig, RLCEGRPOTrainer
@@ -47,6 +48,7 @@ def main(model_dir: str, out_dir: str) -> None:
     record["logged"] = [e for e in trainer.state.log_history if "rlce/unscored_fraction" in e]
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(record, f)
+    leave(trainer)  # past gloo's teardown (launching.leave)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import os
 import sys
 
 from datasets import Dataset
+from launching import leave
 from testing_utils import preference_rows
 from transformers import TrainerCallback
 
@@ -52,6 +53,7 @@ def main(model_dir: str, out_dir: str) -> None:
               "policy_zero3": ShardingProbe.managed}
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(record, f)
+    leave(trainer)  # past gloo's teardown (launching.leave)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import os
 import sys
 
 from datasets import Dataset
+from launching import leave
 from testing_utils import preference_rows
 from transformers import TrainerCallback
 
@@ -53,6 +54,7 @@ def main(policy_dir: str, out_dir: str, url: str, max_steps: int, resume: str | 
     name = f"rank{rank}.resumed.json" if resume else f"rank{rank}.json"
     with open(os.path.join(out_dir, name), "w") as f:
         json.dump(record, f)
+    leave(trainer)  # past gloo's teardown (launching.leave)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import os
 import sys
 
 from helpers import load_example
+from launching import leave
 
 from rlce_trl import RLCEGRPOTrainer
 from rlce_trl.verifiers.vlm_backend import VisionLanguageVerifier
@@ -57,3 +58,4 @@ if __name__ == "__main__":
                   verifier_zero3=any(hasattr(p, "ds_id") for p in trainer.verifier.model.parameters()))
     with open(os.path.join(training_args.output_dir, f"rank{RECORD['rank']}.json"), "w") as f:
         json.dump(RECORD, f)
+    leave()  # the script ended the launch (end_run); past gloo's teardown (launching.leave)
