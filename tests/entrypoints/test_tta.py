@@ -110,8 +110,10 @@ def test_tta_one_pass_smollm2_rlce_and_ttrl(tmp_path, monkeypatch):
     model = smollm2_instruct()
     for method in ("rlce", "ttrl"):
         out = tmp_path / f"tta_{method}"
-        # the 8 test prompts in one step (G=4): one batched verifier call per stage for the whole pass
-        trainer, judge = run_tta(model, out, method, monkeypatch, "--per_device_train_batch_size", "32")
+        # the 8 test prompts in one step (G=4): one generation batch of 32 and one batched verifier call per stage for
+        # the whole pass; the loss in 4 micro-batches of 8 (one batch of 32 SmolLM2 logits took ~21 GiB of memory)
+        trainer, judge = run_tta(model, out, method, monkeypatch, "--per_device_train_batch_size", "8",
+                                 "--gradient_accumulation_steps", "4")
         check_run(trainer, judge, out)
 
 
