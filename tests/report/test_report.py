@@ -127,6 +127,16 @@ def test_a_corrupt_or_wrong_typed_trainer_state_is_named(tmp_path, capsys, state
         assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and needle in err
 
 
+def test_an_unreadable_trainer_state_is_one_input_error(tmp_path):
+    from rlce_trl.errors import InputError
+    from rlce_trl.report.data import read_log_history
+
+    unreadable = tmp_path / "trainer_state.json"
+    unreadable.mkdir()  # opening it fails (IsADirectoryError), as a file without read permission does
+    with pytest.raises(InputError, match="trainer_state.json: cannot read it"):
+        read_log_history(unreadable)
+
+
 def test_the_summary_strip_reads_the_logged_metrics(tmp_path):
     from rlce_trl.report.data import load_run
     from rlce_trl.report.summary import summary_items

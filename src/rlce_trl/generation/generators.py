@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .hf import eos_token_ids, evaluating, load_frozen_model, load_frozen_vlm, with_pad_token
+from .hf import decoding_kwargs, eos_token_ids, evaluating, load_frozen_model, load_frozen_vlm, with_pad_token
 from .sampling import Sampling
 
 Generator = Callable[[Sequence[list[dict]]], list[str]]
@@ -53,13 +53,6 @@ def _load(loader, path: str, dtype: str):
     cuda = torch.cuda.is_available()
     auto = torch.bfloat16 if cuda else torch.float32
     return loader(path, "cuda" if cuda else None, auto if dtype == "auto" else getattr(torch, dtype))
-
-
-def _decoding(spec: Sampling) -> dict:
-    """The `model.generate` decoding arguments of one candidate: greedy, or sampled with its settings."""
-    if spec.temperature == 0:
-        return {"do_sample": False}
-    return {"do_sample": True, "temperature": spec.temperature, "top_p": spec.top_p, "top_k": spec.top_k or None}
 
 
 class TransformersGenerator:
@@ -119,7 +112,8 @@ class TransformersGenerator:
                     with torch.no_grad():
                         gen = model.generate(**batch, max_new_tokens=self.max_new_tokens, output_logits=True,
                                              return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
-                                             num_return_sequences=1 if greedy else len(members), **_decoding(spec))
+                                             num_return_sequences=1 if greedy else len(members),
+                                             **decoding_kwargs(spec))
                     sampled = _sampled_sequences(gen, batch["input_ids"].shape[1], tokenizer, model)
                     for j, i in enumerate(members):
                         row[i] = sampled[0 if greedy else j]
@@ -204,7 +198,7 @@ class VisionLanguageGenerator:
                         torch.manual_seed(spec.seed)
                         gen = model.generate(**batch, max_new_tokens=self.max_new_tokens, output_logits=True,
                                              return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
-                                             suppress_tokens=suppress, **_decoding(spec))
+                                             suppress_tokens=suppress, **decoding_kwargs(spec))
                     row.append(_sampled_sequences(gen, batch["input_ids"].shape[1], tokenizer, model)[0])
                 out.append(row)
         return out

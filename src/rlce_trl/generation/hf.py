@@ -109,12 +109,15 @@ def generate_kwargs(sampling, pad_token_id: int | None, eos_ids: list[int]) -> d
         pad_token_id=pad_token_id,
         eos_token_id=eos_ids,
     )
+    return {**kwargs, **decoding_kwargs(sampling)}
+
+
+def decoding_kwargs(sampling) -> dict:
+    """Greedy, or sampled with the `Sampling`'s temperature, top-p and top-k (`top_k=0` disables it)."""
     if sampling.greedy:
-        kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-    else:
-        kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p,
-                      top_k=sampling.top_k or None)
-    return kwargs
+        return {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+    return {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p,
+            "top_k": sampling.top_k or None}
 
 
 @contextlib.contextmanager

@@ -158,6 +158,8 @@ def read_log_history(state_file: str | os.PathLike) -> list:
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise InputError(f"{state_file} is not valid JSON ({error}): the run was killed while writing it; delete it "
                          "or restore it from a checkpoint's copy.") from None
+    except OSError as error:  # unreadable (permissions, a folder): one line, as for every input file
+        raise InputError(f"{state_file}: cannot read it ({error.strerror or error}); check its permissions.") from None
     history = state.get("log_history") if isinstance(state, dict) else None
     if history is None and isinstance(state, dict):
         return []

@@ -88,6 +88,8 @@ def decide(requests: list[Request], send: Callable[[list[Request]], list[Reply]]
             continuation = None if key is None else "{" + written + json.dumps(key) + ':"'
             batch.append(_decision_request(requests[k], options, continuation))
         answers = send(batch)
+        if len(answers) != len(batch):
+            raise ValueError(f"the verifier answered {len(answers)} of {len(batch)} requests")
         for k, reply in zip(plain, answers, strict=False):
             replies[k] = reply
         still = []
