@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 
 from ..data.jsonl import read_jsonl_counted
 from ..errors import InputError
-from ..evidence.answers import extract_boxed, match_label, normalize_answer
+from ..evidence.answers import extract_answer, match_label, normalize_answer
 from ..evidence.pipeline import EvidenceSettings
 from ..scoring import Group
 from ..verifiers.base import Reply, Request, Verifier
@@ -113,9 +113,7 @@ def log_groups(
     counting = CountingVerifier(verifier)
     records = []
     for k, (group, gold) in enumerate(zip(groups, golds, strict=True)):
-        rollouts = [extract_boxed(c) for c in group.completions]
-        if group.labels:
-            rollouts = [match_label(a, group.labels) if a is not None else None for a in rollouts]
+        rollouts = [extract_answer(c, group.labels, fallback=False) for c in group.completions]
         records.append({
             "prompt_id": prompt_ids[k] if prompt_ids is not None else group.prompt_key,
             "gold": gold,

@@ -91,15 +91,15 @@ def find_label_in_text(text: str, labels: Sequence[str]) -> str | None:
     return None
 
 
-def extract_answer(response: str, labels: Sequence[str] | None = None) -> str | None:
+def extract_answer(response: str, labels: Sequence[str] | None = None, fallback: bool = True) -> str | None:
     """The task answer of one response, with the paper's fallbacks (appendix A, "Answer extraction").
 
     Closed-label tasks (`labels` non-empty): the content of the last `\\boxed{}` must equal a label (by normal form,
     no synonyms); without a box, the last non-empty line and then the whole response are scanned for exactly one
     label. A box whose content is not a label is invalid (`None`). Free-text tasks: the boxed content, else the whole
-    response stripped; `None` only for an empty response.
+    response stripped; `None` only for an empty response. Without `fallback` only a boxed answer counts.
     """
     boxed = extract_boxed(response or "")
-    if labels:
-        return match_label(boxed, labels) if boxed is not None else find_label_in_text(response or "", labels)
-    return boxed if boxed is not None else (response or "").strip() or None
+    if boxed is not None or not fallback:
+        return match_label(boxed, labels) if labels else boxed
+    return find_label_in_text(response or "", labels) if labels else (response or "").strip() or None

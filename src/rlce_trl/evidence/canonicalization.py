@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..scoring import Group
 from ..verifiers.base import Reply, Request, Sampling
-from .answers import extract_answer, extract_boxed, match_label, normalize_answer
+from .answers import extract_answer, normalize_answer
 from .prompts import equivalence_messages, equivalence_schema
 from .state import GroupState
 
@@ -29,11 +29,7 @@ def canonicalize_deterministic(group: Group, fallback: bool = True) -> GroupStat
     state = GroupState(group=group)
     index_of: dict[str, int] = {}
     for completion in group.completions:
-        if fallback:
-            answer = extract_answer(completion, group.labels)
-        else:
-            answer = extract_boxed(completion)
-            answer = match_label(answer, group.labels) if group.labels is not None else answer
+        answer = extract_answer(completion, group.labels, fallback)
         if answer is None:
             state.assignment.append(None)
             continue
@@ -127,6 +123,5 @@ def apply_equivalence(state: GroupState, reply: Reply, known: Sequence[str] = ()
     everyone = [*known, *state.answers]
     roots = sorted({root(m + i) for i in range(state.num_answers)})
     new_index = {r: k for k, r in enumerate(roots)}
-    state.merged_by_verifier = state.num_answers - len(roots)
     state.answers = [everyone[r] for r in roots]
     state.assignment = [None if a is None else new_index[root(m + a)] for a in state.assignment]

@@ -150,8 +150,8 @@ class EvidencePipeline(ScorerBase):
         pointwise = self.settings.mode == "pointwise"
         for s in comparable:
             self._aggregate(s)
-            s.initial_tie = not pointwise and len(s.winners) > 1  # pointwise: several winners is the rule
-        stats.extra["initial_ties"] += sum(s.initial_tie for s in comparable)
+        # pointwise: several winners is the rule, not a tie
+        stats.extra["initial_ties"] += sum(not pointwise and len(s.winners) > 1 for s in comparable)
         stats.extra["initial_no_winner"] += sum(not s.winners for s in comparable)
 
         # Section 3.2: "If there is no clear winner ... additional evidence tests for the unresolved comparisons":
@@ -160,13 +160,12 @@ class EvidencePipeline(ScorerBase):
             self._extra_round([s for s in comparable if self._unresolved(s)], stats)
 
         for s in comparable:
-            if pointwise:  # several answers may each win a majority of their tests
-                s.status = "verified" if s.winners else "no_winner"
-                stats.extra["pointwise_all_rewarded"] += len(s.winners) == s.num_answers
-            elif len(s.winners) > 1:  # still tied after the extra tests: no verification reward
+            if not pointwise and len(s.winners) > 1:  # still tied after the extra tests: no verification reward
                 s.status, s.winners = "tie", []
-            else:  # no winner at all: every test abstained, the extra ones too
+            else:  # no winner: every test abstained, the extra ones too (pointwise: several may each win)
                 s.status = "verified" if s.winners else "no_winner"
+            if pointwise:
+                stats.extra["pointwise_all_rewarded"] += len(s.winners) == s.num_answers
             if s.status != "verified" and s.failed_requests:  # no reward because the verifier failed, not the evidence
                 s.status = "verifier_failed"
         for s in states:
@@ -190,14 +189,10 @@ class EvidencePipeline(ScorerBase):
                     self._static_record_classes(s)
 
     def _construct(self, states: list[GroupState], stats: StepStats) -> None:
-        jobs = []
-        for s in states:
-            if self.settings.mode == "pointwise":
-                pairs = [(i, None) for i in range(s.num_answers)]
-            else:
-                pairs = construction.ordered_pairs(s.num_answers)
-            jobs += self._construction_jobs(s, pairs, stats, tie_break=False)
-        self._run_construction(jobs, stats, tie_break=False)
+        pointwise = self.settings.mode == "pointwise"
+        pairs = [[(i, None) for i in range(s.num_answers)] if pointwise else construction.ordered_pairs(s.num_answers)
+                 for s in states]
+        self._run_construction(states, pairs, stats, tie_break=False)
 
     def _construction_jobs(
         self, state: GroupState, pairs: Sequence[tuple[int, int | None]], stats: StepStats, tie_break: bool
@@ -207,9 +202,13 @@ class EvidencePipeline(ScorerBase):
         n = self.settings.tie_break_tests_per_direction if tie_break else self.settings.tests_per_direction
         sampling, prompts = self.settings.construction_sampling, self.settings.prompts
         fixed = self._static and (self.static_tie_breaks or not tie_break)
+        stored = self.static_tests.get(state.group.prompt_key, {})
         jobs = []
         for i, j in pairs:
-            cached = self._static_lookup(state, i, j, stats, tie_break) if fixed else None
+            cached = None
+            if fixed:
+                stats.extra["static_lookups"] += 1
+                cached = stored.get(self._static_key(state, i, j, tie_break))
             if cached is None:
                 jobs.append((state, i, j, construction.construction_request(state, i, j, n, sampling, prompts)))
                 continue
@@ -221,7 +220,11 @@ class EvidencePipeline(ScorerBase):
             )
         return jobs
 
-    def _run_construction(self, jobs: list, stats: StepStats, tie_break: bool) -> None:
+    def _run_construction(self, states: list[GroupState], pairs: list, stats: StepStats, tie_break: bool) -> None:
+        """Build the tests of each group's ordered `pairs` (one list per state), one batched call for all groups."""
+        jobs = []
+        for state, state_pairs in zip(states, pairs, strict=True):
+            jobs += self._construction_jobs(state, state_pairs, stats, tie_break)
         replies = self.verifier.generate(_with_media([job[3] for job in jobs], [job[0] for job in jobs]))
         for (state, favoured, against, _), reply in zip(jobs, replies, strict=True):
             state.failed_requests += reply.error is not None
@@ -281,9 +284,8 @@ class EvidencePipeline(ScorerBase):
         """One more round of tests for the unresolved comparisons, then aggregate again (section 3.2)."""
         if not groups:
             return
-        jobs = [job for s in groups for job in self._construction_jobs(s, self._unresolved(s), stats, tie_break=True)]
         stats.extra["extra_round_groups"] += len(groups)
-        self._run_construction(jobs, stats, tie_break=True)
+        self._run_construction(groups, [self._unresolved(s) for s in groups], stats, tie_break=True)
         self._validate(groups, stats)
         for s in groups:
             self._aggregate(s)
@@ -308,12 +310,6 @@ class EvidencePipeline(ScorerBase):
         """The store's key of an ordered answer pair; the extra round's tests of that pair under `<pair>\x1ftie`."""
         norm = canonicalization.normalize_answer
         return f"{norm(state.answers[i])}\x1f{norm(state.answers[j])}" + ("\x1ftie" if tie_break else "")
-
-    def _static_lookup(
-        self, state: GroupState, i: int, j: int, stats: StepStats, tie_break: bool = False
-    ) -> list[list] | None:
-        stats.extra["static_lookups"] += 1
-        return self.static_tests.get(state.group.prompt_key, {}).get(self._static_key(state, i, j, tie_break))
 
     def _static_store(self, state: GroupState, test: EvidenceTest) -> None:
         pair = self._static_key(state, test.favoured, test.against, test.tie_break)

@@ -52,9 +52,7 @@ class GroupState:
     scores: list[float | None] = field(default_factory=list)
     winners: list[int] = field(default_factory=list)
     status: str = "pending"
-    initial_tie: bool = False
     equivalence_failures: int = 0
-    merged_by_verifier: int = 0
     failed_requests: int = 0  # verifier requests of this group that came back as errors (backend down, timeout)
 
     @property
