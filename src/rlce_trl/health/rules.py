@@ -17,40 +17,33 @@ ENTRENCHMENT_METHODS = ("rlce",)
 @dataclass
 class HealthThresholds:
     """The thresholds of the alarm rules (override any of them with `health_thresholds`). Defaults tuned on the
-    simulated runs of `benchmarks/health_simulation.py`."""
+    simulated runs of `benchmarks/health_simulation.py`. Each rule's `check_*` function below says how it uses its
+    thresholds (table in `docs/health.md`)."""
 
-    #: within-group collapse: one-answer share at or above max(collapse_share, reference + collapse_margin)
+    #: within-group collapse ([`check_within_group_collapse`])
     collapse_share: float = 0.7
     collapse_margin: float = 0.35
-    #: cross-prompt collapse (closed labels): answer entropy at or below entropy_ratio x the reference entropy
+    #: cross-prompt collapse, closed labels ([`check_cross_prompt_collapse`])
     entropy_ratio: float = 0.5
-    #: ... checked only when the reference entropy is at least this many bits (a base model that already answers
-    #: one label leaves nothing to lose)
     min_reference_entropy: float = 0.5
-    #: cross-prompt collapse (free text): near-duplicate rate at or above max(duplicate_rate, reference + margin)
+    #: cross-prompt collapse, free text ([`check_duplicate_collapse`])
     duplicate_rate: float = 0.5
     duplicate_margin: float = 0.25
-    #: verifier drift: total-variation distance of the verdict mix from the reference at or above drift_tv ...
+    #: verifier drift ([`check_verifier_drift`])
     drift_tv: float = 0.25
-    #: ... with at least this many verdicts in the window and in the reference
     min_verdicts: int = 30
-    #: answer loss: answered share (window) at or below answered_ratio x the reference answered share ...
+    #: answer loss ([`check_answer_loss`])
     answered_ratio: float = 0.5
-    #: ... checked only when at least this share of the reference's rollouts answered (a base model that hardly
-    #: answers leaves nothing to lose)
     min_reference_answered: float = 0.2
-    #: reward-vs-signal divergence: min(reward gain, signal-share loss) at or above this
+    #: reward-vs-signal divergence ([`check_reward_signal_divergence`])
     divergence: float = 0.3
-    #: entrenchment (RLCE): a CUSUM of the per-group "verified answer is not the majority" stream since the
-    #: reference, testing a disagreement rate of entrenchment_null x the reference's (tolerated) against
-    #: entrenchment_alt x the reference's (entrenched), each vote split against its own reference rate; it fires
-    #: when the statistic reaches entrenchment_cusum
+    #: entrenchment, RLCE ([`entrenchment_cusum`], [`check_entrenchment`])
     entrenchment_null: float = 0.7
     entrenchment_alt: float = 0.5
     entrenchment_cusum: float = 2.0
     #: the eligible groups a share needs to be trusted: the logged `health/verified_majority_share` pools older
-    #: steps until it holds this many, and a reference holding n fewer raises the entrenchment threshold by
-    #: sqrt(min_groups / n) (a reference from few groups is a noisy baseline)
+    #: steps until it holds this many, and a smaller reference raises the entrenchment threshold
+    #: ([`entrenchment_threshold`])
     min_groups: int = 40
 
     @classmethod
@@ -121,8 +114,9 @@ def check_within_group_collapse(share: float, reference: float, t: HealthThresho
 
 def check_cross_prompt_collapse(entropy: float, reference: float, t: HealthThresholds) -> Check | None:
     """Rule (closed labels): cross-prompt collapse when the answer entropy pooled across prompts (window) is <=
-    `entropy_ratio` x its reference, the reference being at least `min_reference_entropy` bits (else no check):
-    the policy answers the same few labels whatever the input."""
+    `entropy_ratio` x its reference, the reference being at least `min_reference_entropy` bits (else no check: a
+    base model that already answers one label leaves nothing to lose): the policy answers the same few labels
+    whatever the input."""
     if reference < t.min_reference_entropy:
         return None
     ratio = entropy / reference
@@ -147,8 +141,9 @@ def check_verifier_drift(distance: float, n_window: int, n_reference: int, t: He
 
 def check_answer_loss(share: float, reference: float, t: HealthThresholds) -> Check | None:
     """Rule: answer loss when the share of rollouts that give an answer (window) is <= `answered_ratio` x its
-    reference, the reference being at least `min_reference_answered` (else no check): the completions stop holding
-    an answer (garbled or truncated text), which leaves every other rule without input."""
+    reference, the reference being at least `min_reference_answered` (else no check: a base model that hardly answers
+    leaves nothing to lose): the completions stop holding an answer (garbled or truncated text), which leaves every
+    other rule without input."""
     if reference < t.min_reference_answered:
         return None
     threshold = t.answered_ratio * reference

@@ -140,15 +140,6 @@ def choice_probs(logprobs) -> dict[str, float] | None:
     return out or None
 
 
-def add_choice_probs(groups: list[dict]) -> None:
-    """Give each test with `choice_logprobs` its normalised `choice_probs` (for the page; the trail keeps the raw)."""
-    for group in groups:
-        for test in group.get("tests", []):
-            probs = choice_probs(test.get("choice_logprobs"))
-            if probs:
-                test["choice_probs"] = probs
-
-
 def read_log_history(state_file: str | os.PathLike) -> list:
     """The `log_history` list of a trainer_state.json; a corrupt file or a wrong-typed field is an error that names
     the file and the fix."""
@@ -182,10 +173,8 @@ def load_run(run_dir: str, max_groups: int | None = None) -> RunData:
             data.notes.append(f"Skipped {len(history) - len(data.log_history)} log_history entries of "
                               f"{data.state_file} that are not objects.")
     else:
-        data.notes.append(
-            "No trainer_state.json in the run directory or its checkpoints, so there are no curves: rlce-trl writes "
-            "it at the end of training and with every checkpoint (save_strategy)."
-        )
+        data.notes.append("No trainer_state.json in the run directory or its checkpoints, so there are no curves: "
+                          "rlce-trl writes it at the end of training and with every checkpoint (save_strategy).")
     evidence = os.path.join(run_dir, EVIDENCE_FILE)
     if os.path.exists(evidence):
         rows, data.skipped_lines = read_jsonl_lenient(evidence)
@@ -197,27 +186,21 @@ def load_run(run_dir: str, max_groups: int | None = None) -> RunData:
         if max_groups is not None and len(groups) > max_groups:
             data.notes.append(f"The page shows the newest {max_groups} of {len(groups)} groups (--max_groups).")
             groups = groups[-max_groups:]
-        add_choice_probs(groups)
+        for test in (t for g in groups for t in g.get("tests", [])):  # for the page; the trail keeps the raw
+            if probs := choice_probs(test.get("choice_logprobs")):
+                test["choice_probs"] = probs
         data.groups = groups
         if data.skipped_lines:
-            data.notes.append(
-                f"Skipped {data.skipped_lines} unreadable line(s) of {EVIDENCE_FILE} (a run killed while writing "
-                "leaves its last line cut)."
-            )
+            data.notes.append(f"Skipped {data.skipped_lines} unreadable line(s) of {EVIDENCE_FILE} (a run killed "
+                              "while writing leaves its last line cut).")
         if data.evidence_limit:
-            data.notes.append(
-                f"The evidence trail stops at step {data.evidence_limit.get('step')}: it reached its size limit "
-                "(raise rlce_evidence_max_mb to keep more)."
-            )
+            data.notes.append(f"The evidence trail stops at step {data.evidence_limit.get('step')}: it reached its "
+                              "size limit (raise rlce_evidence_max_mb to keep more).")
     if not data.groups:
-        data.notes.append(
-            f"No evidence trail ({EVIDENCE_FILE}) in this run directory: it comes from a plain TRL run or an older "
-            "rlce-trl, or rlce_evidence was off. The report shows the logged metrics only."
-        )
+        data.notes.append(f"No evidence trail ({EVIDENCE_FILE}) in this run directory: it comes from a plain TRL run "
+                          "or an older rlce-trl, or rlce_evidence was off. The report shows the logged metrics only.")
     data.completions, data.completion_columns = load_completions(run_dir, data.notes)
     if not data.state_file and not data.groups and not data.completions:
-        raise FileNotFoundError(
-            f"{run_dir} holds no trainer_state.json, no {EVIDENCE_FILE} and no completions: pass the output_dir of a "
-            "training run (it has them once the run has logged a step)."
-        )
+        raise FileNotFoundError(f"{run_dir} holds no trainer_state.json, no {EVIDENCE_FILE} and no completions: pass "
+                                "the output_dir of a training run (it has them once the run has logged a step).")
     return data

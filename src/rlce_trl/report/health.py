@@ -18,29 +18,19 @@ PANELS = [
 ]
 
 
-def run_alarms(run_dir: str, trail_alarms: list[dict] | None = None) -> list[dict]:
-    """The alarms of a run: `rlce_health.jsonl`, else the `health_alarm` lines of the evidence trail."""
-    path = os.path.join(run_dir, HEALTH_FILE)
-    return read_alarms(path) if os.path.exists(path) else list(trail_alarms or [])
-
-
-def run_no_signal(run_dir: str, log_history: list[dict]) -> str | None:
-    """The "no learning signal" line of a run none of whose steps had one (`rlce_health.jsonl`'s signal lines, else
-    the logged `health/step_signal`); `None` when some step had a signal or the run did not record it."""
-    line = no_signal_line(read_signal(os.path.join(run_dir, HEALTH_FILE)))
-    if line is not None:
-        return line
-    steps = [e["health/step_signal"] for e in log_history if "health/step_signal" in e]
-    return "no learning signal: no step had a group whose rewards differ" if steps and not any(steps) else None
-
-
 def health_section(run_dir: str, log_history: list[dict], trail_alarms: list[dict] | None = None) -> str:
-    """The panel's HTML; "" for a run without health metrics or alarms (monitor off, or an older run)."""
+    """The panel's HTML; "" for a run without health metrics or alarms (monitor off, or an older run). The alarms
+    come from `rlce_health.jsonl`, else the evidence trail's `health_alarm` lines; the "no learning signal" line (a
+    run none of whose steps had one) from that file's signal lines, else the logged `health/step_signal`."""
     keys = {k for entry in log_history for k in entry if k.startswith("health/")}
-    alarms = run_alarms(run_dir, trail_alarms)
+    path = os.path.join(run_dir, HEALTH_FILE)
+    alarms = read_alarms(path) if os.path.exists(path) else trail_alarms or []
     if not keys and not alarms:
         return ""
-    silent = run_no_signal(run_dir, log_history)
+    silent = no_signal_line(read_signal(path))
+    steps = [e["health/step_signal"] for e in log_history if "health/step_signal" in e]
+    if silent is None and steps and not any(steps):
+        silent = "no learning signal: no step had a group whose rewards differ"
     signal = (f'<p id="health-signal"><strong>No learning signal</strong>: no step of this run had a group whose '
               f"rewards differ, so the policy was not trained. {escape(silent)}.</p>" if silent else "")
     svgs = "".join(svg_panel(title, log_history, [k for k in names if k in keys])
