@@ -62,17 +62,13 @@ def check_unknown_flags(parser: argparse.ArgumentParser, argv: list[str]) -> Non
     """Before parsing: a `--flag` that the command's own parser does not know is an error with that command's usage
     and a "did you mean" (argparse would report a missing required flag first). Commands that pass unknown flags on
     to a recipe (`accepts_extra`) and everything after a bare `--` are left alone."""
-    words = iter(argv)
-    for word in words:
+    for word in argv:
         if word == "--":
             return
         if not word.startswith("-"):
-            subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-            commands = getattr(parser, "commands", {})
-            if word in commands:
-                parser = commands[word]
-            elif subs and word in subs[0].choices:
-                parser = subs[0].choices[word]
+            subs = _subparsers(parser)
+            children = {**(subs.choices if subs else {}), **getattr(parser, "commands", {})}
+            parser = children.get(word, parser)
             continue
         if parser._defaults.get("accepts_extra") or not word.startswith("--"):
             continue
@@ -84,12 +80,13 @@ def leaf_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ar
     """The (sub)parser that parsed `args`: the one a command stored as `parser`, else the deepest subparser chosen."""
     if isinstance(getattr(args, "parser", None), argparse.ArgumentParser):
         return args.parser
-    while True:
-        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        chosen = subs and getattr(args, subs[0].dest, None)
-        if not chosen or chosen not in subs[0].choices:
-            return parser
-        parser = subs[0].choices[chosen]
+    while (subs := _subparsers(parser)) and getattr(args, subs.dest, None) in subs.choices:
+        parser = subs.choices[getattr(args, subs.dest)]
+    return parser
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
 
 
 def check_video_rows(rows: list[dict], media_root: str | None) -> None:

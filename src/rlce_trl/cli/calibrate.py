@@ -20,13 +20,11 @@ from ..errors import InputError, print_error
 from ._args import positive_int
 
 
-def _check(args, output_required: bool) -> None:
+def _check(args) -> None:
     """Flags and paths, before the verifier loads: every problem at once, as one [`InputError`]."""
     problems = []
-    out = getattr(args, "output_file", None)
-    if out is None and output_required:
-        problems.append("--output_file is required")
-    elif out is not None and os.path.isdir(out):
+    out = args.output_file  # required by every step but `score`
+    if out is not None and os.path.isdir(out):
         problems.append(f"--output_file {out!r} is a folder: pass a file path (e.g. {args.default_name})")
     elif out is not None and os.path.dirname(out) and not os.path.isdir(os.path.dirname(out)):
         problems.append(f"--output_file {out!r}: the folder {os.path.dirname(out)!r} does not exist; create it first")
@@ -62,27 +60,23 @@ def _cases(path, split):
     return split_cases(load_cases(path) if path else preference_claims(), split)
 
 
-def _print_alignment(a) -> None:
+def _score(args) -> int:
+    from ..calibration.agreement import score_prompts
+    from ..verifiers.calibrated import VerdictCalibration
+
+    _check(args)
+    prompts, cases = _prompts(args), _cases(args.cases, args.split)
+    calibration = VerdictCalibration.load(args.calibration) if args.calibration else None
+    if not cases:
+        raise InputError(f"no cases in split {args.split!r}: pass --split all, or --cases with more rows.")
+    a = score_prompts(_verifier(args), prompts, cases, calibration, args.resamples, args.seed)
     print(f"prompt version: {a.version}   cases: {a.n}   true yes-rate: {a.true_yes_rate:.3f}")
     print(f"  accuracy  {a.accuracy}")
     print(f"  kappa     {a.kappa}")
     print(f"  yes-rate  {a.yes_rate}")
     print(f"  verdicts  {dict(sorted(a.verdicts.items()))}   unreadable: {a.unreadable}")
-
-
-def _score(args) -> int:
-    from ..calibration.agreement import score_prompts
-    from ..verifiers.calibrated import VerdictCalibration
-
-    _check(args, output_required=False)
-    prompts, cases = _prompts(args), _cases(args.cases, args.split)
-    calibration = VerdictCalibration.load(args.calibration) if args.calibration else None
-    if not cases:
-        raise InputError(f"no cases in split {args.split!r}: pass --split all, or --cases with more rows.")
-    result = score_prompts(_verifier(args), prompts, cases, calibration, args.resamples, args.seed)
-    _print_alignment(result)
     if args.output_file:
-        write_json(result.to_dict(), args.output_file)
+        write_json(a.to_dict(), args.output_file)
     return 0
 
 
@@ -91,7 +85,7 @@ def _fit(args) -> int:
 
     if args.no_prior and args.no_band:
         raise InputError("--no_prior and --no_band leave nothing to fit: drop one of them.")
-    _check(args, output_required=True)
+    _check(args)
     prompts, cases = _prompts(args), _cases(args.cases, "calibration")
     if not cases:
         raise InputError("no cases in the calibration half: pass --cases with more labelled rows.")
@@ -106,7 +100,7 @@ def _run(args) -> int:
     from ..calibration.calibrator import CoactiveCalibrator, few_shot_proposer, list_proposer
     from ..calibration.cases import load_cases
 
-    _check(args, output_required=True)
+    _check(args)
     prompts, current = _prompts(args), _cases(args.cases, "all" if args.cases else "calibration")
     retained = load_cases(args.retained) if args.retained else []
     proposers = []
@@ -130,7 +124,7 @@ def _export(args) -> int:
     from ..calibration.queries import select_queries
     from ..data.jsonl import read_jsonl, write_jsonl
 
-    _check(args, output_required=True)
+    _check(args)
     try:
         groups = read_jsonl(args.groups)
     except (OSError, ValueError) as error:

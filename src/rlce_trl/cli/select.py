@@ -195,15 +195,6 @@ def _check_prompts(task_file, rows, config: str | None, pool: str | None) -> Non
                              "prompted it as --config.")
 
 
-def _rows_short(summary: dict) -> dict[str, int]:
-    """Per budget, the rows whose pool is smaller than it (the same for every selector)."""
-    out: dict[str, int] = {}
-    for s in summary["selectors"].values():
-        for b, m in s["budgets"].items():
-            out[b] = max(out.get(b, 0), m["rows_short"])
-    return out
-
-
 def main(args: argparse.Namespace, verifier=None) -> int:
     from ..data.media import media_items
     from ..evidence.pipeline import EvidenceSettings
@@ -260,7 +251,9 @@ def main(args: argparse.Namespace, verifier=None) -> int:
     for name, failed in summary.get("selector_failures", {}).items():
         print(f"selector {name} failed on {failed['rows']} rows (majority answer used, status error); first: "
               f"{failed['first']}")
-    short = {b: n for b, n in _rows_short(summary).items() if n}
+    short = {}  # per budget, the rows whose pool is smaller than it (the same for every selector)
+    for s in summary["selectors"].values():
+        short.update({b: max(short.get(b, 0), m["rows_short"]) for b, m in s["budgets"].items() if m["rows_short"]})
     if short:
         print("rows with fewer candidates than a budget (skipped for it): "
               + ", ".join(f"b={b}: {n}" for b, n in short.items()))

@@ -45,8 +45,7 @@ def train_arguments(args, plan: dict, method: str, seed: int) -> list[str]:
             argv += ["--coevolve_launcher", shlex.join(plan["launcher"])]
         return argv + _judge_flags(args) + plan["overrides"]
     steps, patience = paper.validation_schedule(method, plan["recipe_task"])
-    if steps is None:  # a method the paper does not list: the recipe's own (commented) interval, else 12
-        steps = paper.BASELINE_VALIDATION_STEPS
+    steps = steps or paper.BASELINE_VALIDATION_STEPS  # a method the paper does not list
     argv = ["-m", "rlce_trl.cli", "train", "--config", recipe, "--seed", str(seed), "--output_dir", str(out)]
     if plan["selection"] == "checkpoints":  # validated afterwards, checkpoint by checkpoint
         argv += ["--save_strategy", "steps", "--save_steps", str(args.validation_steps or steps)]
@@ -107,9 +106,8 @@ def _score(summary_path: Path) -> float | None:
 def _select_checkpoints(args, plan: dict, method: str, seed: int, train_dir: Path) -> tuple[str, dict]:
     """Validate a finished run's checkpoints in step order (then its final model) with `rlce-trl evaluate` and keep
     the best, stopping after `patience` validations without improvement as early stopping would have."""
-    steps = sorted((int(p.name.split("-")[1]), p) for p in train_dir.glob("checkpoint-*")
-                   if p.name.split("-")[1].isdigit() and (p / "config.json").is_file())
-    candidates = [(step, str(path)) for step, path in steps]
+    candidates = sorted((int(p.name.split("-")[1]), str(p)) for p in train_dir.glob("checkpoint-*")
+                        if p.name.split("-")[1].isdigit() and (p / "config.json").is_file())
     if (train_dir / "config.json").is_file():
         candidates.append(("final", str(train_dir)))
     if not candidates:
@@ -226,21 +224,13 @@ def run_base(args, plan: dict, log=print) -> dict:
     return record
 
 
-def collect(plan: dict) -> tuple[dict, dict | None]:
-    """The finished cells (`done.json`) and the base record."""
-    cells = {}
-    for method in plan["methods"]:
-        for seed in plan["seeds"]:
-            record = read_json(cell_dir(plan, method, seed) / "done.json")
-            if record is not None:
-                cells[(method, seed)] = record
-    return cells, read_json(cell_dir(plan, "base", None) / "done.json")
-
-
 def write(plan: dict) -> dict:
+    """The table of the finished cells (`done.json`) and the base record, written."""
     from .table import build_table, write_table
 
-    cells, base = collect(plan)
+    done = {(m, s): read_json(cell_dir(plan, m, s) / "done.json") for m in plan["methods"] for s in plan["seeds"]}
+    cells = {cell: record for cell, record in done.items() if record is not None}
+    base = read_json(cell_dir(plan, "base", None) / "done.json")
     table = build_table(plan["task"], plan["model"], plan["methods"], plan["seeds"], cells, base)
     write_table(table, plan["output_dir"])
     return table

@@ -4,8 +4,8 @@ a PNG (matplotlib). Pure arithmetic on the cells' records (no model), so it is t
 
 from __future__ import annotations
 
-import math
 import os
+import statistics
 from pathlib import Path
 
 from ..data.jsonl import write_json
@@ -17,10 +17,7 @@ def mean_std(values: list[float]) -> tuple[float | None, float | None]:
     """Mean and sample standard deviation (n - 1, as a spread over seeds); std is None below two values."""
     if not values:
         return None, None
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return mean, None
-    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return sum(values) / len(values), statistics.stdev(values) if len(values) > 1 else None
 
 
 def _r(value: float | None, digits: int = 2) -> float | None:
