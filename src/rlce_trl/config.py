@@ -33,6 +33,13 @@ VERIFIER_MODES = ("transformers", "server", "colocate")
 PARTNER_MODES = ("transformers", "server")
 #: The prefixes of the settings the reward object [`~rlce_trl.RLCEReward`] reads.
 REWARD_PREFIXES = ("rlce_", "verifier_")
+#: Count settings by their lowest valid value.
+_AT_LEAST = {
+    1: ("verifier_max_concurrency", "verifier_tensor_parallel_size", "verifier_batch_size",
+        "rlce_construction_max_tokens", "rlce_validation_max_tokens", "rlce_equivalence_max_tokens",
+        "health_warmup_steps", "health_window"),
+    0: ("verifier_max_retries", "verifier_max_consecutive_failures", "verifier_max_outage"),
+}
 
 
 def _tracker_problems(report_to) -> list[str]:
@@ -465,9 +472,11 @@ class RLCEGRPOConfig(GRPOConfig):
                 f"num_generations={self.num_generations}: RLCE compares the distinct answers of a rollout group, so "
                 "set num_generations to 2 or more (the paper uses 4)."
             )
-        if self.verifier_mode not in VERIFIER_MODES:
-            problems.append(f"verifier_mode={self.verifier_mode!r}: use one of {', '.join(VERIFIER_MODES)}.")
         problems += self._reward_method_problems()
+        for name, choices in (("verifier_mode", VERIFIER_MODES), ("rlce_mode", RLCE_MODES),
+                              ("rlce_redaction", REDACTION_MODES), ("partner_mode", PARTNER_MODES)):
+            if getattr(self, name) not in choices:
+                problems.append(f"{name}={getattr(self, name)!r}: use one of {', '.join(choices)}.")
         problems += [f"{key} {problem}" for key, problem in run_setting_problems(self)]
         if self.verifier_mode == "server" and not self.verifier_server_base_url:
             problems.append(
@@ -487,20 +496,13 @@ class RLCEGRPOConfig(GRPOConfig):
                 "vllm_gpu_memory_utilization "
                 f"({self.vllm_gpu_memory_utilization}) leave no GPU memory for training: keep their sum below 0.95."
             )
-        for name in ("verifier_max_concurrency", "verifier_tensor_parallel_size", "verifier_batch_size"):
-            if getattr(self, name) < 1:
-                problems.append(f"{name} must be >= 1.")
-        for name in ("verifier_max_retries", "verifier_max_consecutive_failures", "verifier_max_outage"):
-            if getattr(self, name) < 0:
-                problems.append(f"{name} must be >= 0.")
+        for low, names in _AT_LEAST.items():
+            problems += [f"{name} must be >= {low}." for name in names if getattr(self, name) < low]
         for name in ("verifier_timeout", "verifier_startup_timeout", "verifier_request_deadline"):
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0 seconds.")
         if self.verifier_max_reply_bytes < 1024:
             problems.append("verifier_max_reply_bytes must be >= 1024.")
-        for name, choices in (("rlce_mode", RLCE_MODES), ("rlce_redaction", REDACTION_MODES)):
-            if getattr(self, name) not in choices:
-                problems.append(f"{name}={getattr(self, name)!r}: use one of {', '.join(choices)}.")
         for name in ("rlce_verified_weight", "rlce_format_weight"):
             if getattr(self, name) < 0:
                 problems.append(f"{name}={getattr(self, name)}: reward weights must be >= 0.")
@@ -514,9 +516,6 @@ class RLCEGRPOConfig(GRPOConfig):
             problems.append("rlce_construction_top_p must be in (0, 1].")
         if self.rlce_construction_temperature <= 0:
             problems.append("rlce_construction_temperature must be > 0: tests are sampled (the paper uses 1.0).")
-        for name in ("rlce_construction_max_tokens", "rlce_validation_max_tokens", "rlce_equivalence_max_tokens"):
-            if getattr(self, name) < 1:
-                problems.append(f"{name} must be >= 1.")
         if self.rlce_evidence_max_mb < 0:
             problems.append("rlce_evidence_max_mb must be >= 0 (0: no limit; rlce_evidence=False: no trail).")
         if self.rlce_evidence_rotate < 0:
@@ -531,7 +530,10 @@ class RLCEGRPOConfig(GRPOConfig):
         if self.rlce_trackio_groups < 0:
             problems.append(f"rlce_trackio_groups={self.rlce_trackio_groups}: use 0 (no traces) or more groups.")
         problems += _tracker_problems(self.report_to)
-        problems += self._health_problems()
+        if self.health_signal_patience < 0:
+            problems.append(f"health_signal_patience={self.health_signal_patience}: use 0 (no stop) or more steps.")
+        problems += self._json_problems("health_thresholds", '{"collapse_share": 0.9}') or [
+            f"health_thresholds: {p}" for p in threshold_problems(self.health_thresholds)]
         problems += video_problems(self)
         problems += self._partner_problems()
         if self.rlce_prompts_file is not None:
@@ -560,8 +562,6 @@ class RLCEGRPOConfig(GRPOConfig):
     def _partner_problems(self) -> list[str]:
         """Invalid partner settings, each with its fix."""
         problems = []
-        if self.partner_mode not in PARTNER_MODES:
-            problems.append(f"partner_mode={self.partner_mode!r}: use one of {', '.join(PARTNER_MODES)}.")
         if self.partner_mode == "server" and not self.partner_server_base_url:
             problems.append(
                 "partner_mode='server' needs partner_server_base_url: start a server with `vllm serve <partner "
@@ -574,20 +574,16 @@ class RLCEGRPOConfig(GRPOConfig):
             )
         return problems
 
-    def _health_problems(self) -> list[str]:
-        """Check the health-monitor settings; read `health_thresholds` from JSON."""
-        problems = [f"{name} must be >= 1." for name in ("health_warmup_steps", "health_window")
-                    if getattr(self, name) < 1]
-        if self.health_signal_patience < 0:
-            problems.append(f"health_signal_patience={self.health_signal_patience}: use 0 (no stop) or more steps.")
-        if isinstance(self.health_thresholds, str):
+    def _json_problems(self, name: str, example: str) -> list[str]:
+        """Read the dict setting `name` from JSON when it came as text (the command line); the problem if it is not
+        valid JSON."""
+        text = getattr(self, name)
+        if isinstance(text, str):
             try:
-                text = self.health_thresholds
-                self.health_thresholds = json.loads(text) if text.strip() else None
+                setattr(self, name, json.loads(text) if text.strip() else None)
             except json.JSONDecodeError as error:
-                return [*problems, f"health_thresholds is not valid JSON ({error}): pass an object like "
-                        "'{\"collapse_share\": 0.9}'."]
-        return problems + [f"health_thresholds: {p}" for p in threshold_problems(self.health_thresholds)]
+                return [f"{name} is not valid JSON ({error}): pass an object like '{example}'."]
+        return []
 
     def _warn_vllm_only_sampling(self) -> None:
         """`presence_penalty` / `frequency_penalty` are vLLM sampling parameters: transformers generation (use_vllm
@@ -622,13 +618,7 @@ class RLCEGRPOConfig(GRPOConfig):
                 )
             else:
                 self.reward_method, self.rlce_mode = method, mode
-        if isinstance(self.reward_method_kwargs, str):
-            try:
-                text = self.reward_method_kwargs
-                self.reward_method_kwargs = json.loads(text) if text.strip() else None
-            except json.JSONDecodeError as error:
-                problems.append(f"reward_method_kwargs is not valid JSON ({error}): pass an object like "
-                                "'{\"max_active\": 3}'.")
+        problems += self._json_problems("reward_method_kwargs", '{"max_active": 3}')
         if self.reward_method_kwargs is not None and not isinstance(self.reward_method_kwargs, dict):
             problems.append(f"reward_method_kwargs must be a JSON object (a dict), got {self.reward_method_kwargs!r}.")
         return problems

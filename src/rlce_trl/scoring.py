@@ -137,7 +137,7 @@ class StepStats:
 @runtime_checkable
 class GroupScorer(Protocol):
     """What the trainer, the training scripts and the evidence trail call. Every stage of `score` should be ONE
-    batched `verifier.generate` call. [`ScorerBase`] gives every member but `score` a default."""
+    batched `verifier.generate` call. [`ScorerBase`] gives every member but `score` the default written here."""
 
     #: Metric prefix and reward-function name in the trainer's logs.
     name: str
@@ -152,19 +152,23 @@ class GroupScorer(Protocol):
 
     def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
         """Score whole groups: one `GroupResult` per group, in order, and the step's stats."""
+        raise NotImplementedError
 
     def finalize_batch(self, groups: Sequence[Group], results: list[GroupResult]) -> list[GroupResult]:
         """Once per step, on every process, over ALL groups of the step after the gather: a term that needs the
         whole batch (a diversity penalty). Must be deterministic, cheap and make no verifier call."""
+        return results
 
     def pop_state_updates(self) -> list:
         """State built since the last call (JSON-able), to share with the other processes."""
+        return []
 
     def apply_state_updates(self, updates: list) -> None:
         """Merge state another process built."""
 
     def state_dict(self) -> dict:
         """What a checkpoint keeps (JSON-able)."""
+        return {}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a checkpoint's state."""
@@ -180,7 +184,7 @@ HOOKS = ("columns", "format_reward", "policy_rows", "finalize_batch", "pop_state
          "state_dict", "load_state_dict", "record_details")
 
 
-class ScorerBase:
+class ScorerBase(GroupScorer):
     """Base of group scorers: `score` to implement; a default for every other member of [`GroupScorer`] (a scorer
     without state across steps needs nothing else). Stateful scorers override the four state methods."""
 
@@ -193,27 +197,6 @@ class ScorerBase:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("name"):
             cls.name = cls.__name__.lower()
-
-    def score(self, groups: Sequence[Group]) -> tuple[list[GroupResult], StepStats]:
-        raise NotImplementedError
-
-    def finalize_batch(self, groups: Sequence[Group], results: list[GroupResult]) -> list[GroupResult]:
-        return results
-
-    def pop_state_updates(self) -> list:
-        return []
-
-    def apply_state_updates(self, updates: list) -> None:
-        return None
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        return None
-
-    def record_details(self, group: Group) -> dict | None:
-        return None
 
 
 class _Adapted(ScorerBase):
