@@ -137,11 +137,8 @@ def rubric_policy_system(labels: Sequence[str] | None, source: str = "clip") -> 
 
 
 def _rubric_list(rubrics: Sequence[dict]) -> str:
-    if not rubrics:
-        return "(none yet)"
-    return "\n".join(
-        f"- [{'positive' if r['weight'] > 0 else 'negative'}] {r['text']}" for r in rubrics
-    )
+    listed = "\n".join(f"- [{'positive' if r['weight'] > 0 else 'negative'}] {r['text']}" for r in rubrics)
+    return listed or "(none yet)"
 
 
 def rubric_schema(min_items: int, max_items: int) -> dict:
@@ -237,12 +234,10 @@ def parse_rubrics(text: str, max_items: int) -> tuple[list[dict], str | None]:
     `[negative] ...` lines. Weight +1 for positive, -1 for negative (D.3); at most `max_items` kept."""
     items: list[dict] = []
     match = re.search(r"[\[{].*[\]}]", text, flags=re.DOTALL)
-    parsed = None
-    if match:
-        try:
-            parsed = json.loads(match.group(0))
-        except json.JSONDecodeError:
-            parsed = None
+    try:
+        parsed = json.loads(match.group(0)) if match else None
+    except json.JSONDecodeError:
+        parsed = None
     if isinstance(parsed, dict):
         parsed = parsed.get("rubrics", [])
     if isinstance(parsed, list):

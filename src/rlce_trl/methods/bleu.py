@@ -53,8 +53,7 @@ def sentence_bleu(hypothesis: str, reference: str) -> float:
     against one `reference`, whitespace tokens: clipped n-gram precisions, a zero score when no unigram matches,
     epsilon 0.1 added to the numerator of a zero higher-order precision, brevity penalty `exp(1 - r/c)`."""
     hyp, ref = hypothesis.split(), reference.split()
-    hyp_grams, ref_grams = _ngrams(hyp), _ngrams(ref)
-    return _bleu_from(_overlaps(hyp_grams, ref_grams), len(hyp), len(ref))
+    return _bleu_from(_overlaps(_ngrams(hyp), _ngrams(ref)), len(hyp), len(ref))
 
 
 def bleu_distances(sentences: Sequence[str]) -> list[list[float]]:

@@ -54,10 +54,7 @@ class PolicyJudgeScorer(ScorerBase):
         results = []
         for state, (_, assignment), judged in zip(states, units, verdicts, strict=True):
             stats.distinct_answers.append(state.num_answers)
-            if state.num_answers == 0:
-                result = no_reward(state, "no_answer")
-            else:
-                result = self._result(state, assignment, judged)
+            result = self._result(state, assignment, judged) if state.num_answers else no_reward(state, "no_answer")
             stats.statuses[result.status] += 1
             results.append(result)
         return results, stats

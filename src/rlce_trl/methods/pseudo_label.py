@@ -13,8 +13,6 @@ class _ColumnRewardScorer(ScorerBase):
     """A reward over the row's dataset columns (`columns`, read through `Group.columns`) as a group scorer; no
     verifier call, no options. A row without a pseudo-label gets `None`."""
 
-    columns: tuple[str, ...] = ()
-
     def __init__(self, verifier=None, settings=None, *, partner=None):
         pass  # no options: an unknown `reward_method_kwargs` key is a TypeError that build_scorer names
 

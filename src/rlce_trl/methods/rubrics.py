@@ -186,17 +186,16 @@ class RubricScorer(ScorerBase):
         rubric_sets = [self._rubrics(s) + new for s, new in zip(states, candidates, strict=True)]
         judgments = self._judge(states, rubric_sets, stats)
         results = []
-        for state, rubrics, new, judged in zip(states, rubric_sets, candidates, judgments, strict=True):
+        for state, rubrics, judged in zip(states, rubric_sets, judgments, strict=True):
             stats.distinct_answers.append(state.num_answers)
             if not rubrics:
                 result = no_reward(state, "no_rubrics")
             else:
                 weights = [r["weight"] for r in rubrics]
-                rewards = [rubric_score(weights, [judged[k][g] for k in range(len(rubrics))])
-                           for g in range(len(state.group.completions))]
+                rewards = [rubric_score(weights, column) for column in zip(*judged, strict=True)]  # per rollout
                 result = self._result(state, rewards)
                 if self.evolving:
-                    self._prune(state, rubrics, new, judged)
+                    self._prune(state, rubrics, judged)
             stats.statuses[result.status] += 1
             results.append(result)
         return results, stats
@@ -280,13 +279,12 @@ class RubricScorer(ScorerBase):
         return judged
 
     def _judge_question(self, group: Group) -> str:
-        """D.3's `{task question}`: `question_fn(group)` when given; else the dataset's one question for a known
-        closed label set (the row's question otherwise), plus the response-shape sentence."""
+        """D.3's `{task question}` ([`rubric_task_question`]), or `question_fn(group)` when given."""
         if self.question_fn is not None:
             return self.question_fn(group)
         return rubric_task_question(group_question(group), group.labels, "clip" if group.media else "input")
 
-    def _prune(self, state: GroupState, rubrics: list[dict], new: list[dict], judged: list[list[float]]) -> None:
+    def _prune(self, state: GroupState, rubrics: list[dict], judged: list[list[float]]) -> None:
         key = state.group.prompt_key
         persistent = len(self.buffers.get(key, {}).get("persistent", []))
         pool = rubrics[persistent:]  # A ∪ N, in that order

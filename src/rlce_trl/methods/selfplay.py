@@ -61,9 +61,7 @@ def ask(verifier: Verifier, rows: Sequence[dict], clips: Sequence[dict], samplin
 
 
 def text_messages(prompt) -> list[dict[str, str]]:
-    """A conversational prompt as `Request.messages` (text parts only; the clip travels in `Request.media`)."""
-    if isinstance(prompt, str):
-        return [{"role": "user", "content": prompt}]
+    """A role row's prompt as `Request.messages` (text parts only; the clip travels in `Request.media`)."""
     out = []
     for message in prompt:
         content = message["content"]

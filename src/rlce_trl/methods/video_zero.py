@@ -76,12 +76,9 @@ def _tag(text: str, name: str) -> str | None:
 def parse_span(text: str | None) -> tuple[float, float] | None:
     """A time span, read leniently: the first two numbers (seconds, or `m:ss`), so "[12, 18]", "12-18",
     "12 to 18 seconds" and "0:12 - 0:18" all parse; `None` with fewer than two numbers. No range check here."""
-    values = []
-    for minutes, seconds, plain in _NUMBER.findall(text or ""):
-        values.append(int(minutes) * 60 + float(seconds) if minutes else float(plain))
-        if len(values) == 2:
-            return values[0], values[1]
-    return None
+    values = [int(minutes) * 60 + float(seconds) if minutes else float(plain)
+              for minutes, seconds, plain in _NUMBER.findall(text or "")]
+    return (values[0], values[1]) if len(values) >= 2 else None
 
 
 def parse_vz_questioner(text: str) -> VZProposal:
@@ -239,10 +236,8 @@ def questioner_system_prompt(task: str = "", labels: Sequence[str] | None = None
 def questioner_row(clip_row: dict) -> dict:
     """A Questioner-phase row for one clip (video rows get the four-tag template, text rows the two-tag one)."""
     context, videos = clip_parts(clip_row)
-    labels = clip_row.get("answer_options") or None
-    video = bool(videos)
-    instruction = QUESTIONER_USER_PROMPT if video else QUESTIONER_USER_PROMPT_TEXT
-    system = questioner_system_prompt(clip_row.get("task", ""), labels, video)
+    instruction = QUESTIONER_USER_PROMPT if videos else QUESTIONER_USER_PROMPT_TEXT
+    system = questioner_system_prompt(clip_row.get("task", ""), clip_row.get("answer_options") or None, bool(videos))
     return role_row(clip_row, system, f"{context}\n\n{instruction}")
 
 
