@@ -184,9 +184,8 @@ def rubric_seed_messages(context: str, min_items: int, max_items: int) -> list[d
     return _messages(context, instruction)
 
 
-def rubric_generation_messages(
-    context: str, responses: Sequence[str], rubrics: Sequence[dict], max_items: int
-) -> list[dict[str, str]]:
+def rubric_generation_messages(context: str, responses: Sequence[str], rubrics: Sequence[dict],
+                               max_items: int) -> list[dict[str, str]]:
     """Per-visit generation (D.3, Evolving Rubrics only): 0 to `max_items` new rubrics from the group's rollouts
     and the current buffer."""
     listed = "\n\n".join(f"Response {k + 1}:\n{text.strip()}" for k, text in enumerate(responses))

@@ -31,22 +31,12 @@ def group_question(group: Group, question_fn: QuestionFn | None = None) -> str:
     return explicit if explicit else question_of(group.context)
 
 
-def make_result(
-    state: GroupState,
-    verified: list[float | None],
-    status: str,
-    scores: list[float | None] | None = None,
-    verified_answer: str | None = None,
-) -> GroupResult:
-    return GroupResult(
-        verified=verified,
-        status=status,
-        answers=list(state.answers),
-        scores=list(scores) if scores is not None else [None] * state.num_answers,
-        verified_answer=verified_answer,
-        assignment=list(state.assignment),
-        tests=[],
-    )
+def make_result(state: GroupState, verified: list[float | None], status: str, scores: list[float | None] | None = None,
+                verified_answer: str | None = None) -> GroupResult:
+    """A result over the state's distinct answers; `scores` default to `None` per answer."""
+    scores = list(scores) if scores is not None else [None] * state.num_answers
+    return GroupResult(verified=verified, status=status, answers=list(state.answers), scores=scores,
+                       verified_answer=verified_answer, assignment=list(state.assignment), tests=[])
 
 
 def no_reward(state: GroupState, status: str, scores: list[float | None] | None = None) -> GroupResult:

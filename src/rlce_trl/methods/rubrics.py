@@ -153,18 +153,10 @@ class RubricScorer(ScorerBase):
     #: D.3's policy prompt, applied to the training rows by the training scripts.
     policy_rows = staticmethod(rubric_rows)
 
-    def __init__(
-        self,
-        verifier: Verifier,
-        settings: EvidenceSettings | None = None,
-        evolving: bool = True,
-        question_fn: QuestionFn | None = None,
-        seed_rubrics: tuple[int, int] = (3, 5),
-        max_new_rubrics: int = 5,
-        max_active: int = 5,
-        generator_max_tokens: int = 512,
-        buffers: dict | None = None,
-    ):
+    def __init__(self, verifier: Verifier, settings: EvidenceSettings | None = None, evolving: bool = True,
+                 question_fn: QuestionFn | None = None, seed_rubrics: tuple[int, int] = (3, 5),
+                 max_new_rubrics: int = 5, max_active: int = 5, generator_max_tokens: int = 512,
+                 buffers: dict | None = None):
         self.verifier = verifier
         self.settings = settings or EvidenceSettings()
         self.evolving = evolving
@@ -246,15 +238,14 @@ class RubricScorer(ScorerBase):
         return Request(messages=messages, sampling=Sampling(temperature=0.0, max_tokens=self.generator_max_tokens),
                        json_schema=rubric_schema(low, high), stage=stage, media=group.media)
 
-    def _judge(
-        self, states: list[GroupState], rubric_sets: list[list[dict]], stats: StepStats
-    ) -> list[list[list[float]]]:
+    def _judge(self, states: list[GroupState], rubric_sets: list[list[dict]],
+               stats: StepStats) -> list[list[list[float]]]:
         """`J[group][rubric][rollout]`; identical responses are judged once (greedy judging gives them one score)."""
-        judged = [
-            [[0.0] * len(s.group.completions) for _ in rubrics] for s, rubrics in zip(states, rubric_sets, strict=True)
-        ]
+        judged = [[[0.0] * len(s.group.completions) for _ in rubrics]
+                  for s, rubrics in zip(states, rubric_sets, strict=True)]
         jobs: list[tuple[int, int, list[int]]] = []
         requests = []
+        sampling = Sampling(temperature=0.0, max_tokens=self.settings.validation_max_tokens)
         for k, (state, rubrics) in enumerate(zip(states, rubric_sets, strict=True)):
             by_text: dict[str, list[int]] = {}
             for g, completion in enumerate(state.group.completions):
@@ -264,12 +255,8 @@ class RubricScorer(ScorerBase):
             for text, rollouts in by_text.items():
                 for r, rubric in enumerate(rubrics):
                     jobs.append((k, r, rollouts))
-                    requests.append(Request(
-                        messages=rubric_judge_messages(question, text, rubric["text"]),
-                        sampling=Sampling(temperature=0.0, max_tokens=self.settings.validation_max_tokens),
-                        choices=RUBRIC_SCORES,
-                        stage="rubric_judge",
-                    ))
+                    requests.append(Request(rubric_judge_messages(question, text, rubric["text"]), sampling,
+                                            choices=RUBRIC_SCORES, stage="rubric_judge"))
         for (k, r, rollouts), reply in zip(jobs, self.verifier.generate(requests), strict=True):
             value = read_reply(reply, parse_rubric_score, stats, "unreadable_score")
             stats.tests_validated += 1

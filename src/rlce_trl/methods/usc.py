@@ -38,13 +38,8 @@ class USCScorer(ScorerBase):
 
     name = "usc"
 
-    def __init__(
-        self,
-        verifier: Verifier,
-        settings: EvidenceSettings | None = None,
-        question_fn: QuestionFn | None = None,
-        max_response_chars: int | None = None,
-    ):
+    def __init__(self, verifier: Verifier, settings: EvidenceSettings | None = None,
+                 question_fn: QuestionFn | None = None, max_response_chars: int | None = None):
         self.verifier = verifier
         self.settings = settings or EvidenceSettings()
         self.question_fn = question_fn
