@@ -123,15 +123,15 @@ def _policy_source(trainer, model_arg) -> str:
     return trainer.accelerator.unwrap_model(trainer.model).config._name_or_path
 
 
-def _frozen_checkpoint(trainer, path: str, model_arg, quantization_config) -> Verifier:
+def _frozen_checkpoint(trainer, path: str, model_arg, quantization_config, processor=None) -> Verifier:
     """The checkpoint `path` as a frozen verifier of the trainer's kind (text or vision-language), loaded with
-    [`checkpoint_kwargs`]."""
+    [`checkpoint_kwargs`]; a vision-language one reads with `processor` when given."""
     args = trainer.args
     load = checkpoint_kwargs(args, policy_checkpoint=path == _policy_source(trainer, model_arg),
                              quantization_config=quantization_config)
     return frozen_verifier(path, vision_language=trainer._is_vlm, device=trainer.accelerator.device,
                            dtype=(args.model_init_kwargs or {}).get("dtype", "auto"),
-                           batch_size=args.verifier_batch_size, **load)
+                           batch_size=args.verifier_batch_size, processor=processor, **load)
 
 
 def in_process_verifier(trainer, model_arg, initial_model=None, quantization_config=None) -> Verifier:
@@ -168,10 +168,5 @@ def in_process_verifier(trainer, model_arg, initial_model=None, quantization_con
         logger.info("RLCE verifier: a frozen in-memory copy of the initial %s.", what)
         return backend(initial_model.to(device), reader, size)
     logger.info("RLCE verifier: frozen copy of %s (%s) loaded on %s.", source, what, device)
-    if not vlm:
-        return _frozen_checkpoint(trainer, source, model_arg, quantization_config)
-    from ..generation.hf import load_frozen_vlm  # read with the policy's own processor
-
-    load = checkpoint_kwargs(args, policy_checkpoint=True, quantization_config=quantization_config)
-    dtype = (args.model_init_kwargs or {}).get("dtype", "auto")
-    return backend(load_frozen_vlm(source, device, dtype, **load)[0], reader, size)
+    # a vision-language copy reads with the policy's own processor
+    return _frozen_checkpoint(trainer, source, model_arg, quantization_config, processor=reader if vlm else None)

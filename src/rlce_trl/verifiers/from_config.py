@@ -10,10 +10,11 @@ from .base import Verifier
 
 
 def frozen_verifier(path: str, *, vision_language: bool = False, device=None, dtype=None,
-                    batch_size: int = 16, **load_kwargs) -> Verifier:
+                    batch_size: int = 16, processor=None, **load_kwargs) -> Verifier:
     """A frozen checkpoint as a transformers verifier: a vision-language model that sees the requests' clips when
     `vision_language`, else a text model (the verifier's own checkpoint, a co-evolution partner, the frozen models
-    of a co-evolution data build). `load_kwargs` reach `from_pretrained` (`trust_remote_code`, `revision`, ...; see
+    of a co-evolution data build). `processor`: read with this tokenizer or processor instead of the checkpoint's.
+    `load_kwargs` reach `from_pretrained` (`trust_remote_code`, `revision`, ...; see
     [`~rlce_trl.verifiers.factory.checkpoint_kwargs`])."""
     if vision_language:
         from ..generation.hf import load_frozen_vlm as load
@@ -22,7 +23,7 @@ def frozen_verifier(path: str, *, vision_language: bool = False, device=None, dt
         from ..generation.hf import load_frozen_model as load
         from .transformers_backend import TransformersVerifier as backend
     model, reader = load(path, device, dtype, **load_kwargs)
-    return backend(model, reader, batch_size)
+    return backend(model, reader if processor is None else processor, batch_size)
 
 
 def client_settings(args) -> dict:

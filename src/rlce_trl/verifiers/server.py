@@ -158,8 +158,9 @@ class ServerVerifier(Verifier):
 
     # ------------------------------------------------------------------ connections
 
-    def _probe(self, url: str, timeout: float) -> str | None:
+    def _probe(self, url: str) -> str | None:
         """`None` when `url` answers `/health` (vLLM) or `/v1/models` (any OpenAI-compatible server), else why not."""
+        timeout = max(self.connect_timeout_s, 2.0)
         status = self.http.get_status(f"{url}/health", timeout)
         if status == 200:
             return None
@@ -174,7 +175,7 @@ class ServerVerifier(Verifier):
         deadline = time.monotonic() + max(wait_s, 0.0)
         reasons = dict.fromkeys(self.base_urls, "")
         while True:
-            probed = {url: self._probe(url, timeout=max(self.connect_timeout_s, 2.0)) for url in reasons}
+            probed = {url: self._probe(url) for url in reasons}
             with self._lock:
                 self._down -= {url for url, reason in probed.items() if reason is None}
             reasons = {url: reason for url, reason in probed.items() if reason is not None}
@@ -222,17 +223,15 @@ class ServerVerifier(Verifier):
                 body["top_k"] = s.top_k  # a vLLM extra parameter
         body.update(getattr(request, "payload_extra", None) or {})  # one-token decisions (decisions.py)
         if structured and (request.choices or request.json_schema is not None):
-            if self.structured_output == "guided":
-                if request.choices:
-                    body["guided_choice"] = list(request.choices)
-                else:
-                    body["guided_json"] = request.json_schema
+            if self.structured_output == "guided" and request.choices:
+                body["guided_choice"] = list(request.choices)
+            elif self.structured_output == "guided":
+                body["guided_json"] = request.json_schema
+            elif request.choices:
+                body["structured_outputs"] = {"choice": list(request.choices)}
             else:
-                if request.choices:
-                    body["structured_outputs"] = {"choice": list(request.choices)}
-                else:
-                    # no free whitespace (vLLM 0.31 takes it per server only, as `VLLMServerProcess.command` does)
-                    body["structured_outputs"] = {"json": request.json_schema, "disable_any_whitespace": True}
+                # no free whitespace (vLLM 0.31 takes it per server only, as `VLLMServerProcess.command` does)
+                body["structured_outputs"] = {"json": request.json_schema, "disable_any_whitespace": True}
         return body
 
     @staticmethod
@@ -283,8 +282,7 @@ class ServerVerifier(Verifier):
         tried: set[str] = set()
         last = "no attempt"
         attempt = 0
-        deadlines = [d for d in (call_deadline, self.http.new_deadline()) if d is not None]
-        deadline = min(deadlines) if deadlines else None
+        deadline = min((d for d in (call_deadline, self.http.new_deadline()) if d is not None), default=None)
         while attempt <= self.max_retries:
             if self._closed:
                 return Reply.failed(n, "verifier closed")
@@ -305,7 +303,7 @@ class ServerVerifier(Verifier):
                         continue  # same attempt count: this was a capability probe, not a failure
                     return Reply.failed(n, str(error))
                 last = str(error)
-                if error.connect and self._probe(url, timeout=max(self.connect_timeout_s, 2.0)) is not None:
+                if error.connect and self._probe(url) is not None:
                     self._mark_down(url, last)
                 attempt += 1
                 if attempt <= self.max_retries:
@@ -343,7 +341,7 @@ class ServerVerifier(Verifier):
         with self._lock:
             down = list(self._down)
         for url in down:
-            if self._probe(url, timeout=max(self.connect_timeout_s, 2.0)) is None:
+            if self._probe(url) is None:
                 with self._lock:
                     self._down.discard(url)
                 logger.warning("Verifier server %s is back.", clean_url(url))
@@ -361,9 +359,8 @@ class ServerVerifier(Verifier):
         order, urls = assign_urls(requests, self.base_urls)
         # The call's deadline: call_timeout_s, and an outer one the caller set (`base.deadline`: the reward object's
         # per-group deadline); passed to each request, so concurrent calls from several threads keep their own.
-        ends = [d for d in (time.monotonic() + self.call_timeout_s if self.call_timeout_s else None,
-                            current_deadline()) if d is not None]
-        deadline = min(ends) if ends else None
+        own = time.monotonic() + self.call_timeout_s if self.call_timeout_s else None
+        deadline = min((d for d in (own, current_deadline()) if d is not None), default=None)
         futures = {i: self._pool.submit(self._one, requests[i], urls[i], deadline) for i in order}
         replies: list[Reply] = []
         for i in range(len(requests)):

@@ -12,6 +12,8 @@ in [`~rlce_trl.verifiers.colocate`].
 from __future__ import annotations
 
 import atexit
+import contextlib
+import functools
 import logging
 import os
 import shlex
@@ -24,6 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
@@ -37,35 +40,27 @@ SERVED_MODEL_NAME = "rlce-verifier"
 
 _LIVE: set[VLLMServerProcess] = set()
 _LIVE_LOCK = threading.Lock()
-_HANDLERS_INSTALLED = False
 
 
 def _stop_all() -> None:
     with _LIVE_LOCK:
         processes = list(_LIVE)
     for process in processes:
-        try:
+        with contextlib.suppress(Exception):  # best effort at exit
             process.stop()
-        except Exception:  # noqa: BLE001, S110 - best effort at exit
-            pass
 
 
 def _chain_signal(signum, frame, previous) -> None:
     _stop_all()
     if callable(previous):
         previous(signum, frame)
-    elif previous == signal.SIG_IGN:
-        return
-    else:  # SIG_DFL (or unknown): restore and re-deliver, so the exit status says "killed by signal"
+    elif previous != signal.SIG_IGN:  # SIG_DFL or unknown: restore, re-deliver; exit status: "killed by signal"
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
 
+@functools.cache  # once per process
 def _install_handlers() -> None:
-    global _HANDLERS_INSTALLED
-    if _HANDLERS_INSTALLED:
-        return
-    _HANDLERS_INSTALLED = True
     atexit.register(_stop_all)
     if threading.current_thread() is not threading.main_thread():
         logger.warning("vLLM verifier server started outside the main thread: relying on atexit and PDEATHSIG only.")
@@ -90,19 +85,14 @@ _TRAMPOLINE = (
 )
 
 
-_SPAWNER = None
+#: Its one thread starts on the first spawn and lives as long as the process (see `_spawn`).
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlce-vllm-spawn")
 
 
 def _spawn(*args, **kwargs) -> subprocess.Popen:
     """`subprocess.Popen` on one long-lived thread: the kernel ties the child's parent-death signal to the thread that
     forked it, so a server started from a thread that then ends (a restart from a worker thread) would be terminated
-    with it. That thread lives as long as the process."""
-    global _SPAWNER
-    with _LIVE_LOCK:
-        if _SPAWNER is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlce-vllm-spawn")
+    with it."""
     return _SPAWNER.submit(subprocess.Popen, *args, **kwargs).result()
 
 
@@ -258,10 +248,8 @@ class VLLMServerProcess:
             return self
         _install_handlers()
         if self._held is None:  # a restart: hold the port again until the new child binds it (best effort)
-            try:
+            with contextlib.suppress(OSError):
                 self._held = hold_port(self.host, self.port)
-            except OSError:
-                pass
         cmd = self.command()
         with open(self.log_path, "ab") as log:
             log.write(f"\n=== rlce-trl: starting {shlex.join(cmd)}\n".encode())
@@ -294,12 +282,10 @@ class VLLMServerProcess:
                         f"The vLLM verifier server exited during start-up (exit code {code}). Command: "
                         f"{shlex.join(self.command())}\nLast lines of {self.log_path}:\n{self.log_tail()}"
                     )
-                try:
+                with contextlib.suppress(httpx.HTTPError):
                     if client.get(f"{self.base_url}/health").status_code == 200:
                         self._release_port()  # the child listens on it now
                         return
-                except httpx.HTTPError:
-                    pass
                 if time.monotonic() >= deadline:
                     self.stop()
                     raise VerifierUnavailableError(
@@ -330,24 +316,17 @@ class VLLMServerProcess:
             return
         pgid = proc.pid  # start_new_session: the child leads its own group
         if proc.poll() is None:
-            self._signal_group(pgid, signal.SIGTERM)
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                pass
         # The leader may be gone while engine-core children linger: always sweep the group.
-        self._signal_group(pgid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             logger.error("vLLM verifier server pid %d did not exit after SIGKILL", proc.pid)
-
-    @staticmethod
-    def _signal_group(pgid: int, signum: int) -> None:
-        try:
-            os.killpg(pgid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def restart(self) -> None:
         self.stop()
@@ -371,9 +350,3 @@ class VLLMServerProcess:
         import httpx
 
         httpx.post(f"{self.base_url}/wake_up", timeout=300, trust_env=False).raise_for_status()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
