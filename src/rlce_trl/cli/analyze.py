@@ -51,11 +51,7 @@ def add_parser(subparsers) -> None:
     )
     parser.__class__ = _WithCommands
     parser.commands = {"ttt": _ttt_parser(), "coevolve": _coevolve_parser()}
-    add_arguments(parser)
     parser.set_defaults(func=main, parser=parser)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("log", nargs="?", help="logged-groups JSONL (format: rlce_trl.analysis.groups_log docstring)")
     parser.add_argument("--output_dir", required=True, help="output folder for tables and PNGs")
     parser.add_argument("--methods", nargs="+", help="methods to report (default: all in the log)")
@@ -165,7 +161,6 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """`rlce-trl analyze [LOG]`: bad flags and bad logs raise [`InputError`] before anything is written."""
     from ..analysis.groups_log import log_groups, read_log
     from ..analysis.plots import plot_bench, plot_simulation
     from ..analysis.simulation import (
@@ -182,11 +177,7 @@ def main(args: argparse.Namespace) -> int:
     if args.log is not None:
         records = read_log(args.log, args.methods)  # before anything is written
     out = Path(args.output_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise InputError(f"cannot create --output_dir {args.output_dir!r} ({error.strerror}): pass a writable "
-                         "folder.") from None
+    out.mkdir(parents=True, exist_ok=True)  # writable: checked by check_args
     if args.simulate:
         results = simulate_composition(
             args.error_rates, args.max_tests, args.trials, args.num_answers, args.tests_per_direction,
@@ -206,12 +197,11 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if args.synthetic:
         print(f"scoring {args.synthetic} synthetic groups with every method ...", flush=True)
-        made = synthetic_groups(args.synthetic, seed=args.seed)
-        verifier = SyntheticVerifier({pid: gold for pid, gold, _ in made}, error_rate=args.error_rates[0],
+        ids, golds, groups = map(list, zip(*synthetic_groups(args.synthetic, seed=args.seed), strict=True))
+        verifier = SyntheticVerifier(dict(zip(ids, golds, strict=True)), error_rate=args.error_rates[0],
                                      concentration=args.concentration, seed=args.seed)
-        records = log_groups([g for _, _, g in made], [gold for _, gold, _ in made], verifier,
-                             settings=EvidenceSettings(tests_per_direction=args.tests_per_direction),
-                             prompt_ids=[pid for pid, _, _ in made])
+        records = log_groups(groups, golds, verifier, prompt_ids=ids,
+                             settings=EvidenceSettings(tests_per_direction=args.tests_per_direction))
         log = out / "synthetic_groups.jsonl"
         write_jsonl(records, log)
         print(f"wrote {log}")

@@ -64,7 +64,6 @@ def _score(args) -> int:
     from ..calibration.agreement import score_prompts
     from ..verifiers.calibrated import VerdictCalibration
 
-    _check(args)
     prompts, cases = _prompts(args), _cases(args.cases, args.split)
     calibration = VerdictCalibration.load(args.calibration) if args.calibration else None
     if not cases:
@@ -85,7 +84,6 @@ def _fit(args) -> int:
 
     if args.no_prior and args.no_band:
         raise InputError("--no_prior and --no_band leave nothing to fit: drop one of them.")
-    _check(args)
     prompts, cases = _prompts(args), _cases(args.cases, "calibration")
     if not cases:
         raise InputError("no cases in the calibration half: pass --cases with more labelled rows.")
@@ -100,7 +98,6 @@ def _run(args) -> int:
     from ..calibration.calibrator import CoactiveCalibrator, few_shot_proposer, list_proposer
     from ..calibration.cases import load_cases
 
-    _check(args)
     prompts, current = _prompts(args), _cases(args.cases, "all" if args.cases else "calibration")
     retained = load_cases(args.retained) if args.retained else []
     proposers = []
@@ -124,7 +121,6 @@ def _export(args) -> int:
     from ..calibration.queries import select_queries
     from ..data.jsonl import read_jsonl, write_jsonl
 
-    _check(args)
     try:
         groups = read_jsonl(args.groups)
     except (OSError, ValueError) as error:
@@ -201,6 +197,7 @@ def _step(sub, name: str, text: str, model: bool = True):
 
 def main(args) -> int:
     try:
+        _check(args)
         return args.step(args)
     except ValueError as error:
         print_error(error)

@@ -76,11 +76,10 @@ def main(args: argparse.Namespace) -> int:
 
     # the path: a wheel's site-packages, or a checkout's src/ for an editable install
     lines = {"Platform": platform.platform(), "Python version": platform.python_version(),
-             "rlce-trl version": __version__, "rlce-trl path": list(package_path)[0]}
-    lines.update({f"{name} version": version_of(*dists) for name, dists in LIBRARIES})
-    lines["Accelerator"] = accelerator()
-    lines["Verifier backends"] = verifier_backends()
-    lines["Offline models"] = offline_models()
+             "rlce-trl version": __version__, "rlce-trl path": list(package_path)[0],
+             **{f"{name} version": version_of(*dists) for name, dists in LIBRARIES},
+             "Accelerator": accelerator(), "Verifier backends": verifier_backends(),
+             "Offline models": offline_models()}
     print("\nCopy-paste the following information when reporting an issue:\n")
     for key, value in lines.items():
         print(f"- {key}: {value}")

@@ -181,9 +181,8 @@ def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
     else:
         summary = evaluate_prefeval_forms(Path(args.data), args.split, generator, args.output_dir, **kwargs)
     print(json.dumps({k: v for k, v in summary.items() if k != "forms"}, indent=2))
-    if "forms" in summary:
-        for form, s in summary["forms"].items():
-            print(f"{form:<10} {s['score']}")
+    for form, s in summary.get("forms", {}).items():
+        print(f"{form:<10} {s['score']}")
     out = Path(args.output_dir)
     print(f"Predictions (with the prompt of each row): {out / 'predictions.jsonl'}; summary: {out / 'summary.json'}",
           file=sys.stderr)

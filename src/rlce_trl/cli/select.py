@@ -231,11 +231,9 @@ def main(args: argparse.Namespace, verifier=None) -> int:
         raise InputError(str(error)) from None
     write_json(args.select_settings, settings_path)
     path = select_rows(rows, selectors, budgets, args.output_dir, args.subsets, args.seed, args.chunk_size)
-    records = read_jsonl(path, "selections file")
-    summary = summarize(records)
-    summary["unreadable_pool_lines"] = problems
-    summary["pool_sizes"] = sizes
-    summary["pool_stats"] = pool_stats(rows, cfg.think_range, cfg.ngram)
+    summary = summarize(read_jsonl(path, "selections file"))
+    stats = pool_stats(rows, cfg.think_range, cfg.ngram)
+    summary.update(unreadable_pool_lines=problems, pool_sizes=sizes, pool_stats=stats)
     if task:
         summary["task"] = task
     out = Path(args.output_dir)
