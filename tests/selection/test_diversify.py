@@ -6,6 +6,7 @@ were given (real samplers are tested with real models in test_select_commands.py
 
 import argparse
 import json
+from dataclasses import asdict
 
 import pytest
 from PIL import Image, ImageStat
@@ -128,7 +129,7 @@ def test_video_rows_see_each_candidates_perturbation(tmp_path):
     (row,) = [json.loads(line) for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
     assert row["greedy"]["perturbation"] is None and row["greedy"]["temperature"] == 0.0
     recorded = [c["perturbation"] for c in row["candidates"]]
-    assert recorded == [xi.as_dict() for _, xi in schedule[1:]]
+    assert recorded == [asdict(xi) for _, xi in schedule[1:]]
     assert recorded[0] == {"crop": "center", "blur": BLUR_SIGMA, "brightness": 0.0}
     (stored,) = [b for b in row["prompt"][0]["content"] if b["type"] == "video"]
     assert "video" not in stored  # the pool keeps the clip reference, never pixels

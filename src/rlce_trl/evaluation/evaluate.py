@@ -203,9 +203,8 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
 
     done, repaired = _read_done(predictions_path)
     ids = {r["id"] for r in rows}
-    rejudge = [done[r["id"]] for r in rows if r["id"] in done and free_text and judge is not None
-               and _needs_judging(done[r["id"]])]
-    records = [done[i] for i in (r["id"] for r in rows) if i in done]
+    records = [done[r["id"]] for r in rows if r["id"] in done]
+    rejudge = [r for r in records if free_text and judge is not None and _needs_judging(r)]
     todo = [r for r in rows if r["id"] not in done]
     from tqdm.auto import tqdm
 

@@ -141,11 +141,6 @@ REFERENCE_JUDGE_TEMPLATE = (
 )
 
 
-def reference_judge_messages(question: str, reference: str, prediction: str) -> list[dict[str, str]]:
-    text = REFERENCE_JUDGE_TEMPLATE.format(question=question, reference=reference, prediction=prediction)
-    return [{"role": "system", "content": REFERENCE_JUDGE_SYSTEM}, {"role": "user", "content": text}]
-
-
 def parse_json_verdict(text: str) -> dict | None:
     """`{"correct": bool, "explanation": str}` from a reply holding one JSON object (code fences and text around it
     are tolerated); `None` when there is no object with a boolean-like `correct`."""
@@ -176,7 +171,9 @@ def judge_against_reference(client, items: Sequence[dict], max_attempts: int = 4
         if not item.get("prediction"):
             return {"correct": False, "explanation": "no answer extracted", "attempts": 0, "judge_error": None,
                     "judge_failed": False}
-        messages = reference_judge_messages(item["question"], item["gold"], item["prediction"])
+        text = REFERENCE_JUDGE_TEMPLATE.format(question=item["question"], reference=item["gold"],
+                                               prediction=item["prediction"])
+        messages = [{"role": "system", "content": REFERENCE_JUDGE_SYSTEM}, {"role": "user", "content": text}]
         parsed, reply, attempts, error = ask_until_parsed(client, messages, parse_json_verdict, max_attempts)
         if parsed is None:
             return {"correct": None, "explanation": reply[:REPLY_CHARS], "attempts": attempts,

@@ -207,14 +207,11 @@ class HealthMonitor(TrainerCallback):
         steps without signal, and the first step with one."""
         records, first_signal = [], not any(v.has_signal for _, v in self.signals[: len(self.signals) - len(new)])
         for step, verdict in new:
-            if verdict.has_signal:
-                if first_signal:
-                    records.append(_signal_record(step, verdict))
-                    first_signal = False
-                continue
-            if self.is_main:
+            if not verdict.has_signal and self.is_main:
                 logger.warning("step %d: %s", step, verdict.line)
-            records.append(_signal_record(step, verdict))
+            if first_signal or not verdict.has_signal:
+                records.append(_signal_record(step, verdict))
+            first_signal = first_signal and not verdict.has_signal
         steps_run = state.global_step - getattr(self, "_resume_step", 0)
         if (new and self.signal_patience and steps_run >= self.signal_patience and not self.had_signal
                 and self.stopped_without_signal is None):

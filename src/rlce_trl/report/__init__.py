@@ -55,16 +55,14 @@ def _summary(data: RunData) -> str:
     return " · ".join(parts)
 
 
-def build_report(
-    run_dir: str, output_dir: str | None = None, max_groups: int | None = MAX_GROUPS
-) -> tuple[str, RunData]:
+def build_report(run_dir: str, output_dir: str | None = None,
+                 max_groups: int | None = MAX_GROUPS) -> tuple[str, RunData]:
     """Write `index.html` and the PNG plots into `output_dir` (default `RUN_DIR/report`); returns (page path, data).
     Raises FileNotFoundError when the directory holds nothing to report."""
     data = load_run(run_dir, max_groups)
     output_dir = output_dir or os.path.join(run_dir, REPORT_DIR)
     os.makedirs(output_dir, exist_ok=True)
-    chosen = panels(data.log_history)
-    svgs = [svg_panel(title, data.log_history, keys) for title, keys in chosen]
+    svgs = [svg_panel(title, data.log_history, keys) for title, keys in panels(data.log_history)]
     write_pngs(data.log_history, output_dir)
     title = f"rlce-trl report: {run_title(run_dir)}"
     store = TextStore(output_dir)  # long texts: capped on the page, in full beside it

@@ -183,6 +183,13 @@ def write_pngs(history: list[dict], out_dir: str) -> list[str]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
 
+    def save(fig, name: str) -> None:
+        fig.tight_layout()
+        path = os.path.join(out_dir, name)
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+
     cols = min(3, len(chosen))
     rows = (len(chosen) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
@@ -190,17 +197,9 @@ def write_pngs(history: list[dict], out_dir: str) -> list[str]:
         draw(ax, title, keys)
     for ax in list(axes.flat)[len(chosen):]:
         ax.axis("off")
-    fig.tight_layout()
-    path = os.path.join(out_dir, CURVES_PNG)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    written.append(path)
+    save(fig, CURVES_PNG)
     for title, keys in chosen:
         fig, ax = plt.subplots(figsize=(5, 3.6))
         draw(ax, title, keys)
-        fig.tight_layout()
-        path = os.path.join(out_dir, "curve_" + re.sub(r"\W+", "_", title.lower()).strip("_") + ".png")
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        written.append(path)
+        save(fig, "curve_" + re.sub(r"\W+", "_", title.lower()).strip("_") + ".png")
     return written

@@ -14,7 +14,7 @@ Every frame of a candidate's clip gets the same perturbation. Text rows get the 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from ..data.media import map_video_blocks, video_blocks
 
@@ -38,9 +38,6 @@ class Perturbation:
     @property
     def identity(self) -> bool:
         return self.crop is None and self.blur == 0 and self.brightness == 0
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def eq13_schedule(n: int, seed: int = 0, greedy_too: bool = True) -> list[tuple[object, Perturbation]]:

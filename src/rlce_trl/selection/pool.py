@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..data.jsonl import append_jsonl, read_json, read_jsonl_lenient, repair_jsonl_tail, write_json
@@ -255,7 +255,7 @@ def sample_pool(rows: Sequence[dict], sampler: Callable, output_dir: str | os.Pa
             if schedule is not None:  # which perturbation each candidate saw (None: the clip as it is, or text)
                 video = bool(video_blocks(row["prompt"]))
                 for record, (_, xi) in zip(records, schedule, strict=True):
-                    record["perturbation"] = xi.as_dict() if video and not xi.identity else None
+                    record["perturbation"] = asdict(xi) if video and not xi.identity else None
             keep = {k: row.get(k) for k in ("task", "prompt", "answer_options", "question", "num_frames", "gold",
                                             "evidence", "videos") if k in row}
             keep["prompt"] = reference_prompt(row["prompt"])
