@@ -55,9 +55,7 @@ SOLVER_SPAN_RULE = "First give the clip's time span that supports your answer as
 SOLVER_ANSWER_RULE = "End with your final answer as \\boxed{answer}."
 
 
-# ---------------------------------------------------------------- parsing
-
-
+# -- parsing ----------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class VZProposal:
     """The Questioner's tags (`None` when missing or empty) and its span in seconds (`None` when unparseable)."""
@@ -101,9 +99,7 @@ def solver_span(text: str) -> tuple[float, float] | None:
     return parse_span(_tag(text, "span"))
 
 
-# ---------------------------------------------------------------- the pure rewards
-
-
+# -- the pure rewards -------------------------------------------------------------------------------------------------
 def span_valid(span: tuple[float, float] | None, seconds: float | None) -> bool:
     """Strict: inside [0, T] with end > start (finite numbers)."""
     if span is None or not seconds:
@@ -209,9 +205,7 @@ def solver_reward(completion: str, pseudo_label: str, target: tuple[float, float
     return 1.0 + 0.5 * alignment(solver_span(completion), target, seconds)
 
 
-# ---------------------------------------------------------------- prompts
-
-
+# -- prompts ----------------------------------------------------------------------------------------------------------
 def questioner_system_prompt(task: str = "", labels: Sequence[str] | None = None, video: bool = True) -> str:
     """Our reconstruction of Video-Zero's four-step Questioner template (D.5)."""
     if not video:
@@ -264,9 +258,7 @@ def solver_row(clip_row: dict, question: str, pseudo_label: str, span: tuple[flo
                     target_span=list(span) if span else None, clip_seconds=seconds, pseudo_label_share=c)
 
 
-# ---------------------------------------------------------------- the Questioner scorer
-
-
+# -- the Questioner scorer --------------------------------------------------------------------------------------------
 class VZQuestionerScorer(ScorerBase):
     """Video-Zero's Questioner reward as a group scorer: ONE batched call to the frozen Solver per step, holding for
     every parsed question `m` answers with the clip and `m_blind` blind answers.
@@ -347,9 +339,7 @@ class VZQuestionerScorer(ScorerBase):
         return results, stats
 
 
-# ---------------------------------------------------------------- between the phases
-
-
+# -- between the phases -----------------------------------------------------------------------------------------------
 def build_solver_rows(
     clip_rows: Sequence[dict], questioner: Verifier, solver: Verifier, *, m: int = 10, lo: float = 0.3,
     hi: float = 0.8, margin: int = 2, seed: int = 0, n_clips: int | None = 600, questioner_max_tokens: int = 512,

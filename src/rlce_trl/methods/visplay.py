@@ -78,9 +78,7 @@ _TAGS = re.compile(r"<type>(.*?)</type>.*?<question>(.*?)</question>.*?<answer>(
 _TAG_SPACE = re.compile(r"<\s*(/?)\s*(type|question|answer)\s*>", re.IGNORECASE)
 
 
-# ---------------------------------------------------------------- VisPlay's pure rewards
-
-
+# -- VisPlay's pure rewards -------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ProposedQuestion:
     """The Questioner's three blocks."""
@@ -150,9 +148,7 @@ def retention_reason(question: str, answer: str | None, c: float, lo: float = 0.
     return hard_drop(question, answer, match) or ("too_hard" if c < lo else "too_easy" if c > hi else None)
 
 
-# ---------------------------------------------------------------- prompts
-
-
+# -- prompts ----------------------------------------------------------------------------------------------------------
 def questioner_system_prompt(labels: Sequence[str] | None = None) -> str:
     """VisPlay's Questioner template for a closed task (multiple choice, the answer one of `labels`) or a free-text
     one (multiple choice or open-ended)."""
@@ -189,9 +185,7 @@ def reasoner_row(clip_row: dict, question: str, pseudo_label: str, c: float) -> 
                     pseudo_label_share=c)
 
 
-# ---------------------------------------------------------------- the Questioner scorer
-
-
+# -- the Questioner scorer --------------------------------------------------------------------------------------------
 class VisPlayQuestionerScorer(ScorerBase):
     """VisPlay's Questioner reward as a group scorer: one batched call to the frozen Reasoner per step (m answers per
     parsed question), r_unc in `score`, r_div over the whole gathered batch in `finalize_batch`.
@@ -270,9 +264,7 @@ class VisPlayQuestionerScorer(ScorerBase):
         return results
 
 
-# ---------------------------------------------------------------- between the phases
-
-
+# -- between the phases -----------------------------------------------------------------------------------------------
 def build_reasoner_rows(
     clip_rows: Sequence[dict], questioner: Verifier, reasoner: Verifier, *, n_candidates: int = 8, m: int = 9,
     lo: float = 0.3, hi: float = 0.8, cap: int | None = 600, seed: int = 0, n_clips: int | None = 1000,
