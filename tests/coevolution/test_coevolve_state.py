@@ -8,7 +8,7 @@ import time
 import pytest
 
 from rlce_trl.cli import main
-from rlce_trl.coevolution.state import new_state, read_state, record_step, totals, write_state
+from rlce_trl.coevolution.state import new_state, read_state, totals, write_state
 from rlce_trl.errors import InputError
 from rlce_trl.verifiers.base import VerifierUnavailableError
 
@@ -17,8 +17,8 @@ def test_state_roundtrip_and_atomic_write(tmp_path, monkeypatch):
     state = new_state("rlac", "base", ("generator", "critic"), 5, "generator")
     write_state(tmp_path, state)
     assert read_state(tmp_path) == state and read_state(tmp_path / "none") is None
-    record_step(state, {"wall_s": 7200.0, "cpu_s": 3600.0, "device_hours": 6.0})
-    record_step(state, {"wall_s": 3600.0, "cpu_s": 1800.0, "device_hours": 3.0})
+    state["steps"].append({"wall_s": 7200.0, "cpu_s": 3600.0, "device_hours": 6.0})
+    state["steps"].append({"wall_s": 3600.0, "cpu_s": 1800.0, "device_hours": 3.0})
     assert totals(state) == {"wall_s": 10800.0, "cpu_s": 5400.0, "device_hours": 9.0, "cpu_hours": 1.5}
 
     def torn(*args, **kwargs):  # a crash between writing the temporary file and the rename

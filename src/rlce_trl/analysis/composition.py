@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..evidence.aggregation import pointwise_scores, select_verified, verification_scores
+from ..evidence.aggregation import mean, pointwise_scores, select_verified, verification_scores
 from ..evidence.state import EvidenceTest
 
 TIE_RULES = ("random", "wrong")
@@ -83,8 +83,7 @@ def is_incorrect_test(test: EvidenceTest, answer_correct: Sequence[bool]) -> boo
 
 def incorrect_fraction(tests: Sequence[EvidenceTest], answer_correct: Sequence[bool]) -> float | None:
     """Fraction of informative, non-abstained tests whose outcome supports an incorrect answer."""
-    flags = [f for f in (is_incorrect_test(t, answer_correct) for t in tests) if f is not None]
-    return sum(flags) / len(flags) if flags else None
+    return mean([f for f in (is_incorrect_test(t, answer_correct) for t in tests) if f is not None])
 
 
 def composition_curve(
@@ -125,15 +124,14 @@ def accuracy_vs_num_tests(
     """Aggregate-verdict accuracy at k = 1..`max_tests` composed tests, over eligible `(tests, answer_correct)`
     groups: the mean of the per-group curves among the groups that have at least k tests."""
     rng = np.random.default_rng(seed)
-    sums, counts = [0.0] * max_tests, [0] * max_tests
+    credits: list[list[float]] = [[] for _ in range(max_tests)]
     for tests, answer_correct in groups:
         if not eligible(answer_correct):
             continue
         for k, credit in enumerate(composition_curve(tests, answer_correct, max_tests, permutations, rng, ties)):
             if credit is not None:
-                sums[k] += credit
-                counts[k] += 1
-    return [CurvePoint(k + 1, sums[k] / counts[k] if counts[k] else None, counts[k]) for k in range(max_tests)]
+                credits[k].append(credit)
+    return [CurvePoint(k + 1, mean(c), len(c)) for k, c in enumerate(credits)]
 
 
 def accuracy_vs_incorrect_fraction(
@@ -143,22 +141,16 @@ def accuracy_vs_incorrect_fraction(
 ) -> list[CurvePoint]:
     """Aggregate-verdict accuracy (all of a group's tests composed) by the group's fraction of incorrect tests; the
     last bin is closed on the right."""
-    sums, counts = [0.0] * (len(bins) - 1), [0] * (len(bins) - 1)
+    credits: list[list[float]] = [[] for _ in range(len(bins) - 1)]
     for tests, answer_correct in groups:
         if not eligible(answer_correct):
             continue
         fraction = incorrect_fraction(tests, answer_correct)
         credit = verdict_credit(tests, answer_correct, ties)
-        if fraction is None or credit is None:
-            continue
-        b = min(int(np.searchsorted(bins, fraction, side="right")) - 1, len(bins) - 2)
-        sums[b] += credit
-        counts[b] += 1
-    return [
-        CurvePoint(f"{round(100 * bins[b])}-{round(100 * bins[b + 1])}%", sums[b] / counts[b] if counts[b] else None,
-                   counts[b])
-        for b in range(len(bins) - 1)
-    ]
+        if fraction is not None and credit is not None:
+            credits[min(int(np.searchsorted(bins, fraction, side="right")) - 1, len(bins) - 2)].append(credit)
+    return [CurvePoint(f"{round(100 * bins[b])}-{round(100 * bins[b + 1])}%", mean(c), len(c))
+            for b, c in enumerate(credits)]
 
 
 def overall_verdict_accuracy(
@@ -169,4 +161,4 @@ def overall_verdict_accuracy(
         c for tests, correct in groups if eligible(correct)
         for c in [verdict_credit(tests, correct, ties)] if c is not None
     ]
-    return (sum(credits) / len(credits) if credits else None), len(credits)
+    return mean(credits), len(credits)

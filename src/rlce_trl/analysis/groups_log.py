@@ -170,11 +170,10 @@ def _entry_problem(name: str, entry, n: int) -> str | None:
             return f"method {name!r} has `tests` that is not a list"
         k = len(answer_correct or [])
         for test in tests:
-            ok = (isinstance(test, dict) and isinstance(test.get("favoured"), int)
-                  and 0 <= test["favoured"] < max(k, 1)
-                  and (test.get("against") is None or isinstance(test["against"], int) and 0 <= test["against"] < k)
-                  and test.get("verdict") in ("yes", "no", "unknown", None))
-            if not ok:
+            if not (isinstance(test, dict) and isinstance(test.get("favoured"), int)
+                    and 0 <= test["favoured"] < max(k, 1)
+                    and (test.get("against") is None or isinstance(test["against"], int) and 0 <= test["against"] < k)
+                    and test.get("verdict") in ("yes", "no", "unknown", None)):
                 return (f"method {name!r} has a test {str(test)[:80]} without `favoured` / `against` indexing its "
                         "`answer_correct` or with a verdict other than yes / no / unknown / null")
     return None
@@ -192,16 +191,12 @@ def read_log(path: str | os.PathLike, methods: Sequence[str] | None = None) -> l
     fix = "each record needs `correct` (a list of booleans) and `methods` ({name: {\"rewards\": [...]}})"
     for k, record in enumerate(records):
         correct, by_method = record.get("correct"), record.get("methods")
-        problem = None
         if not isinstance(correct, list) or not all(isinstance(c, bool) for c in correct):
             problem = "`correct` is missing or not a list of booleans"
         elif not isinstance(by_method, dict) or not by_method:
             problem = "`methods` is missing or empty"
-        else:
-            for name, entry in by_method.items():
-                problem = _entry_problem(name, entry, len(correct))
-                if problem:
-                    break
+        else:  # the first method entry with a problem
+            problem = next(filter(None, (_entry_problem(n, e, len(correct)) for n, e in by_method.items())), None)
         if problem:
             raise InputError(f"logged-groups file {str(path)!r} record {k + 1}: {problem}. Fix: {fix}.")
     if methods:

@@ -177,10 +177,6 @@ class SyntheticVerifier(Verifier):
         self._sample_error: dict[str, float] = {}
 
     # -- helpers ----------------------------------------------------------------------------------------------------
-    def _greedy_rng(self, request: Request) -> random.Random:
-        digest = hashlib.sha256(json.dumps([self.seed, request.messages]).encode()).digest()
-        return random.Random(int.from_bytes(digest[:8], "big"))
-
     def _error(self, sample: str) -> float:
         if sample not in self._sample_error:
             e = self.error_rate
@@ -193,11 +189,6 @@ class SyntheticVerifier(Verifier):
     def _correct(self, sample: str, answer: str | None) -> bool:
         return answer is not None and normalize_answer(answer) == self.golds.get(sample)
 
-    @staticmethod
-    def _sample(request: Request) -> str:
-        found = _TAG.findall(request.messages[-1]["content"])
-        return found[0] if found else ""
-
     # -- stages -----------------------------------------------------------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Reply]:
         replies = []
@@ -207,9 +198,10 @@ class SyntheticVerifier(Verifier):
         return replies
 
     def _answer(self, request: Request) -> str:
-        content = request.messages[-1]["content"]
-        sample, stage = self._sample(request), request.stage
-        rng = self._greedy_rng(request)
+        content, stage = request.messages[-1]["content"], request.stage
+        sample = (_TAG.findall(content) or [""])[0]
+        digest = hashlib.sha256(json.dumps([self.seed, request.messages]).encode()).digest()
+        rng = random.Random(int.from_bytes(digest[:8], "big"))  # greedy stages: deterministic per prompt
         if stage == "construction":
             pair = re.search(r"Answer A: (.*)\nAnswer B: (.*)\n", content)
             one = re.search(r"candidate answer to the final request in the input is: (.*)\n", content)

@@ -33,7 +33,7 @@ from ..data.jsonl import read_json, write_json
 from ..errors import InputError, last_line
 from ..evaluation.evaluate import OutputLock
 from .base import BuildContext, CoevolutionMethod, PhaseSpec
-from .state import new_state, per_phase, read_state, record_step, totals, write_state
+from .state import new_state, per_phase, read_state, totals, write_state
 
 PHASE_MODULE = "rlce_trl.coevolution.phase"
 REPORT_FILE = "report.json"
@@ -163,9 +163,9 @@ class Coevolver:
         if skip:  # the phase's build retained no rows: no process, the role's checkpoint stays
             self.log(f"round {state['round']}: train {phase.name} skipped ({skip}); {phase.role} stays at "
                      f"{state['checkpoints'][phase.role]}")
-            record_step(state, {"id": step["id"], "round": state["round"], "kind": step["kind"], "phase": phase.name,
-                                "wall_s": 0.0, "cpu_s": 0.0, "gpus": 0, "device_hours": 0.0, "log": None,
-                                "result": {}, "skipped": skip})
+            state["steps"].append({"id": step["id"], "round": state["round"], "kind": step["kind"],
+                                   "phase": phase.name, "wall_s": 0.0, "cpu_s": 0.0, "gpus": 0, "device_hours": 0.0,
+                                   "log": None, "result": {}, "skipped": skip})
             return
         done = _read_report(step_dir)
         if done is not None and read_json(step_dir / "job.json") == job:  # finished; the driver died before recording
@@ -209,10 +209,10 @@ class Coevolver:
 
     def _record(self, state, step, phase, job, report, wall, cpu, log_path) -> None:
         gpus = int(report.get("gpus", 0))
-        record_step(state, {"id": step["id"], "round": state["round"], "kind": step["kind"],
-                            "phase": phase.name if phase else "validate", "wall_s": round(wall, 3),
-                            "cpu_s": round(cpu, 3), "gpus": gpus, "device_hours": wall * gpus / 3600,
-                            "log": str(log_path), "result": report.get("result", {})})
+        state["steps"].append({"id": step["id"], "round": state["round"], "kind": step["kind"],
+                               "phase": phase.name if phase else "validate", "wall_s": round(wall, 3),
+                               "cpu_s": round(cpu, 3), "gpus": gpus, "device_hours": wall * gpus / 3600,
+                               "log": str(log_path), "result": report.get("result", {})})
         self._apply(state, step, phase, job, report)
 
     def _job(self, state: dict, step: dict, phase: PhaseSpec | None, step_dir: Path) -> dict:
@@ -283,7 +283,7 @@ class Coevolver:
                    "best": state["best"], "validations": state["validations"], "totals": totals(state),
                    "per_phase": per_phase(state)}
         write_json(summary, self.output_dir / "summary.json")
-        spent = totals(state)
+        spent = summary["totals"]
         self.log(f"done: {state['validated_role']} checkpoint {result}; wall {spent['wall_s'] / 3600:.2f} h, "
                  f"device {spent['device_hours']:.2f} GPU-h, CPU {spent['cpu_hours']:.2f} h")
 

@@ -169,15 +169,8 @@ def without_backend(overrides: list[str]) -> list[str]:
     """The overrides without `--ddp_backend`, for the processes that train nothing (the driver, build and validate
     steps): a distributed backend is for the launched train phases; parsed in a single process it makes accelerate
     look for a process group nobody started."""
-    kept, skip = [], False
-    for word in overrides:
-        if skip:
-            skip = False
-        elif word == "--ddp_backend":
-            skip = True
-        elif not word.startswith("--ddp_backend="):
-            kept.append(word)
-    return kept
+    return [word for k, word in enumerate(overrides) if word.split("=", 1)[0] != "--ddp_backend"
+            and (k == 0 or overrides[k - 1] != "--ddp_backend")]
 
 
 def parse_job_args(job: dict, argv: list[str] | None = None):

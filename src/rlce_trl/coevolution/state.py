@@ -38,7 +38,6 @@ def new_state(method: str, base_model: str, roles: tuple[str, ...], rounds: int,
 
 
 def write_state(output_dir: str | os.PathLike, state: dict) -> Path:
-    """Write `state` atomically to `output_dir/state.json`."""
     path = Path(output_dir) / STATE_FILE
     write_json(state, path)
     return path
@@ -57,11 +56,6 @@ def read_state(output_dir: str | os.PathLike) -> dict | None:
     if not isinstance(state, dict) or state.get("version") != VERSION:
         raise InputError(f"{path} was not written by this version of rlce-trl coevolve: pass another --output_dir.")
     return state
-
-
-def record_step(state: dict, record: dict) -> None:
-    """Add a finished step's record (its time counts in [`totals`])."""
-    state["steps"].append(record)
 
 
 def per_phase(state: dict) -> dict:

@@ -13,16 +13,14 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..report.data import read_log_history
-from .state import per_phase as phase_totals
-from .state import read_state
-from .state import totals as run_totals
+from . import state as run_state
 
 
 def load_coevolve(path: str | Path) -> dict:
     """A co-evolution run's `state.json` (the run folder or the file), read as the driver reads it."""
     path = Path(path)
     folder = path if path.is_dir() or not path.name.endswith(".json") else path.parent
-    state = read_state(folder)
+    state = run_state.read_state(folder)
     if state is None:
         raise InputError(f"No state.json under {path}: pass the --output_dir of `rlce-trl coevolve`.")
     state["run"] = folder.name
@@ -53,7 +51,7 @@ def table(runs: list[dict], rlce_hours: float | None = None) -> str:
         cells += ["n/a" if s is None else f"{100 * s:.2f}" for s in scores] + [""] * (width - len(scores))
         best = run.get("best")
         cells.append(f"round {best['round']}" if best else "-")
-        totals = run_totals(run)
+        totals = run_state.totals(run)
         cells += [f"{totals['wall_s'] / 3600:.2f}", f"{totals['cpu_s'] / 3600:.2f}", f"{totals['device_hours']:.2f}"]
         if rlce_hours:
             cells.append(f"{totals['device_hours'] / rlce_hours:.1f}")
@@ -66,5 +64,5 @@ def per_phase(run: dict) -> str:
     """Markdown: wall seconds and device-hours per phase and step kind of one run."""
     lines = [f"{run['run']}:", "| phase / step | runs | wall s | device h |", "|---|---:|---:|---:|"]
     lines += [f"| {k.replace('/', ' / ')} | {v['runs']} | {v['wall_s']:.1f} | {v['device_hours']:.3f} |"
-              for k, v in phase_totals(run).items()]
+              for k, v in run_state.per_phase(run).items()]
     return "\n".join(lines)
