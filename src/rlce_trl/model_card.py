@@ -197,11 +197,15 @@ def fix_license(card: str, license_id: str | None, base: str) -> str:
     return card[: found.start()] + section + card[found.start():] if found else card.rstrip() + "\n\n" + section
 
 
-def quick_start(target: str, suffix: str | None, max_new_tokens: int | None, messages: list[dict] | None = None,
-                dataset: str = "its task") -> str:
-    """The card's quick start, reading the answer from the last `\\boxed{}`, the convention RLCE rewards: the run's
-    first training prompt (`messages`, exactly as the policy saw it in training) when it recorded one, else the
-    policy's system prompt and a question that ends with the recipe's prompt suffix."""
+def fix_quick_start(card: str, target: str, suffix: str | None, max_new_tokens: int | None,
+                    messages: list[dict] | None = None, dataset: str = "its task") -> str:
+    """Replace TRL's quick start (a generic question, the raw reply) with one that reads the answer from the last
+    `\\boxed{}`, the convention RLCE rewards: the run's first training prompt (`messages`, exactly as the policy saw
+    it in training) when it recorded one, else the policy's system prompt and a question that ends with the recipe's
+    prompt suffix."""
+    found = find_anchor(card, "quick_start")
+    if not found:
+        return card
     tokens = max(256, int(max_new_tokens or 0))
     if messages:
         why = (f"The policy answers the way it was trained on {dataset}: the messages below are its first training "
@@ -218,7 +222,7 @@ def quick_start(target: str, suffix: str | None, max_new_tokens: int | None, mes
         head = f"system = {SOLVER_SYSTEM_PROMPT!r}\nquestion = {question!r}{suffix_line}\n"
         content = 'f"{question} {suffix}"' if suffix else "question"
         tail = f'messages = [{{"role": "system", "content": system}}, {{"role": "user", "content": {content}}}]\n'
-    return f"""## Quick start
+    section = f"""## Quick start
 
 {why}
 
@@ -234,15 +238,7 @@ print(answers[-1] if answers else "no boxed answer: " + reply)
 ```
 
 """
-
-
-def fix_quick_start(card: str, target: str, suffix: str | None, max_new_tokens: int | None,
-                    example: list[dict] | None = None, dataset: str = "its task") -> str:
-    """Replace TRL's quick start (a generic question, the raw reply) with [`quick_start`]."""
-    found = find_anchor(card, "quick_start")
-    if not found:
-        return card
-    return card[: found.start()] + quick_start(target, suffix, max_new_tokens, example, dataset) + card[found.end():]
+    return card[: found.start()] + section + card[found.end():]
 
 
 def training_summary(trainer, dataset: str, recipe: str | None) -> str:
@@ -347,11 +343,9 @@ def setting_value(value) -> str:
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
-def rlce_section(trainer, dataset_name: str | None = None) -> str:
-    """The markdown section (between markers) for `trainer`, an `RLCEGRPOTrainer`."""
+def rlce_section(trainer, info: dict, dataset: str) -> str:
+    """The markdown section (between markers) for `trainer`, an `RLCEGRPOTrainer`, with its `rlce_card_info`."""
     args = trainer.args
-    info = dict(getattr(trainer, "rlce_card_info", None) or {})
-    dataset = dataset_name or info.get("dataset") or "not recorded"
     recipe = info.get("recipe")
     policy = trainer.accelerator.unwrap_model(trainer.model)
     training = "LoRA (PEFT) adapter" if hasattr(policy, "peft_config") else "full fine-tuning"
@@ -431,7 +425,7 @@ def add_rlce_section(trainer, readme_path: str | os.PathLike, dataset_name: str 
     info = dict(getattr(trainer, "rlce_card_info", None) or {})
     dataset = dataset_name or info.get("dataset")
     name_or_path = getattr(trainer.accelerator.unwrap_model(trainer.model).config, "_name_or_path", None)
-    section = rlce_section(trainer, dataset_name)
+    section = rlce_section(trainer, info, dataset or "not recorded")
     if report:
         section = section.replace(END, report + "\n" + END)
     from .health import card_section  # the alarms raised, and why the run stopped if the monitor stopped it

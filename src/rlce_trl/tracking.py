@@ -1,22 +1,10 @@
-"""trackio, TRL's recommended tracker: the evidence behind the rewards while the run trains.
+"""trackio, TRL's recommended tracker: the evidence behind the rewards while the run trains (docs/trackio.md).
 
-With `report_to="trackio"`, transformers' own `TrackioCallback` sends the metrics (`train/rlce/*`, `train/health/*`,
-...) and TRL the completions table. [`TrackioEvidence`] adds what only this package has:
-
-- **the evidence of each logged step**: up to `rlce_trackio_groups` rollout groups of the step (sampled at random,
-  seeded by the step, when there are more) as `trackio.Trace`s under the key `train/evidence` (`eval/evidence` for
-  evaluation groups), logged at the same trackio step as that step's metrics. A trace is one group: the prompt and
-  the distinct answers as messages, one span per verifier call (equivalence, each construction request with the
-  tests it wrote, each validation with its verdict), the outcome (scores, winner, per-rollout rewards) as metadata.
-  The traces are built from the evidence-trail records (`rlce_trl.audit`), nothing is recomputed; baselines send
-  what they record (their answers and outcome; what they keep besides, such as judgments or rubrics, as metadata).
-- **health alarms as trackio alerts** (`rlce_trl.health`): a `WARN` alert per alarm, `ERROR` for the one that stopped
-  the run (`health_stop`), sent at the end of the step that raised it.
-- **the Space link on the model card**: when the run logs to a Space (`trackio_space_id`), the card gets trackio's
-  badge and `trackio` / `trackio:<url>` tags, as TRL's cards do, also when the card is written after training.
-
-Everything sent goes through the credential scrubber (`rlce_trl.credentials`). trackio stays optional: this module
-imports it only once a run asks for it. A local project (no Space) makes no network call.
+transformers' own `TrackioCallback` sends the metrics and TRL the completions table; [`TrackioEvidence`] adds what
+only this package has: up to `rlce_trackio_groups` rollout groups per logged step as `trackio.Trace`s (one span per
+verifier call, built from the evidence-trail records of `rlce_trl.audit`, nothing recomputed), the health alarms as
+trackio alerts, and the Space's badge and tags on the model card. Everything sent goes through the credential
+scrubber (`rlce_trl.credentials`); trackio is imported only once a run asks for it.
 """
 
 from __future__ import annotations
@@ -83,23 +71,22 @@ def _test_spans(record: dict) -> list[dict]:
     """One construction span per request (favoured answer, answer against, round) holding the tests it wrote, each
     with its validation span (the verdict)."""
     spans: list[dict] = []
-    requests: dict[tuple, str] = {}
+    requests: dict[tuple, dict] = {}  # the construction span of each request
     for t, test in enumerate(record.get("tests") or []):
         key = (test.get("favoured"), test.get("against"), test.get("round", 0))
         if key not in requests:
-            requests[key] = f"construction-{len(requests)}"
             favoured, against = _answer(record, key[0]), _answer(record, key[1])
             name = f"construction: {_short(favoured)}" + (f" over {_short(against)}" if key[1] is not None else "")
-            spans.append({"id": requests[key], "parent_id": "group", "kind": "generation",
-                          "name": name + (" (tie-break)" if key[2] else ""),
-                          "input": {"favoured": favoured, "against": against}, "output": [],
-                          "metadata": {"favoured": key[0], "against": key[1], "round": key[2]}})
-        construction = next(s for s in spans if s["id"] == requests[key])
-        construction["output"].append(test.get("text"))
+            requests[key] = {"id": f"construction-{len(requests)}", "parent_id": "group", "kind": "generation",
+                             "name": name + (" (tie-break)" if key[2] else ""),
+                             "input": {"favoured": favoured, "against": against}, "output": [],
+                             "metadata": {"favoured": key[0], "against": key[1], "round": key[2]}}
+            spans.append(requests[key])
+        requests[key]["output"].append(test.get("text"))
         # An unreadable verdict is an abstention of the method, not an error of the run: it is not marked as one
         # (trackio would then show the whole group as failed).
         verdict = test.get("verdict") or f"abstained ({test.get('failure') or 'no verdict'})"
-        spans.append({"id": f"validation-{t}", "parent_id": requests[key], "kind": "generation",
+        spans.append({"id": f"validation-{t}", "parent_id": requests[key]["id"], "kind": "generation",
                       "name": f"validation: {verdict}", "input": test.get("text"), "output": verdict,
                       "metadata": {"choice_logprobs": test.get("choice_logprobs"), "failure": test.get("failure")}})
     return spans
