@@ -96,10 +96,7 @@ class PolicyJudgeScorer(ScorerBase):
     def _request(self, state: GroupState, proposed: str) -> Request:
         context = context_without_options(state.group.context, state.group.labels)
         response = state.group.labels is None
-        return Request(
-            messages=judge_messages(context, cap_answer(proposed) if response else proposed, response=response),
-            sampling=Sampling(temperature=0.0, max_tokens=self.settings.validation_max_tokens),
-            choices=YES_NO,
-            stage="judge",
-            media=state.group.media,  # D.2: "the available input evidence", the clip included
-        )
+        messages = judge_messages(context, cap_answer(proposed) if response else proposed, response=response)
+        sampling = Sampling(temperature=0.0, max_tokens=self.settings.validation_max_tokens)
+        # D.2: "the available input evidence", the clip included
+        return Request(messages, sampling, choices=YES_NO, stage="judge", media=state.group.media)

@@ -87,9 +87,6 @@ class USCScorer(ScorerBase):
         responses = [state.group.completions[g] for g in shown]
         if cap:
             responses = [r if len(r) <= cap else "..." + r[-cap:] for r in responses]
-        return Request(
-            messages=usc_messages(group_question(state.group, self.question_fn), responses),
-            sampling=Sampling(temperature=0.0, max_tokens=self.settings.validation_max_tokens),
-            choices=tuple(str(k + 1) for k in range(len(shown))),
-            stage="usc_selection",
-        )
+        sampling = Sampling(temperature=0.0, max_tokens=self.settings.validation_max_tokens)
+        return Request(usc_messages(group_question(state.group, self.question_fn), responses), sampling,
+                       choices=tuple(str(k + 1) for k in range(len(shown))), stage="usc_selection")
