@@ -81,18 +81,14 @@ def check_rows(rows: Iterable, where: str = "dataset", labels_column: str | None
     if type(rows).__name__ == "IterableDataset":
         return
     required = tuple(required)
-    found, count = [], 0
-    for index, row in enumerate(rows):
-        problems = row_problems(row, labels_column, required, prompt_optional)
-        if problems:
-            count += 1
-            if len(found) < MAX_REPORTED:
-                found.append(f"row {index}: {'; '.join(problems)}")
-    if count:
-        more = f" (and {count - MAX_REPORTED} more rows)" if count > MAX_REPORTED else ""
+    found = [f"row {index}: {'; '.join(problems)}" for index, row in enumerate(rows)
+             if (problems := row_problems(row, labels_column, required, prompt_optional))]
+    if found:
+        more = f" (and {len(found) - MAX_REPORTED} more rows)" if len(found) > MAX_REPORTED else ""
         fix = fix or ("give each row a non-empty `prompt` (a string or a list of {'role', 'content': str} messages) "
                       f"and, for closed-label tasks, `{labels_column}` as a list of label strings")
-        raise InputError(f"{where} has {count} unusable row(s){more}: " + " | ".join(found) + f". Fix: {fix}.")
+        raise InputError(f"{where} has {len(found)} unusable row(s){more}: " + " | ".join(found[:MAX_REPORTED])
+                         + f". Fix: {fix}.")
 
 
 def check_datasets(train_dataset, eval_dataset=None, labels_column: str | None = "answer_options",

@@ -180,15 +180,14 @@ def read_video_frames(path: str | os.PathLike, fps: float = FRAME_FPS, min_frame
             if not container.streams.video:
                 raise ValueError("no video stream")
             stream = container.streams.video[0]
-            video_fps = float(stream.average_rate or stream.guessed_rate or 0) or 0.0
+            # an unknown rate: every decoded frame is one sampling step
+            video_fps = float(stream.average_rate or stream.guessed_rate or 0) or float(fps)
             frames = [frame.to_image() for frame in container.decode(stream)]
     except (av.error.FFmpegError, ValueError) as error:
         raise ValueError(f"Video {path} cannot be decoded ({error}); replace the file or drop its row from the "
                          "split.") from error
     if not frames:
         raise ValueError(f"Video {path} has no decodable frames; replace the file or drop its row from the split.")
-    if video_fps <= 0:
-        video_fps = float(fps)  # unknown rate: treat every decoded frame as one sampling step
     n = num_sampled_frames(len(frames), video_fps, fps, min_frames, max_frames)
     indices = frame_indices(len(frames), n)
     picked = [frames[i].convert("RGB") for i in indices]

@@ -141,13 +141,13 @@ def read_jsonl_counted(path: str | os.PathLike, what: str = "JSONL file",
                 continue
             raise InputError(f"{what} {str(path)!r} line {number} is not valid JSON ({error.msg}): fix or delete "
                              "that line (one JSON object per line).") from None
-        if not isinstance(row, dict):
-            if lenient:
-                skipped += 1
-                continue
+        if isinstance(row, dict):
+            rows.append(row)
+        elif lenient:
+            skipped += 1
+        else:
             raise InputError(f"{what} {str(path)!r} line {number} is a JSON {type(row).__name__}, not an object: "
                              "each line must be one JSON object ({...}).")
-        rows.append(row)
     return rows, skipped
 
 

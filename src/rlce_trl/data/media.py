@@ -118,13 +118,6 @@ def with_media(messages: list[dict], media: Sequence[dict] | None) -> list[dict]
     return _first_user_starts_with(messages, videos)
 
 
-def _frame_times(metadata: dict, count: int) -> list[float]:
-    fps, indices = metadata.get("fps"), metadata.get("frames_indices")
-    if fps and indices and len(indices) == count:
-        return [round(i / fps, 1) for i in indices]
-    return []
-
-
 def _jpeg_url(image, quality: int = 90) -> str:
     buffer = io.BytesIO()
     image.convert("RGB").save(buffer, format="JPEG", quality=quality)
@@ -140,7 +133,8 @@ def openai_messages(messages: list[dict], media: Sequence[dict] | None) -> list[
     parts: list[dict] = []
     for item in media:
         frames, metadata = resolve(item)
-        times = _frame_times(metadata, len(frames))
+        fps, indices = metadata.get("fps"), metadata.get("frames_indices")
+        times = [round(i / fps, 1) for i in indices] if fps and indices and len(indices) == len(frames) else []
         label = f"Video ({len(frames)} frames" + (f" at {', '.join(f'{t:g}' for t in times)} s" if times else "")
         parts.append({"type": "text", "text": label + "):"})
         parts += [{"type": "image_url", "image_url": {"url": _jpeg_url(frame)}} for frame in frames]

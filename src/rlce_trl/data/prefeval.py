@@ -79,19 +79,9 @@ def resolve_prefeval_dir(prefeval_dir: str | os.PathLike | None = None) -> Path:
     return root
 
 
-def topics(prefeval_dir: str | os.PathLike | None = None) -> list[str]:
-    """The benchmark's topics (file stems, e.g. `travel_restaurant`), sorted, taken from the explicit form."""
-    root = resolve_prefeval_dir(prefeval_dir)
-    folder = root / "benchmark_dataset" / FORM_DIRS["explicit"]
-    found = sorted(p.stem for p in folder.glob("*.json"))
-    if not found:
-        raise MissingInputError(f"{folder} holds no topic files (*.json): the checkout is incomplete. {_HOW_TO_GET}")
-    return found
-
-
-def read_json(path: Path, kind: type = list):
-    """A JSON file of the checkout, parsed; a file that is not UTF-8, not JSON or not a `kind` raises
-    [`InputError`] naming it and the fix."""
+def read_json(path: Path) -> list:
+    """A JSON file of the checkout, parsed; a file that is not UTF-8, not JSON or not a list raises [`InputError`]
+    naming it and the fix."""
     fix = "restore it from the PrefEval repository (`git checkout -- .` in the checkout, or clone it again)"
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
@@ -101,19 +91,24 @@ def read_json(path: Path, kind: type = list):
         raise InputError(f"{path} is not valid JSON (line {error.lineno}: {error.msg}): {fix}.") from None
     except OSError as error:
         raise InputError(f"cannot read {path} ({error.strerror or error}): {fix}.") from None
-    if not isinstance(value, kind):
-        raise InputError(f"{path} holds a JSON {type(value).__name__}, expected a {kind.__name__}: {fix}.")
+    if not isinstance(value, list):
+        raise InputError(f"{path} holds a JSON {type(value).__name__}, expected a list: {fix}.")
     return value
 
 
 def load_records(prefeval_dir: str | os.PathLike | None, form: str) -> dict[str, list[dict]]:
-    """The raw benchmark records of one form, by topic, in file order (the order that aligns the forms)."""
+    """The raw benchmark records of one form, by topic (the file stems of the explicit form, e.g.
+    `travel_restaurant`, sorted), in file order (the order that aligns the forms)."""
     if form not in FORMS:
         raise ValueError(f"Unknown PrefEval form {form!r}; choose one of {FORMS}.")
     root = resolve_prefeval_dir(prefeval_dir)
+    explicit = root / "benchmark_dataset" / FORM_DIRS["explicit"]
+    topics = sorted(p.stem for p in explicit.glob("*.json"))
+    if not topics:
+        raise MissingInputError(f"{explicit} holds no topic files (*.json): the checkout is incomplete. {_HOW_TO_GET}")
     folder = root / "benchmark_dataset" / FORM_DIRS[form]
     records = {}
-    for topic in topics(root):
+    for topic in topics:
         path = folder / f"{topic}.json"
         if not path.exists():
             raise MissingInputError(f"{path} is missing: the {form} form must have a file for every topic. "
@@ -289,12 +284,6 @@ def prepare_prefeval(prefeval_dir: str | os.PathLike | None, output_dir: str | o
                          "writable folder.") from None
     try:
         built = build_prefeval(prefeval_dir, seed=seed)
-    except InputError:
-        shutil.rmtree(staging, ignore_errors=True)
-        if created:
-            shutil.rmtree(output_dir, ignore_errors=True)
-        raise
-    try:
         counts = {form: {split: write_jsonl(rows, staging / form / f"{split}.jsonl") for split, rows in splits.items()}
                   for form, splits in built.items()}
         for form in built:
@@ -305,6 +294,10 @@ def prepare_prefeval(prefeval_dir: str | os.PathLike | None, output_dir: str | o
     except OSError as error:
         raise InputError(f"cannot write to --output_dir {str(output_dir)!r} ({error.strerror or error}): pass a "
                          "writable folder with free space.") from None
+    except InputError:  # a bad checkout: nothing is left behind
+        if created:
+            shutil.rmtree(output_dir, ignore_errors=True)
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return counts

@@ -12,7 +12,7 @@ import random
 from importlib import resources
 
 from .jsonl import read_jsonl
-from .prefeval import EXPLICIT_ACKNOWLEDGEMENT, make_row
+from .prefeval import build_conversation, make_row
 
 SAMPLE_FILE = "preference_sample.jsonl"
 SAMPLE_SPLITS = ("train", "test")
@@ -56,13 +56,7 @@ def load_preference_sample(split: str = "train", seed: int = 0) -> list[dict]:
         if record["split"] != split:
             continue
         rng = random.Random(f"sample:{seed}:{record['id']}")
-        conversation = [
-            {"role": "user", "content": record["preference"]},
-            {"role": "assistant", "content": EXPLICIT_ACKNOWLEDGEMENT},
-        ]
-        for user, assistant in rng.sample(FILLER_PAIRS, rng.randint(1, 2)):
-            conversation += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-        conversation.append({"role": "user", "content": record["question"]})
+        conversation = build_conversation("explicit", record, rng.sample(FILLER_PAIRS, rng.randint(1, 2)))
         topic, index = record["topic"], int(record["id"].rsplit("/", 1)[1])
         rows.append({**make_row("explicit", topic, index, record, conversation, split), "id": record["id"]})
     return rows

@@ -62,9 +62,8 @@ def numbered_evidence_row(rng: random.Random, index: int, num_sentences: int = 8
     body += rng.sample(FILLER, min(len(FILLER), num_sentences - len(evidence_text) - len(body)))
     rng.shuffle(body)
     slots = sorted(rng.sample(range(num_sentences), len(evidence_text)))
-    sentences, it = [], iter(body)
-    for i in range(num_sentences):
-        sentences.append(evidence_text[slots.index(i)] if i in slots else next(it))
+    it = iter(body)
+    sentences = [evidence_text[slots.index(i)] if i in slots else next(it) for i in range(num_sentences)]
     shown = [_place(o) for o in options]
     rng.shuffle(shown)
     question = f"Where did the {obj} that {subject} had end up?"

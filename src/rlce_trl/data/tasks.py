@@ -134,9 +134,8 @@ class Task:
 TASKS: dict[str, Task] = {}
 
 
-def register(task: Task) -> Task:
+def register(task: Task) -> None:
     TASKS[task.name] = task
-    return task
 
 
 def get_task(name: str) -> Task:
@@ -231,9 +230,7 @@ class TaskFile:
         return self.task.name
 
     def splits(self) -> list[str]:
-        if isinstance(self.data, dict):
-            return list(self.data)
-        return list(self._hub)
+        return list(self.data if isinstance(self.data, dict) else self._hub)
 
     @cached_property
     def _hub(self):
@@ -246,9 +243,7 @@ class TaskFile:
                              "under `data:`.")
         if isinstance(self.data, str):
             return list(self._hub[split])
-        path = Path(self.data[split])
-        return read_records(path if path.is_absolute() else self.path.parent / path, f"{self.path.name}: the "
-                            f"{split} split")
+        return read_records(self.path.parent / self.data[split], f"{self.path.name}: the {split} split")
 
     def rows(self, split: str, with_gold: bool) -> list[dict]:
         """`split` as package rows: `id`, `task`, the conversational `prompt`, `answer_options` for closed labels,

@@ -174,12 +174,6 @@ def cluster_score(members: Sequence[Candidate], cfg: ElectConfig = ElectConfig()
     return sum(c.score * jaccard(c.keyframes, consensus) for c in kept), consensus
 
 
-def _majority(clusters: dict[str, list[Candidate]]) -> tuple[str, str | None, dict[str, float]]:
-    counts = {a: float(len(m)) for a, m in clusters.items()}
-    ranked = [answer for answer, _ in ranking(counts)]  # tie rule "first": the first-seen answer wins
-    return ranked[0], (ranked[1] if len(ranked) > 1 else None), counts
-
-
 def elect(candidates: Sequence[Candidate], cfg: ElectConfig = ElectConfig()) -> Election:
     """One election over the candidates seen so far (Eq. 17-18 plus the fallbacks)."""
     clusters: dict[str, list[Candidate]] = {}
@@ -190,22 +184,22 @@ def elect(candidates: Sequence[Candidate], cfg: ElectConfig = ElectConfig()) -> 
     if not clusters:
         return Election(None, None, {}, {}, 0.0, 0.0, "no_answer", len(candidates), unparsed)
     fallback = None
+    scores: dict[str, float] = {}
     consensus: dict[str, frozenset[int]] = {}
     if cfg.use_frames and not any(c.has_schema for c in candidates):
         fallback = "majority_no_schema"
     else:
-        scores = {}
         for answer, members in clusters.items():
             scores[answer], consensus[answer] = cluster_score(members, cfg)
         if all(s <= _EPS for s in scores.values()):
             fallback = "majority_zero_scores"
+    if fallback:  # a vote: the cluster sizes score, the margin is a share of the candidates
+        scores = {a: float(len(m)) for a, m in clusters.items()}
+    ranked = [answer for answer, _ in ranking(scores)]  # equal scores: the first-seen answer wins
+    winner, runner_up = ranked[0], (ranked[1] if len(ranked) > 1 else None)
+    margin = scores[winner] - (scores[runner_up] if runner_up else 0.0)
     if fallback:
-        winner, runner_up, scores = _majority(clusters)
-        margin = (scores[winner] - (scores[runner_up] if runner_up else 0.0)) / len(candidates)
-    else:
-        ranked = sorted(clusters, key=lambda a: -scores[a])
-        winner, runner_up = ranked[0], (ranked[1] if len(ranked) > 1 else None)
-        margin = scores[winner] - (scores[runner_up] if runner_up else 0.0)
+        margin /= len(candidates)
     confs = [c.confidence for c in clusters[winner] if c.confidence is not None]
     leader_conf = sum(confs) / len(confs) if confs else 0.0
     return Election(winner, runner_up, scores, consensus, margin, leader_conf, fallback, len(candidates), unparsed)
@@ -244,27 +238,22 @@ def run_election(draw: Callable[[int], Candidate | None], cfg: ElectConfig = Ele
     cap = cfg.k_max if available is None else min(cfg.k_max, available)
     pool: list[Candidate] = []
 
-    def grow(to: int) -> None:
-        while len(pool) < to:
-            c = draw(len(pool))
-            if c is None:
-                break
+    def grow(to: int) -> int:
+        while len(pool) < to and (c := draw(len(pool))) is not None:
             pool.append(c)
+        return len(pool)
 
     grow(min(cfg.k_init, cap))
-    result = elect(pool, cfg)
-    stopped = should_stop(result, cfg.delta, cfg.gamma)
-    while not stopped and len(pool) < cap:
-        before = len(pool)
-        grow(min(len(pool) + cfg.k_step, cap))
-        if len(pool) == before:
-            break
+    while True:
         result = elect(pool, cfg)
         stopped = should_stop(result, cfg.delta, cfg.gamma)
+        before = len(pool)
+        if stopped or before >= cap or grow(min(before + cfg.k_step, cap)) == before:  # done, or no sample left
+            break
     outcome = ElectOutcome(result.winner, result, len(pool), False, stopped)
     if referee is None or not needs_referee(outcome):
         return outcome
-    return referee_step(outcome, referee(result), lambda: grow(len(pool) + 1) or len(pool), pool, cfg)
+    return referee_step(outcome, referee(result), lambda: grow(len(pool) + 1), pool, cfg)
 
 
 def needs_referee(outcome: ElectOutcome) -> bool:

@@ -83,9 +83,8 @@ def main(args: ElectScriptArguments | list[str] | None = None):
     """Train; `args` are the parsed settings, or a command line to parse. The run is the shared pipeline
     ([`rlce_trl.training.pipeline.train`]) with the numbered-evidence task supplying its rows ([`elect_run`])."""
     args = _with_output_dir(args) if isinstance(args, ElectScriptArguments) else parse_args(args)
-    script_args, training_args, model_args, task, reward_funcs, trainer_class = elect_run(args)
-    return train(script_args, training_args, model_args, task, reward_funcs=reward_funcs,
-                 trainer_class=trainer_class)
+    *positional, reward_funcs, trainer_class = elect_run(args)
+    return train(*positional, reward_funcs=reward_funcs, trainer_class=trainer_class)
 
 
 def elect_run(args: ElectScriptArguments):
@@ -103,11 +102,10 @@ def elect_run(args: ElectScriptArguments):
     from rlce_trl.models import resolve_model
 
     model = resolve_model(args.model_name_or_path)
-    lo, hi = (int(x) for x in args.think_range.split(","))
     rows = numbered_evidence(args.rows, seed=args.seed, split="train", supervised=args.gate == "gold")
-    task = TaskRows(train=rows, validation=[], description=get_task(TASK).display_name,
-                    free_text=False)
-    cfg = ElectRewardConfig(tokenizer=AutoTokenizer.from_pretrained(model), think_range=(lo, hi), gate=args.gate)
+    task = TaskRows(train=rows, validation=[], description=get_task(TASK).display_name, free_text=False)
+    cfg = ElectRewardConfig(tokenizer=AutoTokenizer.from_pretrained(model), gate=args.gate,
+                            think_range=tuple(int(x) for x in args.think_range.split(",")))
     common = {
         "output_dir": args.output_dir, "num_generations": args.num_generations,
         "per_device_train_batch_size": args.per_device_train_batch_size, "max_steps": args.max_steps,
