@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 from collections.abc import Callable
 
 import torch
@@ -38,8 +37,6 @@ from ..generation.kv_decoding import (
 )
 from .base import Reply, Request, Verifier, VerifierUnavailableError, first_line_ended
 from .decisions import enum_fields
-
-logger = logging.getLogger(__name__)
 
 #: Generation-config fields that make `generate` add logits processors; a model that sets any of them is answered
 #: through `generate` itself, so that its decisions stay exactly `generate`'s.
@@ -164,8 +161,7 @@ class FrozenModelVerifier(Verifier):
         self.model, self.tokenizer, self.batch_size = model, with_pad_token(tokenizer), batch_size
         self.context = context or contextlib.nullcontext
         if context is None:  # a dedicated frozen copy: freeze it once
-            model.eval()
-            model.requires_grad_(False)
+            model.eval().requires_grad_(False)
         self.eos_ids = eos_token_ids(model, tokenizer)
         self._automata: dict[str, _TemplateAutomaton] = {}
 
@@ -221,37 +217,30 @@ class TransformersVerifier(FrozenModelVerifier):
         return self.tokenizer.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
 
     def _generate(self, requests: list[Request]) -> list[Reply]:
-        # Each prompt is tokenized once; requests with the same decoding settings are answered together.
         ids = [self.tokenizer(self._prompt(r), add_special_tokens=False)["input_ids"] for r in requests]
         settings = [settings_key(r) for r in requests]
         replies: list[Reply | None] = [None] * len(requests)
         self.last_work = Work()
-        with self.context(), torch.inference_mode(), evaluating(self.model), self._cache_errors():
-            for key in dict.fromkeys(settings):
-                same = [k for k in range(len(requests)) if settings[k] == key]
-                request = requests[same[0]]
-                if self._fast_path(request):
-                    self._generate_shared(ids, same, request, replies)
-                    continue
-                same.sort(key=lambda k: len(ids[k]))  # the generate path: short prompts together, less padding
-                for start in range(0, len(same), self.batch_size):
-                    chunk = same[start : start + self.batch_size]
-                    chunk_replies = self._generate_chunk([ids[k] for k in chunk], request)
-                    for k, reply in zip(chunk, chunk_replies, strict=True):
-                        replies[k] = reply
-        return replies  # type: ignore[return-value]
-
-    @contextlib.contextmanager
-    def _cache_errors(self):
-        """A model whose cache this backend cannot drive fails with one line naming its type and the way out, not with
-        the error from inside transformers (raised where a layer looks for cache state that is not there)."""
         try:
-            yield
-        except UnsupportedCacheError as error:
+            with self.context(), torch.inference_mode(), evaluating(self.model):
+                for key in dict.fromkeys(settings):
+                    same = [k for k in range(len(requests)) if settings[k] == key]
+                    request = requests[same[0]]
+                    if self._fast_path(request):
+                        self._generate_shared(ids, same, request, replies)
+                        continue
+                    same.sort(key=lambda k: len(ids[k]))  # the generate path: short prompts together, less padding
+                    for start in range(0, len(same), self.batch_size):
+                        chunk = same[start : start + self.batch_size]
+                        chunk_replies = self._generate_chunk([ids[k] for k in chunk], request)
+                        for k, reply in zip(chunk, chunk_replies, strict=True):
+                            replies[k] = reply
+        except UnsupportedCacheError as error:  # one line naming the model type and the way out, not transformers'
             raise VerifierUnavailableError(
                 f"The transformers verifier cannot decode with this {model_type(self.model)} model's cache "
                 f"({error}); serve the verifier with vLLM instead (verifier_mode: server, `vllm serve <checkpoint>`)."
             ) from error
+        return replies  # type: ignore[return-value]
 
     def _fast_path(self, request: Request) -> bool:
         """Whether the request is answered over shared KV caches (everything but sampled constrained replies, and

@@ -11,7 +11,6 @@ equal decoding settings, micro-batches of `batch_size`, guided choice and enum-o
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable
 
 import torch
@@ -20,8 +19,6 @@ from ..data.media import with_media
 from ..generation.hf import evaluating, load_frozen_vlm  # noqa: F401 - load_frozen_vlm: public here
 from .base import Reply, Request
 from .transformers_backend import FrozenModelVerifier, automaton_for, generate_replies, settings_key
-
-logger = logging.getLogger(__name__)
 
 
 class VisionLanguageVerifier(FrozenModelVerifier):
