@@ -67,6 +67,7 @@ def equivalence_request(state: GroupState, max_tokens: int, known: Sequence[str]
         sampling=Sampling(temperature=0.0, max_tokens=max_tokens),
         json_schema=equivalence_schema(len(pairs)),
         stage="equivalence",
+        media=state.group.media,
     )
 
 

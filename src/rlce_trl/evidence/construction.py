@@ -31,13 +31,14 @@ def construction_request(
     state: GroupState, favoured: int, against: int | None, n: int, sampling: Sampling, prompts=None
 ) -> Request:
     """`n` tests favouring answer `favoured` over `against` (pointwise: `against is None`, built with no other
-    answer). Each sample is read for its first non-blank line only (`parse_test`), so a backend may stop there."""
+    answer), with the group's clips. Each sample is read for its first non-blank line only (`parse_test`), so a
+    backend may stop there."""
     if against is None:
         messages = pointwise_construction_messages(state.group.context, state.answers[favoured])
     else:
         messages = construction_messages(state.group.context, state.answers[favoured], state.answers[against], prompts)
     sampling = Sampling(sampling.temperature, sampling.top_p, sampling.top_k, sampling.max_tokens, n, one_line=True)
-    return Request(messages=messages, sampling=sampling, stage="construction")
+    return Request(messages=messages, sampling=sampling, stage="construction", media=state.group.media)
 
 
 def parse_test(text: str, finish_reason: str) -> tuple[str | None, str | None]:

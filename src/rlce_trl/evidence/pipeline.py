@@ -90,15 +90,9 @@ class EvidenceStepStats(StepStats):
         return out
 
 
-def _with_media(requests: list[Request], states: list[GroupState]) -> list[Request]:
-    """Every stage shows the verifier the group's clips (construction, validation and equivalence alike)."""
-    for request, state in zip(requests, states, strict=True):
-        request.media = state.group.media
-    return requests
-
-
 class EvidencePipeline(ScorerBase):
-    """Runs the RLCE verification for all groups of a step, one batched verifier call per stage.
+    """Runs the RLCE verification for all groups of a step, one batched verifier call per stage; every stage
+    (equivalence, construction, validation) shows the verifier the group's clips.
 
     Args:
         verifier: the frozen model (any [`~rlce_trl.verifiers.base.Verifier`]).
@@ -180,7 +174,7 @@ class EvidencePipeline(ScorerBase):
         requests = [
             canonicalization.equivalence_request(s, self.settings.equivalence_max_tokens, known[id(s)]) for s in todo
         ]
-        for state, reply in zip(todo, self.verifier.generate(_with_media(requests, todo)), strict=True):
+        for state, reply in zip(todo, self.verifier.generate(requests), strict=True):
             state.failed_requests += reply.error is not None
             canonicalization.apply_equivalence(state, reply, known[id(state)])
         if self._static:
@@ -225,7 +219,7 @@ class EvidencePipeline(ScorerBase):
         jobs = []
         for state, state_pairs in zip(states, pairs, strict=True):
             jobs += self._construction_jobs(state, state_pairs, stats, tie_break)
-        replies = self.verifier.generate(_with_media([job[3] for job in jobs], [job[0] for job in jobs]))
+        replies = self.verifier.generate([job[3] for job in jobs])
         for (state, favoured, against, _), reply in zip(jobs, replies, strict=True):
             state.failed_requests += reply.error is not None
             for test in construction.tests_from_reply(reply, favoured, against, tie_break):
@@ -247,10 +241,9 @@ class EvidencePipeline(ScorerBase):
                 if self.settings.redact_answers:
                     shown = validation.redact_answers(test.text, s.answers, labels, self.settings.redaction)
                 jobs.append((s, test))
-                requests.append(
-                    validation.validation_request(s.group.context, shown, max_tokens, labels, self.settings.prompts)
-                )
-        replies = self.verifier.generate(_with_media(requests, [job[0] for job in jobs]))
+                requests.append(validation.validation_request(s.group.context, shown, max_tokens, labels,
+                                                              self.settings.prompts, s.group.media))
+        replies = self.verifier.generate(requests)
         for (state, test), reply in zip(jobs, replies, strict=True):
             state.failed_requests += reply.error is not None
             text, finish = (reply.texts[0], reply.finish_reasons[0]) if reply.texts else ("", "error")

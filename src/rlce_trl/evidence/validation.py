@@ -75,13 +75,14 @@ def redact_answers(
 
 
 def validation_request(
-    context: str, test: str, max_tokens: int, labels: Sequence[str] | None = None, prompts=None
+    context: str, test: str, max_tokens: int, labels: Sequence[str] | None = None, prompts=None, media=None
 ) -> Request:
     """The validator's request: the context without the options line that lists `labels`, and the (redacted) test;
-    `prompts` (an optional `VerifierPrompts`) replaces the default text."""
+    `prompts` (an optional `VerifierPrompts`) replaces the default text; `media`: the sample's clips."""
     return Request(
         messages=validation_messages(context_without_options(context, labels), test, prompts),
         sampling=Sampling(temperature=0.0, max_tokens=max_tokens),
         choices=VERDICTS,
         stage="validation",
+        media=media,
     )
