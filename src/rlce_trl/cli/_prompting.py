@@ -10,6 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..data.prompts import Prompting, find_prompting
+from ..training.recipes import load_recipe
+
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None,
@@ -21,11 +24,8 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
 
 def resolve_prompting(config: str | None, model_path: str | None):
     """`(prompting, source)`: from `--config`, else the model folder's record, else the default (`source` None)."""
-    from ..data.prompts import Prompting, find_prompting
-
     if config:
         from ..training.pipeline import prompting_from_recipe
-        from ..training.recipes import load_recipe
 
         recipe = load_recipe(config)
         return prompting_from_recipe(recipe), f"recipe {recipe.path.name}"

@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..data.jsonl import write_json
+from ..data.jsonl import read_jsonl, write_json, write_jsonl
 from ..errors import InputError, print_error
+from ..models import check_model_source, resolve_model
 from ._args import positive_int
 
 
@@ -35,13 +36,10 @@ def _check(args) -> None:
     if problems:
         raise InputError("; ".join(problems) + ".")
     if hasattr(args, "verifier_model_name_or_path"):
-        from ..models import check_model_source, resolve_model
-
         check_model_source(resolve_model(args.verifier_model_name_or_path), "--verifier_model_name_or_path")
 
 
 def _verifier(args):
-    from ..models import resolve_model
     from ..verifiers.transformers_backend import TransformersVerifier, load_frozen_model
 
     model, tokenizer = load_frozen_model(resolve_model(args.verifier_model_name_or_path), dtype="float32")
@@ -119,7 +117,6 @@ def _run(args) -> int:
 
 def _export(args) -> int:
     from ..calibration.queries import select_queries
-    from ..data.jsonl import read_jsonl, write_jsonl
 
     try:
         groups = read_jsonl(args.groups)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import print_error
+from ..errors import InputError, print_error
 from ._args import positive_int
 
 USAGE = "rlce-trl check --config <recipe> [--task FILE] [--model_name_or_path M] [--<argument> <value> ...]"
@@ -34,7 +34,6 @@ def main(args: argparse.Namespace) -> int:
     import importlib
     import tempfile
 
-    from ..errors import InputError
     from ..training.preflight import sample_step, stop_before_training
     from ..training.recipes import load_recipe
 

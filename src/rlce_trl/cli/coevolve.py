@@ -14,6 +14,8 @@ import os
 import shlex
 
 from ..errors import InputError, MissingInputError, output_dir_error, print_error
+from ..models import resolve_model
+from ..training.recipes import list_recipes, load_recipe
 from ._args import CLIParser
 
 REQUIRED = ("method", "config", "output_dir")
@@ -65,7 +67,6 @@ def main(args: argparse.Namespace) -> int:
         raise InputError(f"unknown flag {args.extra[0]!r}. Usage: {USAGE}")
     from ..coevolution.driver import Coevolver, DriverSettings, PhaseFailedError
     from ..coevolution.registry import METHODS, get_method
-    from ..training.recipes import load_recipe
 
     if args.method not in METHODS:
         raise InputError(f"--method {args.method!r}: use one of {', '.join(METHODS)}.")
@@ -92,8 +93,6 @@ def main(args: argparse.Namespace) -> int:
     validation_file = _check_file("--validation_file", script_args.validation_file, required=False)
     if validation_file:
         _check_validation(validation_file, script_args)
-    from ..models import resolve_model
-
     settings = DriverSettings(
         recipe=str(recipe.path), train_file=train_file, validation_file=validation_file, output_dir=args.output_dir,
         base_model=resolve_model(model_args.model_name_or_path), rounds=script_args.coevolve_rounds,
@@ -113,8 +112,6 @@ def main(args: argparse.Namespace) -> int:
 
 def _check_coevolution_recipe(recipe) -> None:
     """A co-evolution recipe sets `coevolve_method`; a training recipe (`script: ...`) is for `rlce-trl train`."""
-    from ..training.recipes import list_recipes
-
     if recipe.kind == "coevolve":
         return
     shipped = ", ".join(p.stem for p in list_recipes() if p.stem.endswith(("_rlac", "_visplay", "_video_zero")))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..data.prefeval import DEFAULT_SEED, prepare_prefeval
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -19,8 +21,6 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..data.prefeval import DEFAULT_SEED, prepare_prefeval
-
     seed = args.seed if args.seed is not None else DEFAULT_SEED
     counts = prepare_prefeval(args.prefeval_dir, args.output_dir, seed=seed)
     splits = list(next(iter(counts.values())))

@@ -14,11 +14,13 @@ from pathlib import Path
 from ..data.hba import load_hba_split
 from ..data.jsonl import read_jsonl_counted
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
-from ..data.tasks import judge_of, video_tasks
+from ..data.sample import load_preference_sample
+from ..data.tasks import judge_of, load_task, plain_rows, video_tasks
 from ..errors import InputError, MissingInputError, first_line, output_dir_error
-from ..evaluation.evaluate import check_eval_rows, evaluate_prefeval_forms, evaluate_rows
+from ..evaluation.evaluate import Judge, check_eval_rows, evaluate_prefeval_forms, evaluate_rows
 from ..generation.generators import BACKENDS, Generator, make_generator
 from ..models import ALIAS_NAMES as ALIASES
+from ..models import check_model_source, resolve_model
 from ._args import DTYPES, check_video_rows, json_object, positive_int
 from ._prompting import add_config_argument, resolve_prompting, say_prompting
 
@@ -91,8 +93,6 @@ def check_flags(args: argparse.Namespace) -> None:
 def _read_rows(args: argparse.Namespace) -> list[dict] | None:
     """The rows of a single-file --data (checked), or `None` for `sample` / a PrefEval folder."""
     if args.task:
-        from ..data.tasks import load_task
-
         if args.hba_task:
             raise InputError("--task and --hba_task: pass one of them.")
         rows = load_task(args.task).rows(args.split, with_gold=True)[: args.limit]
@@ -104,8 +104,6 @@ def _read_rows(args: argparse.Namespace) -> list[dict] | None:
             raise MissingInputError(f"--data {args.data!r} is not a file: pass an HBA split as JSONL.")
         rows = load_hba_split(data, args.hba_task, split="test")[: args.limit]
     elif args.data == "sample":
-        from ..data.sample import load_preference_sample
-
         rows = load_preference_sample("test")[: args.limit]
     elif data.is_dir():
         missing = [form for form in PREFEVAL_FORMS if not (data / form / f"{args.split}.jsonl").is_file()]
@@ -124,15 +122,12 @@ def _read_rows(args: argparse.Namespace) -> list[dict] | None:
             print(f"warning: {data}: skipped an unreadable last line (cut short?)", file=sys.stderr)
         if rows and "prompt" not in rows[0] and "problem" in rows[0]:
             raise InputError("these look like raw HBA rows (`problem`, no `prompt`): pass --hba_task.")
-        from ..data.tasks import plain_rows
-
         rows = plain_rows(rows[: args.limit], data.name, judged=bool(args.judge_base_url))
     check_eval_rows(rows, f"--data {args.data}")
     return rows
 
 
 def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
-    from ..evaluation.evaluate import Judge
     from ..evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
 
     check_flags(args)
@@ -159,8 +154,6 @@ def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
     if video:
         check_video_rows(rows, args.media_root)
     if generator is None:
-        from ..models import check_model_source, resolve_model
-
         args.model_name_or_path = resolve_model(args.model_name_or_path)  # an offline alias: its converted folder
         check_model_source(args.model_name_or_path, "--model_name_or_path")
         try:

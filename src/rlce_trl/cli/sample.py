@@ -10,25 +10,25 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ..data.hba import FRAME_FPS, FRAME_SIZE, MAX_FRAMES, MIN_FRAMES, expand_videos, load_hba_split
 from ..data.jsonl import read_jsonl
+from ..data.tasks import load_task, video_tasks
 from ..errors import InputError, MissingInputError, first_line, output_dir_error
+from ..generation.generators import make_generator
 from ..models import ALIAS_NAMES as ALIASES
+from ..models import resolve_model
 from ._args import DTYPES, check_video_rows, json_object, nonnegative_int, positive_int
 from ._prompting import add_config_argument, resolve_prompting, say_prompting
 
 
 def _load_rows(args) -> list[dict]:
     if args.task:
-        from ..data.tasks import load_task
-
         return load_task(args.task).rows("test", with_gold=True)
     if args.synthetic:
         from ..data.synthetic import numbered_evidence
 
         return numbered_evidence(args.synthetic, seed=args.seed, style=args.style)
     if args.hba_task:
-        from ..data.hba import load_hba_split
-
         try:
             return load_hba_split(args.data, args.hba_task, split="test")
         except (KeyError, TypeError, ValueError) as error:
@@ -43,9 +43,6 @@ def _load_rows(args) -> list[dict]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..data.hba import FRAME_FPS, FRAME_SIZE, MAX_FRAMES, MIN_FRAMES
-    from ..data.tasks import video_tasks
-
     parser.add_argument("--model_name_or_path", required=True,
                         help=f"Checkpoint folder, Hub id, or an offline model ({ALIASES}). Video rows need a "
                         "vision-language checkpoint (Qwen3.5, Qwen3-VL).")
@@ -117,7 +114,6 @@ def _sample_problems(args) -> list[str]:
 
 def _video_expander(args) -> Callable[[dict], dict]:
     """Row -> row with the clip's frames in its prompt (and, with --style elect, the Elect instruction and T)."""
-    from ..data.hba import expand_videos
     from ..elect.parsing import ELECT_SYSTEM_PROMPT, frames_line
     from ..elect.rewards import frames_in_prompt
 
@@ -163,8 +159,6 @@ def main(args: argparse.Namespace, sampler=None) -> int:
     rows = _load_rows(args)[: args.limit]
     _check_rows(rows, args)
     video = any(isinstance(r, dict) and r.get("videos") for r in rows)
-    from ..models import resolve_model
-
     prompting, source = resolve_prompting(args.config,
                                           None if sampler is not None else resolve_model(args.model_name_or_path))
     if args.task or (source is not None and args.data and not video):
@@ -180,8 +174,6 @@ def main(args: argparse.Namespace, sampler=None) -> int:
         check_video_rows(rows, args.media_root)
         expand = _video_expander(args)
     if sampler is None:
-        from ..generation.generators import make_generator
-
         path = resolve_model(args.model_name_or_path)
         if not Path(path).is_dir():
             raise MissingInputError(f"--model_name_or_path {args.model_name_or_path!r} is not a folder: pass a local "

@@ -8,7 +8,10 @@ import dataclasses
 from pathlib import Path
 
 from ..data.jsonl import read_json, read_jsonl, write_json
+from ..data.prompts import Prompting
+from ..data.tasks import load_task
 from ..errors import InputError, MissingInputError, output_dir_error, positive_int
+from ..models import resolve_model
 from ._prompting import add_config_argument, resolve_prompting
 
 DEFAULT_SELECTORS = "greedy,single,majority,elect,elect_noframes,oracle"
@@ -52,8 +55,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _load_verifier(name: str, video: bool):
     """The frozen base model as the selectors' verifier: a vision-language verifier that sees each row's clip when
     the pool has video rows, the text backend otherwise."""
-    from ..models import resolve_model
-
     path = resolve_model(name)
     if not Path(path).is_dir():
         raise MissingInputError(f"--verifier_model_name_or_path {name!r} is not a folder: pass a local checkpoint "
@@ -137,8 +138,6 @@ def _check_task(path: str, rows, config: str | None = None, pool: str | None = N
     labels (or none, for free text), a gold answer and the training prompt (the task's prompt as `--config`'s recipe
     prompts it, else with the prompting the pool was sampled with); a judge-scored task is refused (a selection
     is scored by matching its answer with the gold). Returns the summary's `task` entry."""
-    from ..data.tasks import load_task
-
     task_file = load_task(path)
     task = task_file.task
     others = sorted({r.task or "(none)" for r in rows if r.task != task.name})
@@ -164,7 +163,6 @@ def _check_task(path: str, rows, config: str | None = None, pool: str | None = N
 def _check_prompts(task_file, rows, config: str | None, pool: str | None) -> None:
     """Every pool row's prompt is the task row's training prompt ([`policy_rows`]) under `--config`'s prompting, else
     the prompting the pool records (`rlce-trl sample --config` / a trained model's record), else none."""
-    from ..data.prompts import Prompting
     from ..selection.pool import SETTINGS_FILE
     from ..training.pipeline import policy_rows
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import InputError
+from ..training.recipes import describe, list_recipes, resolve_recipe, train
+
 USAGE = "rlce-trl train --config <recipe> [--<argument> <value> ...]"
 DESCRIPTION = (
     "Run a recipe (a YAML path or a name from `rlce-trl recipes`) with its training script; any recipe key can be\n"
@@ -50,8 +53,6 @@ def add_parser(subparsers) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """`rlce-trl train`: the recipe's script parses `--config` and the overrides (`args.extra`) itself."""
-    from ..training.recipes import train
-
     if args.config is None and not args.extra:
         print(f"usage: {USAGE}\n\n{DESCRIPTION}\n\n{EPILOG}")
         return 2
@@ -60,8 +61,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def main_recipes(args: argparse.Namespace) -> int:
-    from ..training.recipes import describe, list_recipes, resolve_recipe
-
     try:
         if args.name:
             path = resolve_recipe(args.name)
@@ -69,8 +68,6 @@ def main_recipes(args: argparse.Namespace) -> int:
             return 0
         recipes = list_recipes()
     except FileNotFoundError as error:
-        from ..errors import InputError
-
         raise InputError(str(error)) from None
     width = max(len(p.stem) for p in recipes)
     for path in recipes:

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..data.jsonl import read_json, write_json
 from ..data.tasks import get_task
 from ..errors import InputError, last_line
+from ..models import resolve_model
 from ..training.recipes import load_recipe
 from . import paper
 
@@ -213,8 +214,6 @@ def run_base(args, plan: dict, log=print) -> dict:
     done = read_json(here / "done.json")
     if done is not None:
         return done
-    from ..models import resolve_model
-
     model = resolve_model(plan["model"])  # an offline alias: the folder it converts to
     log(f"[base] test evaluation of {model}")
     wall = _run(eval_arguments(args, plan, model, here / "test"), here / "eval.log", "base model: test evaluation")

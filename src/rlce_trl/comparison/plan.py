@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 from ..data.prefeval import TASK as PREFEVAL_TASK
-from ..data.tasks import get_task, is_task_file
+from ..data.tasks import get_task, is_task_file, load_task
 from ..errors import InputError, MissingInputError, output_dir_error
+from ..training.recipes import load_recipe, recipes_dir
 from . import paper
 
 
@@ -74,8 +75,6 @@ def _recipe(args, method: str, recipe_task: str) -> Path:
         if not path.is_file():
             raise MissingInputError(f"--recipe_dir {args.recipe_dir!r} has no {name}: add it or drop --recipe_dir.")
         return path
-    from ..training.recipes import recipes_dir
-
     path = recipes_dir() / name
     if not path.is_file():
         raise MissingInputError(f"no shipped recipe {name} for method {method!r} on {recipe_task}: pick methods from "
@@ -93,8 +92,6 @@ def make_plan(args: argparse.Namespace) -> dict:
         raise InputError(f"unexpected argument {overrides[0]!r}: recipe overrides go after `--` as `--key value`.")
     task_file = None
     if is_task_file(args.task):  # a user's task file: its splits, the recipes of a shipped text task
-        from ..data.tasks import load_task
-
         task_file = load_task(args.task)
         recipe_task = args.recipe_task or PREFEVAL_TASK  # the paper's text task
         if recipe_task not in paper.TASKS:
@@ -141,8 +138,6 @@ def make_plan(args: argparse.Namespace) -> dict:
         raise InputError(f"--devices {devices}: use 1 or more.")
 
     recipes = {m: _recipe(args, m, recipe_task) for m in methods}
-    from ..training.recipes import load_recipe
-
     loaded = {m: load_recipe(p) for m, p in recipes.items()}
     kinds = {m: r.kind for m, r in loaded.items()}
     for method, recipe in loaded.items():
