@@ -202,7 +202,6 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
         return expand_videos(row, media_root)["prompt"] if videos else row["prompt"]
 
     done, repaired = _read_done(predictions_path)
-    ids = {r["id"] for r in rows}
     records = [done[r["id"]] for r in rows if r["id"] in done]
     rejudge = [r for r in records if free_text and judge is not None and _needs_judging(r)]
     todo = [r for r in rows if r["id"] not in done]
@@ -211,39 +210,36 @@ def _evaluate_locked(rows, task, generate, output_dir, judge, batch_size, progre
     bar = tqdm(total=len(rows), initial=len(records), desc=description, unit="row", disable=not progress)
     write_json(summarize(task, rows, records), summary_path)
 
-    def append(new: list[dict]) -> None:  # a judge error quoting a credentialed URL must not reach the file
-        append_jsonl((scrub_value(record, by_name=False) for record in new), predictions_path, fsync=True)
+    def commit(batch: list[dict]) -> None:
+        """Judge (free text), append and count a batch of records: new ones, or re-judged ones that replace theirs."""
+        nonlocal records
+        if free_text:  # the judge decides
+            verdicts = judge(task, batch) if judge is not None else [{"correct": None} for _ in batch]
+            for record, verdict in zip(batch, verdicts, strict=True):
+                record.update(verdict)
+        # a judge error quoting a credentialed URL must not reach the file
+        append_jsonl((scrub_value(record, by_name=False) for record in batch), predictions_path, fsync=True)
+        by_id = {r["id"]: r for r in batch}
+        records = [by_id.pop(r["id"], r) for r in records] + list(by_id.values())
+        write_json(summarize(task, rows, records), summary_path)
 
     for start in range(0, len(rejudge), batch_size):  # rows whose judge failed (or was absent) last time
-        batch = [{k: v for k, v in r.items() if k in _GENERATED} for r in rejudge[start : start + batch_size]]
-        for record, verdict in zip(batch, judge(task, batch), strict=True):
-            record.update(verdict)
-        append(batch)
-        by_id = {r["id"]: r for r in batch}
-        records = [by_id.get(r["id"], r) for r in records]
-        write_json(summarize(task, rows, records), summary_path)
+        commit([{k: v for k, v in r.items() if k in _GENERATED} for r in rejudge[start : start + batch_size]])
+    render = getattr(generate, "render", None) if media_root is None else None
     for start in range(0, len(todo), batch_size):
         batch = todo[start : start + batch_size]
         responses = generate([prompt_of(r) for r in batch])
-        render = getattr(generate, "render", None) if media_root is None else None
-        new = [{"id": row["id"], "task": task, **{k: row[k] for k in ("form", "topic") if k in row},
-                "question": row.get("question", ""),
-                "prompt": row["prompt"],  # the messages generated from (video rows: the clips' paths)
-                **({"prompt_text": render(row["prompt"])} if render is not None else {}),
-                "gold": row["gold"], "response": response,
-                "prediction": extract_prediction(response, row.get("answer_options") or [])}
-               for row, response in zip(batch, responses, strict=True)]
-        if free_text:  # the judge decides
-            verdicts = judge(task, new) if judge is not None else [{"correct": None} for _ in new]
-            for record, verdict in zip(new, verdicts, strict=True):
-                record.update(verdict)
-        append(new)
-        records += new
-        write_json(summarize(task, rows, records), summary_path)
+        commit([{"id": row["id"], "task": task, **{k: row[k] for k in ("form", "topic") if k in row},
+                 "question": row.get("question", ""),
+                 "prompt": row["prompt"],  # the messages generated from (video rows: the clips' paths)
+                 **({"prompt_text": render(row["prompt"])} if render is not None else {}),
+                 "gold": row["gold"], "response": response,
+                 "prediction": extract_prediction(response, row.get("answer_options") or [])}
+                for row, response in zip(batch, responses, strict=True)])
         bar.update(len(batch))
     bar.close()
-    stale = set(done) - ids
-    summary = summarize(task, rows, [r for r in records if r["id"] in ids])
+    stale = set(done) - {r["id"] for r in rows}
+    summary = summarize(task, rows, records)
     if stale:
         summary["ignored_rows_from_other_data"] = len(stale)
     if repaired:

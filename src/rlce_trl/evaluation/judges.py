@@ -69,18 +69,14 @@ class OpenAIJudgeClient:
     max_reply_bytes: int = 1_000_000
     max_retries: int = 2
     backoff: float = 0.5
-    _http: OpenAIHTTPClient | None = field(default=None, init=False, repr=False, compare=False)
-    _http_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    _http: OpenAIHTTPClient = field(init=False, repr=False, compare=False)
 
-    def _client(self) -> OpenAIHTTPClient:
-        with self._http_lock:
-            if self._http is None:
-                self._http = OpenAIHTTPClient(
-                    timeout_s=self.timeout, connect_timeout_s=min(10.0, self.timeout), deadline_s=self.deadline,
-                    max_reply_bytes=self.max_reply_bytes, max_retries=self.max_retries, backoff_s=self.backoff,
-                    max_backoff_s=max(self.backoff, 10.0), api_key_env=self.api_key_env,
-                    max_connections=max(self.concurrency, 1))
-            return self._http
+    def __post_init__(self):
+        self._http = OpenAIHTTPClient(
+            timeout_s=self.timeout, connect_timeout_s=min(10.0, self.timeout), deadline_s=self.deadline,
+            max_reply_bytes=self.max_reply_bytes, max_retries=self.max_retries, backoff_s=self.backoff,
+            max_backoff_s=max(self.backoff, 10.0), api_key_env=self.api_key_env,
+            max_connections=max(self.concurrency, 1))
 
     def complete(self, messages: list[dict[str, str]]) -> str:
         """One chat completion (retried on transport errors, within `deadline`); raises [`JudgeError`] when the
@@ -88,7 +84,7 @@ class OpenAIJudgeClient:
         body = {"model": self.model, "messages": messages, "temperature": self.temperature,
                 "max_tokens": self.max_tokens}
         try:
-            payload = self._client().post_with_retries(self.base_url.rstrip("/") + "/chat/completions", body)
+            payload = self._http.post_with_retries(self.base_url.rstrip("/") + "/chat/completions", body)
         except HTTPRequestError as error:  # scrubbed: the endpoint without credentials, the key never
             raise JudgeError(f"judge endpoint failed: {error}") from None
         try:
@@ -100,8 +96,7 @@ class OpenAIJudgeClient:
         return content
 
     def close(self) -> None:
-        if self._http is not None:
-            self._http.close()
+        self._http.close()
 
     def map(self, fn, items: Sequence) -> list:
         """`[fn(item) for item in items]`, `concurrency` at a time, in order."""
@@ -255,9 +250,7 @@ def judge_prefeval(client, items: Sequence[dict], prompts: dict[str, str], max_a
     Returns per item the check outcomes (`acknowledge`, `hallucination`, `violation`, `helpful`: `"yes"`, `"no"`,
     `None` = unparsed, or `"skipped"` for a hallucination check that does not apply), the acknowledged `quote`, the
     four error types, the judge's last reply per check (`<check>_reply`, cut to `REPLY_CHARS`), `parse_failure`,
-    `correct` (strict: a parse failure is incorrect) and `correct_prefeval_rule`
-    (PrefEval's own lenient scoring, where an unparsed check counts as neither yes nor no).
-    """
+    `correct` (strict) and `correct_prefeval_rule` (PrefEval's lenient rule; see above)."""
     items = list(items)
     results: list[dict] = [{} for _ in items]
     lock = threading.Lock()

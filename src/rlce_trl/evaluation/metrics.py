@@ -27,11 +27,9 @@ extract_prediction = extract_answer
 
 
 def weighted_f1(predictions: Sequence[str | None], golds: Sequence[str], labels: Sequence[str]) -> float:
-    """Per-class F1 over `labels`, averaged with weights equal to each class's gold support.
-
-    A prediction outside `labels` (`None`, an invalid answer) is a miss for its gold class and a false positive for
-    no class. Gold values outside `labels` are not expected; they are ignored in the average.
-    """
+    """Per-class F1 over `labels`, weighted by each class's gold support. A prediction outside `labels` (`None`, an
+    invalid answer) is a miss for its gold class and a false positive for none; gold values outside `labels` are
+    ignored."""
     if len(predictions) != len(golds):
         raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold labels.")
     total, score = 0, 0.0
@@ -46,12 +44,8 @@ def weighted_f1(predictions: Sequence[str | None], golds: Sequence[str], labels:
 
 
 def binary_weighted_f1(predictions: Sequence[str | None], golds: Sequence[str], polarity: Mapping[str, str]) -> float:
-    """Polarity-collapsed weighted F1 over negative / positive, neutral gold rows dropped (MOSEI-Sentiment's score).
-
-    `predictions` are extracted labels (or `None`), `golds` the gold labels, `polarity` maps each label to
-    "negative", "neutral" or "positive". A predicted neutral label or an invalid prediction on a scored row maps to
-    neither polarity and so counts against the gold class.
-    """
+    """Polarity-collapsed weighted F1 over negative / positive (MOSEI-Sentiment's score, see above); `polarity` maps
+    each label to "negative", "neutral" or "positive"."""
     if len(predictions) != len(golds):
         raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold labels.")
     pairs = [(polarity.get(p) if p is not None else None, polarity.get(g)) for p, g in zip(predictions, golds,

@@ -217,11 +217,9 @@ def entrenchment_threshold(reference_groups: int, t: HealthThresholds) -> float:
 
 def check_entrenchment(stream, reference: dict, t: HealthThresholds) -> Check:
     """Rule (RLCE): entrenchment when [`entrenchment_cusum`] of the eligible groups since the reference (several
-    answers, a unique majority, a verified answer) reaches [`entrenchment_threshold`] (`entrenchment_cusum`, higher
-    when the reference holds fewer than `min_groups` eligible groups): the verified answer now differs from the
-    majority markedly less often than in the first steps, for groups whose votes split alike (the evidence only
-    repeats the vote). `reference`: the reference's groups by vote split; the check reports their pooled
-    verified-majority share as its reference."""
+    answers, a unique majority, a verified answer) reaches [`entrenchment_threshold`]: the verified answer now
+    differs from the majority markedly less often than in the first steps, for groups whose votes split alike (the
+    evidence only repeats the vote). The check reports the reference's pooled verified-majority share."""
     agree, eligible = pooled(reference)
     value = entrenchment_cusum(stream, reference, t)
     threshold = entrenchment_threshold(eligible, t)
@@ -232,16 +230,11 @@ def check_entrenchment(stream, reference: dict, t: HealthThresholds) -> Check:
 def evaluate_rules(now: dict, ref: dict, logged: dict, method: str, t: HealthThresholds) -> list[Check]:
     """Every rule that applies, on the window metrics `now`, the reference `ref` and the logged `health/*` values
     (as [`HealthMonitor.add`] builds them)."""
-    out: list[Check | None] = []
-    if now["one_answer_share"] is not None and ref["one_answer_share"] is not None:
-        out.append(check_within_group_collapse(now["one_answer_share"], ref["one_answer_share"], t))
-    if now["answered_share"] is not None and ref["answered_share"] is not None:
-        out.append(check_answer_loss(now["answered_share"], ref["answered_share"], t))
-    if now["_closed"]:
-        if now.get("answer_entropy") is not None and ref.get("answer_entropy") is not None:
-            out.append(check_cross_prompt_collapse(now["answer_entropy"], ref["answer_entropy"], t))
-    elif now.get("near_duplicate_rate") is not None and ref.get("near_duplicate_rate") is not None:
-        out.append(check_duplicate_collapse(now["near_duplicate_rate"], ref["near_duplicate_rate"], t))
+    compared = [("one_answer_share", check_within_group_collapse), ("answered_share", check_answer_loss),
+                ("answer_entropy", check_cross_prompt_collapse) if now["_closed"]
+                else ("near_duplicate_rate", check_duplicate_collapse)]
+    out: list[Check | None] = [check(now[key], ref[key], t) for key, check in compared
+                               if now.get(key) is not None and ref.get(key) is not None]
     if "health/verdict_drift" in logged:
         out.append(check_verifier_drift(logged["health/verdict_drift"], sum(now["_verdicts"].values()),
                                         sum(ref["_verdicts"].values()), t))
