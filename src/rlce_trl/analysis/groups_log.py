@@ -201,7 +201,6 @@ def read_log(path: str | os.PathLike, methods: Sequence[str] | None = None) -> l
             raise InputError(f"logged-groups file {str(path)!r} record {k + 1}: {problem}. Fix: {fix}.")
     if methods:
         present = {name for record in records for name in record["methods"]}
-        unknown = [m for m in methods if m not in present]
-        if unknown:
+        if unknown := [m for m in methods if m not in present]:
             raise InputError(f"--methods {unknown[0]!r} is not in the log (it has {', '.join(sorted(present))}).")
     return records

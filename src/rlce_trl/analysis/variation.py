@@ -40,8 +40,7 @@ def variation_split(rewards: Sequence[float | None], correct: Sequence[bool]) ->
     total = sum((v - mean) ** 2 for v in values)
     between = 0.0
     for flag in (True, False):
-        part = [v for v, c in zip(values, correct, strict=True) if bool(c) == flag]
-        if part:
+        if part := [v for v, c in zip(values, correct, strict=True) if bool(c) == flag]:
             between += len(part) * (sum(part) / len(part) - mean) ** 2
     return between, total
 

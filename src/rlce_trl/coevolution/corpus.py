@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from ..data.jsonl import read_jsonl
 from ..errors import InputError
 
 
 def load_corpus(path: str, hba_task: str | None = None) -> list[dict]:
     """The corpus rows: an HBA split (`hba_task` set) or GRPO-ready JSONL rows with a `prompt` (PrefEval:
     `rlce-trl prepare-prefeval`). Gold is never read here."""
-    from ..data.jsonl import read_jsonl
-
     if hba_task:
         from ..data.hba import load_hba_split
 
@@ -34,8 +33,6 @@ def picked_corpus(path: str, settings: dict, seed: int) -> list[dict]:
 
 def load_validation(path: str, hba_task: str | None = None) -> list[dict]:
     """The validation rows (with `gold`): an HBA validation split, or GRPO-ready JSONL rows."""
-    from ..data.jsonl import read_jsonl
-
     if hba_task:
         from ..data.hba import load_hba_split
 

@@ -30,7 +30,11 @@ from typing import Any
 from trl import ModelConfig
 
 from ..config import RLCEGRPOConfig
+from ..data.jsonl import read_jsonl, write_json
+from ..errors import InputError
 from ..training.arguments import RecipeParser, RLCEScriptArguments
+from .base import BuildContext, PhaseSpec
+from .registry import get_method
 
 logger = logging.getLogger(__name__)
 
@@ -192,8 +196,6 @@ def run_train(job: dict) -> dict:
     """The phase's rows through the one training pipeline ([`~rlce_trl.training.pipeline.train`]): prompt suffix and
     method prompts, length filter, one full batch at least, gold check, quantization and PEFT, model card and report,
     all in `<step>/model`. No validation split (the driver validates after the round) and no push to the Hub."""
-    from ..data import read_jsonl
-    from ..errors import InputError
     from ..training.pipeline import TaskRows, text_only, train
 
     argv = phase_argv(job)
@@ -219,9 +221,6 @@ def run_train(job: dict) -> dict:
 
 def run_build(job: dict) -> dict:
     from transformers import set_seed
-
-    from .base import BuildContext, PhaseSpec
-    from .registry import get_method
 
     args = parse_job_args(job)
     set_seed(job["seed"] + job["round"])  # the frozen models sample: a rerun (after --resume) builds the same data
@@ -255,7 +254,6 @@ RUNNERS = {"train": run_train, "build": run_build, "validate": run_validate}
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..data.jsonl import write_json
     from .driver import REPORT_FILE
 
     parser = argparse.ArgumentParser(description="Run one step of a co-evolution (written by rlce-trl coevolve).")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 
-from ..data.jsonl import write_jsonl
+from ..data.jsonl import read_jsonl, write_jsonl
 from ..errors import InputError
 from .base import BuildContext, PhaseSpec, partner_round
 from .corpus import picked_corpus
@@ -52,7 +52,6 @@ class RLAC:
 def harvest(ctx: BuildContext, max_pairs: int) -> dict:
     """P_{t+1}: one response per clip from the new generator (sampled at its rollout temperature / top-p), at most
     `max_pairs` clips (seeded), written as critic rows. Runs in the build process (it loads the generator)."""
-    from ..data.jsonl import read_jsonl
     from ..generation.generators import make_generator
     from ..generation.sampling import Sampling
     from ..methods.rlac import critic_rows, pick_clips

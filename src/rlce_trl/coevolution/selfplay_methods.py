@@ -14,6 +14,7 @@ scorer like every other. The reasoner / solver is validated after every round.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable
 
@@ -54,8 +55,6 @@ class _SelfPlay:
         raise NotImplementedError
 
     def __init__(self, settings: dict | None = None):
-        import inspect
-
         self.settings = dict(settings or {})
         self.roles = ("questioner", self.answerer)
         self.validated_role = self.answerer
@@ -63,8 +62,7 @@ class _SelfPlay:
         builder = self._functions()[1]
         allowed = [p.name for p in inspect.signature(builder).parameters.values()
                    if p.kind is p.KEYWORD_ONLY and p.name != "seed"]
-        unknown = sorted(set(self.build_kwargs) - set(allowed))
-        if unknown:
+        if unknown := sorted(set(self.build_kwargs) - set(allowed)):
             raise InputError(f"coevolve_build_kwargs: unknown option(s) {', '.join(unknown)} for {self.name}'s "
                              f"{builder.__name__}; use {', '.join(allowed)}.")
 

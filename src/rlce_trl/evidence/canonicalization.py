@@ -79,8 +79,7 @@ def parse_equivalence(reply_text: str, num_pairs: int) -> tuple[list[bool | None
     """Per pair: True (same), False (different) or None (not readable). Second value: whether the reply was readable
     as a whole. Tolerates prose around the JSON object and `P1: same` lines."""
     found: dict[str, str] = {}
-    match = re.search(r"\{.*\}", reply_text, flags=re.DOTALL)
-    if match:
+    if match := re.search(r"\{.*\}", reply_text, flags=re.DOTALL):
         try:
             obj = json.loads(match.group(0))
             if isinstance(obj, dict):

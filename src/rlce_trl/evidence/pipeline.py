@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..scoring import Group, GroupResult, ScorerBase, StepStats
 from ..verifiers.base import Request, Sampling, Verifier
 from . import aggregation, canonicalization, construction, validation
-from .prompt_set import VerifierPrompts
+from .prompt_set import VerifierPrompts, load_prompts
 from .reward import verified_rewards
 from .state import MODES, EvidenceTest, GroupState
 
@@ -54,8 +54,6 @@ class EvidenceSettings:
 def settings_from_fields(fields) -> EvidenceSettings:
     """The pipeline settings that the `rlce_*` fields of a mapping describe (an `RLCEGRPOConfig`'s, or the plain
     settings of the reward object `rlce_trl.RLCEReward`); the one place these names map to the pipeline."""
-    from .prompt_set import load_prompts
-
     sampling = {k: fields[f"rlce_construction_{k}"] for k in ("temperature", "top_p", "top_k", "max_tokens")}
     plain = ("mode", "tests_per_direction", "tie_break_tests_per_direction", "validation_max_tokens",
              "equivalence_max_tokens", "redact_answers", "redaction", "answer_fallback")

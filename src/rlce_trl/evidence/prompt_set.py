@@ -48,8 +48,7 @@ class VerifierPrompts:
             if kind not in _EXAMPLE_FIELDS:
                 problems.append(f"example {n} needs `kind`: validation or construction")
                 continue
-            missing = [k for k in _EXAMPLE_FIELDS[kind] if not isinstance(example.get(k), str)]
-            if missing:
+            if missing := [k for k in _EXAMPLE_FIELDS[kind] if not isinstance(example.get(k), str)]:
                 problems.append(f"example {n} ({kind}) needs string fields {', '.join(missing)}")
             elif kind == "validation" and example["verdict"] not in VERDICTS:
                 problems.append(f"example {n} has verdict {example['verdict']!r}; use yes, no or unknown")
@@ -111,8 +110,7 @@ def load_prompts(path: str | Path) -> VerifierPrompts:
     if not isinstance(data, dict):
         raise ValueError(f"The prompts file {path} must hold one object (mapping), not {type(data).__name__}.")
     known = {"system", "construction", "validation", "examples", "version", "calibrated_on"}
-    unknown = sorted(set(data) - known)
-    if unknown:
+    if unknown := sorted(set(data) - known):
         raise ValueError(f"The prompts file {path} has unknown keys {unknown}; allowed: {sorted(known)}.")
     if not isinstance(data.get("examples", []), list):
         raise ValueError(f"`examples` in {path} must be a list of objects.")

@@ -2,10 +2,8 @@
 
 The validator never sees the candidate answers (appendix C.1, "Candidate answers are removed from the validator
 input"): they are not in its prompt, the closed-label task's `Options: ...` line is removed from its copy of the
-context, and any mention of a candidate answer inside a test is redacted (`redact_answers`). Redaction mode
-`"answers"` (the default, the paper's reading) removes the answers themselves, for closed labels every label string
-as an answer ("positive", "not humour"), and keeps descriptive words ("positively upbeat", "humorous");
-`"inflections"` also removes every inflection of every label ("positively", "negativity", "humorous").
+context, and any mention of a candidate answer inside a test is redacted (`redact_answers`; its default mode
+`"answers"` is the paper's reading: descriptive words such as "positively upbeat" stay).
 
 Verdicts are yes / no / unknown; "unknown" abstains, and so does any reply that does not assert exactly one verdict
 (`verdicts.parse_verdict`, counted by reason, never a crash and never a silent "no").

@@ -157,15 +157,12 @@ def parse_verdict(text: str, finish_reason: str) -> tuple[str | None, str | None
         return None, "ambiguous"
     if _HEDGES.search(cleaned):
         return None, "hedged"
-    leading = _LEADING.match(cleaned)
-    if leading:
+    if leading := _LEADING.match(cleaned):
         return leading.group(1), None
     if finish_reason == "length":
         return None, "runaway"
-    plain = _PLAIN.match(cleaned)
-    if plain:
+    if plain := _PLAIN.match(cleaned):
         return _plain_verdict(plain.group(1), words[1:])
-    stated = _STATED.search(cleaned)
-    if stated:
+    if stated := _STATED.search(cleaned):
         return stated.group(1), None
     return None, "unknown_word"

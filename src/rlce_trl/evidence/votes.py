@@ -1,13 +1,9 @@
-"""Majority votes over answers: one tally, one ranking, and a tie rule every call site names.
+"""Majority votes over answers: one tally, one ranking, and a tie rule every call site names ([`majority`]):
 
-- [`tally`]: votes per answer, in order of first appearance (`None`, no answer, is no vote).
-- [`ranking`]: answers by votes, most first; equal counts keep the order of first appearance.
-- [`leaders`]: every answer with the most votes (a tie when there are several).
-- [`majority`]: the majority answer under a tie rule:
-  - `"first"`: the tied answer given first wins (TTRL's `Counter.most_common`, VisPlay's `max` over an
-    insertion-ordered dict, Elect's majority fallback, majority-vote selection);
-  - `"none"`: a tie has no majority (USC on closed labels, D.1: "the unique most frequent answer"; the health
-    monitor's majority).
+- `"first"`: the tied answer given first wins (TTRL's `Counter.most_common`, VisPlay's `max` over an
+  insertion-ordered dict, Elect's majority fallback, majority-vote selection);
+- `"none"`: a tie has no majority (USC on closed labels, D.1: "the unique most frequent answer"; the health
+  monitor's majority).
 
 The rule is the paper's where a paper names one; each call site says which and why.
 """
