@@ -1,7 +1,5 @@
-"""`verifier_mode="colocate"`: one [`VLLMServerProcess`] per training rank, on that rank's GPU
-(`device_for_local_rank`), holding one copy of the frozen model in `verifier_gpu_memory_utilization` of it, and the
-restart and sleep policy around it. Built from a config by [`~rlce_trl.verifiers.from_config.remote_verifier`].
-"""
+"""`verifier_mode="colocate"`: one [`VLLMServerProcess`] per training rank, on that rank's GPU, holding one copy of
+the frozen model, and the restart and sleep policy around it (built by `from_config.remote_verifier`)."""
 
 from __future__ import annotations
 

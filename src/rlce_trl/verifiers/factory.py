@@ -13,11 +13,8 @@
    copy of the initial checkpoint loaded once per process; a vision-language policy's verifier sees the clips), the
    [`CalibratedVerifier`] wrapper (`rlce_verdict_calibration_file`) and the frozen partner
    (`partner_model_name_or_path`). The verifier is never the policy's generation engine, which receives the trained
-   weights, nor a model that TRL writes into.
-
-Every checkpoint loaded here takes the policy's `model_init_kwargs` that decide which weights and code load
-([`checkpoint_kwargs`]: `trust_remote_code`, `attn_implementation`, `quantization_config`, `revision`, ...), so the
-verifier is the model TRL loads as the policy; `dtype` and device placement stay the verifier's own.
+   weights, nor a model that TRL writes into. Every checkpoint loaded here is loaded as TRL loads the policy
+   ([`checkpoint_kwargs`]).
 """
 
 from __future__ import annotations
@@ -43,7 +40,8 @@ POLICY_REPO_KWARGS = ("revision", "subfolder")
 
 def checkpoint_kwargs(args, *, policy_checkpoint: bool, quantization_config=None) -> dict:
     """The `from_pretrained` keyword arguments of a frozen checkpoint the trainer loads: `args.model_init_kwargs`
-    without placement (`dtype`, `device_map`), `trust_remote_code` defaulting to `args.trust_remote_code` and the
+    (what decides which weights and code load: `trust_remote_code`, `attn_implementation`, ...) without placement
+    (`dtype`, `device_map`: the verifier's own), `trust_remote_code` defaulting to `args.trust_remote_code` and the
     trainer's `quantization_config` argument, as TRL loads the policy and its reference model. `revision` and
     `subfolder` only when the checkpoint is the policy's own (`policy_checkpoint`)."""
     kwargs = {k: v for k, v in (args.model_init_kwargs or {}).items() if k not in PLACEMENT_KWARGS}
@@ -95,9 +93,9 @@ class VerifierFactory:
         self.partner: Verifier | None = server_partner(args) if args.partner_mode == "server" else None
         # A model given in memory without a checkpoint on disk or the Hub: keep an untouched copy as verifier.
         self.initial_model = None
-        if verifier is None and not isinstance(model, str) and args.verifier_model_name_or_path is None:
-            if not getattr(model.config, "_name_or_path", "") and peft_config is None:
-                self.initial_model = copy.deepcopy(model)
+        if (verifier is None and not isinstance(model, str) and args.verifier_model_name_or_path is None
+                and peft_config is None and not getattr(model.config, "_name_or_path", "")):
+            self.initial_model = copy.deepcopy(model)
 
     def build(self, trainer) -> tuple[Verifier, Verifier | None]:
         """The trainer's `(verifier, partner)`, once `GRPOTrainer.__init__` has loaded the policy."""

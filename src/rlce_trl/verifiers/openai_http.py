@@ -103,8 +103,6 @@ class OpenAIHTTPClient:
         """The monotonic time a request started now must end by (`None`: no overall deadline)."""
         return time.monotonic() + self.deadline_s if self.deadline_s else None
 
-    # ------------------------------------------------------------------ one attempt
-
     def get_status(self, url: str, timeout: float) -> int | str:
         """The HTTP status of a GET of `url` (a probe), or why there is none (a scrubbed one-liner)."""
         import httpx
@@ -196,8 +194,6 @@ class OpenAIHTTPClient:
     def _count(self, name: str) -> None:
         with self.lock:
             setattr(self.stats, name, getattr(self.stats, name) + 1)
-
-    # ------------------------------------------------------------------ retries
 
     def backoff(self, attempt: int, deadline: float | None = None) -> None:
         """Sleep before retry number `attempt + 1`: `backoff_s * 2**attempt` with jitter, capped, never past

@@ -156,8 +156,6 @@ class ServerVerifier(Verifier):
             self.close()
             raise
 
-    # ------------------------------------------------------------------ connections
-
     def _probe(self, url: str) -> str | None:
         """`None` when `url` answers `/health` (vLLM) or `/v1/models` (any OpenAI-compatible server), else why not."""
         timeout = max(self.connect_timeout_s, 2.0)
@@ -205,8 +203,6 @@ class ServerVerifier(Verifier):
         if len(models) > 1:
             logger.warning("%s serves %s; using %s as the verifier.", shown, models, models[0])
         return models[0]
-
-    # ------------------------------------------------------------------ payloads
 
     def _payload(self, request: Request, structured: bool) -> dict:
         s = request.sampling
@@ -258,8 +254,6 @@ class ServerVerifier(Verifier):
                          error=f"server returned {len(texts)} of {n} choices")
         return Reply(texts, reasons, num_tokens, choice_logprobs=logprobs)
 
-    # ------------------------------------------------------------------ one request
-
     def _pick_url(self, preferred: str, tried: set[str]) -> str | None:
         with self._lock:
             live = [u for u in self.base_urls if u not in self._down]
@@ -298,8 +292,7 @@ class ServerVerifier(Verifier):
                 return self._parse(self._post(url, body, deadline), n)
             except HTTPRequestError as error:
                 if not error.retryable:
-                    if error.status and self._is_structured_rejection(error):
-                        self._drop_structured(error)
+                    if self._drop_structured(error):
                         continue  # same attempt count: this was a capability probe, not a failure
                     return Reply.failed(n, str(error))
                 last = str(error)
@@ -313,29 +306,27 @@ class ServerVerifier(Verifier):
                         self.http.backoff(attempt - 1, deadline)  # else fail over to another live URL at once
         return Reply.failed(n, f"failed after {self.max_retries + 1} attempts: {last}")
 
-    def _is_structured_rejection(self, error: HTTPRequestError) -> bool:
-        if self.structured_output != "auto" or error.status not in (400, 422):
-            return False
+    def _drop_structured(self, error: HTTPRequestError) -> bool:
+        """Whether `error` is a server's rejection of structured outputs under `"auto"`: then they are sent no more."""
         body = error.body.lower()
-        return any(word in body for word in ("structured_outputs", "structured outputs", "guided", "extra_forbidden",
-                                              "extra inputs are not permitted", "unrecognized"))
-
-    def _drop_structured(self, error: HTTPRequestError) -> None:
+        if self.structured_output != "auto" or error.status not in (400, 422) or not any(
+                word in body for word in ("structured_outputs", "structured outputs", "guided", "extra_forbidden",
+                                          "extra inputs are not permitted", "unrecognized")):
+            return False
         with self._lock:
             if self.structured_output == "none":
-                return
+                return True
             self.structured_output = "none"
             self.supports_structured_output = False
             self.server_stats.structured_output_fallbacks += 1
         logger.warning("The verifier server rejected structured outputs (%s); continuing without them.", error)
+        return True
 
     def _mark_down(self, url: str, reason: str) -> None:
         with self._lock:
             if url not in self._down:
                 logger.warning("Verifier server %s marked down: %s", clean_url(url), reason)
             self._down.add(url)
-
-    # ------------------------------------------------------------------ a batch
 
     def _revive(self) -> None:
         with self._lock:

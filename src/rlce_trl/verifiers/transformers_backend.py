@@ -131,9 +131,8 @@ class _TemplateAutomaton:
         piece, node, _ = state
         allowed = [t for t in node if t is not None]
         if None in node:  # the current option may end here: the next piece may start, or the reply may end
-            allowed += [t for t in self.pieces[piece + 1] if t is not None] if piece + 1 < len(self.pieces) else [
-                self.eos_id
-            ]
+            following = self.pieces[piece + 1] if piece + 1 < len(self.pieces) else {self.eos_id: {}}
+            allowed += [t for t in following if t is not None]
         return allowed or [self.eos_id]
 
     def slot_entered(self, generated: list[int], token: int) -> int | None:

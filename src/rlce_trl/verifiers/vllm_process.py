@@ -36,8 +36,7 @@ logger = logging.getLogger(__name__)
 
 SERVED_MODEL_NAME = "rlce-verifier"
 
-# --------------------------------------------------------------------------- process registry (atexit / signals)
-
+#: Servers still running: stopped at exit and on SIGTERM / SIGHUP (`_install_handlers`).
 _LIVE: set[VLLMServerProcess] = set()
 _LIVE_LOCK = threading.Lock()
 
@@ -241,8 +240,6 @@ class VLLMServerProcess:
         env.update(self.env)
         return env
 
-    # ------------------------------------------------------------------ lifecycle
-
     def start(self, wait: bool = True) -> VLLMServerProcess:
         if self.is_alive():
             return self
@@ -338,8 +335,6 @@ class VLLMServerProcess:
         except OSError:
             return "(no log)"
         return "\n".join(text[-lines:])
-
-    # ------------------------------------------------------------------ sleep mode (GPU only)
 
     def sleep(self, level: int = 1) -> None:
         import httpx
