@@ -24,6 +24,8 @@ import argparse
 import os
 import sys
 
+from ..credentials import scrub_message
+from ..errors import InputError, interrupt_message, leave_process_group, print_error, watch_interrupts
 from . import analyze, calibrate, check, coevolve, compare, data, env, evaluate, report, sample, select, train
 from ._args import CLIParser, check_unknown_flags, leaf_parser
 
@@ -45,7 +47,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from ..errors import InputError, watch_interrupts
     from ..verifiers.base import VerifierUnavailableError
 
     watch_interrupts()  # a Ctrl-C while models load ends the run even if a library swallows it
@@ -62,15 +63,10 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return args.func(args)
     except (InputError, VerifierUnavailableError) as error:  # bad input: one line naming the fix (on every rank)
-        from ..credentials import scrub_message
-        from ..errors import leave_process_group, print_error
-
         leave_process_group()
         print_error(scrub_message(error))
         return 2
     except KeyboardInterrupt as error:  # what was saved and how to resume, or that nothing was (rlce_trl.errors)
-        from ..errors import interrupt_message
-
         print(interrupt_message(error), file=sys.stderr)
         return 130
 

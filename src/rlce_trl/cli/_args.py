@@ -10,6 +10,7 @@ import re
 import sys
 from pathlib import Path
 
+from ..data.hba import check_clips
 from ..errors import InputError, MissingInputError, bounded_int, did_you_mean, nonnegative_int, positive_int
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -91,8 +92,6 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction |
 
 def check_video_rows(rows: list[dict], media_root: str | None) -> None:
     """Rows with videos need `--media_root`, and every clip they name must be there: checked before the model loads."""
-    from ..data.hba import check_clips
-
     if not media_root:
         raise InputError("these rows hold videos: pass --media_root (the folder their paths are relative to).")
     if not Path(media_root).is_dir():

@@ -95,13 +95,12 @@ def _fit(args) -> int:
 def _run(args) -> int:
     from ..calibration.calibrator import CoactiveCalibrator, few_shot_proposer, list_proposer
     from ..calibration.cases import load_cases
+    from ..evidence.prompt_set import load_prompts
 
     prompts, current = _prompts(args), _cases(args.cases, "all" if args.cases else "calibration")
     retained = load_cases(args.retained) if args.retained else []
     proposers = []
     if args.variants:
-        from ..evidence.prompt_set import load_prompts
-
         proposers.append(list_proposer([load_prompts(p) for p in args.variants]))
     proposers.append(few_shot_proposer(current, max_examples=args.max_examples))
     calibrator = CoactiveCalibrator(_verifier(args), proposers, max_versions=args.max_versions,

@@ -16,6 +16,7 @@ from ..errors import InputError, last_line
 from ..models import resolve_model
 from ..training.recipes import load_recipe
 from . import paper
+from .table import build_table, write_table
 
 
 class CellFailedError(RuntimeError):
@@ -225,8 +226,6 @@ def run_base(args, plan: dict, log=print) -> dict:
 
 def write(plan: dict) -> dict:
     """The table of the finished cells (`done.json`) and the base record, written."""
-    from .table import build_table, write_table
-
     done = {(m, s): read_json(cell_dir(plan, m, s) / "done.json") for m in plan["methods"] for s in plan["seeds"]}
     cells = {cell: record for cell, record in done.items() if record is not None}
     base = read_json(cell_dir(plan, "base", None) / "done.json")
