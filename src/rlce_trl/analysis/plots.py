@@ -10,21 +10,17 @@ from .simulation import PAPER_INCORRECT_FRACTION, PAPER_NUM_TESTS, SimulationRes
 from .tables import REFERENCES
 
 
-def _pyplot():
-    import matplotlib
+def _subplots(*args, figsize: tuple[float, float], **kwargs):
+    """`pyplot.subplots` without pyplot: an off-screen figure that nothing holds (no display, nothing to close)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*args, **kwargs)
 
 
 def _save(fig, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
@@ -40,19 +36,18 @@ def _bars(ax, names: Sequence[str], values: Sequence[float | None], counts: Sequ
 def plot_bench(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
     """PNG plots of the bench: variation share, reversal rates, composition curves, cost. Needs matplotlib
     (`pip install rlce-trl[analysis]`)."""
-    plt = _pyplot()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = summary["rows"]
     names = [r["method"] for r in rows]
 
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    fig, ax = _subplots(figsize=(6.5, 3.8))
     _bars(ax, names, [r["variation_share"] for r in rows], [r["varied_groups"] for r in rows], "#4C72B0")
     ax.set_ylabel("% of reward variation")
     ax.set_title("Reward variation between correct and incorrect rollouts")
     paths = [_save(fig, out / "variation.png")]
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    fig, axes = _subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for ax, ref, title in zip(axes, REFERENCES, ("USC", "Policy LLM-Judge"), strict=True):
         shown = [r for r in rows if r["method"] != ref and f"reverses_{ref}" in r]
         _bars(ax, [r["method"] for r in shown], [r[f"reverses_{ref}"] for r in shown],
@@ -63,13 +58,13 @@ def plot_bench(summary: dict, out_dir: str | os.PathLike) -> list[Path]:
     paths.append(_save(fig, out / "reversals.png"))
 
     if summary["by_num_tests"]:
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        fig, axes = _subplots(1, 2, figsize=(10, 3.8))
         _composition(axes, summary["by_num_tests"], summary["by_incorrect_fraction"], fontsize=8, counts=True,
                      titles=("Verdict accuracy vs number of tests", "Verdict accuracy vs incorrect tests"),
                      incorrect_label="fraction of incorrect tests")
         paths.append(_save(fig, out / "composition.png"))
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = _subplots(1, 2, figsize=(10, 3.8))
     for ax, key, title in ((axes[0], "requests_per_group", "verifier requests per group"),
                            (axes[1], "tokens_per_group", "generated tokens per group")):
         ax.bar(names, [r.get(key) or 0.0 for r in rows], color="#55A868")
@@ -119,8 +114,7 @@ def _composition(axes, curves: dict, bars: dict, *, titles: tuple[str, str], inc
 def plot_simulation(results: Sequence[SimulationResult], path: str | os.PathLike, title: str = "") -> Path:
     """The simulation beside the paper's measured points: accuracy vs composed tests (left) and vs the fraction of
     incorrect tests (right), one curve per validator error rate."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = _subplots(1, 2, figsize=(10, 3.8))
     _composition(axes, {f"simulated, error {r.error_rate:.0%}": r.by_num_tests for r in results},
                  {f"error {r.error_rate:.0%}": r.by_incorrect_fraction for r in results}, fontsize=7,
                  titles=("Accuracy vs number of composed tests", "Accuracy vs incorrect tests"),

@@ -225,12 +225,11 @@ class Coevolver:
                "base_model": s.base_model, "checkpoints": checkpoints, "output_dir": str(step_dir.resolve()),
                "extra_args": list(s.extra_args), "seed": s.seed, "data": dict(state["data"])}
         if phase is not None:
-            job["data_file"] = state["data"].get(phase.name)
+            built = step["kind"] == "build"  # a build writes the phase's data; a train step reads it
+            job["data_file"] = str(step_dir.resolve() / "train.jsonl") if built else state["data"].get(phase.name)
             job["start_model"] = checkpoints[phase.role]
             partner = checkpoints.get(phase.partner_role) if phase.partner_role else None
             job["partner"] = partner if partner and partner != s.base_model else None
-            if step["kind"] == "build":
-                job["data_file"] = str(step_dir.resolve() / "train.jsonl")
         else:
             job["model"] = checkpoints[self.method.validated_role]
         return job

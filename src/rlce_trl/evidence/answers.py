@@ -46,8 +46,7 @@ def extract_boxed(text: str) -> str | None:
 
 def ends_with_boxed(text: str) -> bool:
     """Whether the response *ends* in the required `\\boxed{}` answer format (appendix C.2, the format reward)."""
-    spans = boxed_spans(text)
-    return bool(last_boxed(text)) and _TRAILER.fullmatch(text, spans[-1][1]) is not None
+    return bool(last_boxed(text)) and _TRAILER.fullmatch(text, boxed_spans(text)[-1][1]) is not None
 
 
 def normalize_answer(answer: str) -> str:
