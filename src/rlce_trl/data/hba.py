@@ -92,12 +92,11 @@ def build_hba_row(record: dict, task: str, index: int, split: str = "test") -> d
     task = _task(task)
     _check_record(record, task, index, split)
     videos = record.get("videos") or []
-    if isinstance(videos, str):
-        videos = [videos]
+    videos = [videos] if isinstance(videos, str) else list(videos)
     row = {"id": str(record.get("id", f"{task.name}/{split}/{index}")), "task": task.name,
            "prompt": [{"role": "system", "content": [{"type": "text", "text": SOLVER_SYSTEM_PROMPT}]},
                       {"role": "user", "content": user_content(record["problem"], task.labels or ())}],
-           "answer_options": list(task.labels or ()), "videos": list(videos),
+           "answer_options": list(task.labels or ()), "videos": videos,
            "question": question_text(record["problem"])}
     n_placeholders = sum(b["type"] == "video" for b in row["prompt"][1]["content"])
     if n_placeholders != len(row["videos"]):
@@ -220,20 +219,16 @@ def expand_videos(row: dict, media_root: str | os.PathLike, **frame_kwargs) -> d
     [`frame_source`]), in the order of `row["videos"]`, each resolved against `media_root`. `frame_kwargs` are the
     sampling settings (`fps`, `min_frames`, `max_frames`, `size`); the defaults are the paper's."""
     videos = iter(row.get("videos") or [])
-    prompt = []
-    for message in row["prompt"]:
-        content = message["content"]
-        if isinstance(content, list):
-            new = []
-            for block in content:
-                if block.get("type") == "video":
-                    source = frame_source(Path(media_root) / next(videos), **frame_kwargs)
-                    frames, metadata = load_frames(source)
-                    new.append({"type": "video", "video": frames, "metadata": metadata, "source": source})
-                else:
-                    new.append({k: v for k, v in block.items() if v is not None})
-            content = new
-        prompt.append({**message, "content": content})
+
+    def fill(block: dict) -> dict:
+        if block.get("type") != "video":
+            return {k: v for k, v in block.items() if v is not None}
+        source = frame_source(Path(media_root) / next(videos), **frame_kwargs)
+        frames, metadata = load_frames(source)
+        return {"type": "video", "video": frames, "metadata": metadata, "source": source}
+
+    prompt = [{**m, "content": [fill(b) for b in m["content"]] if isinstance(m["content"], list) else m["content"]}
+              for m in row["prompt"]]
     return {**row, "prompt": prompt}
 
 

@@ -142,9 +142,8 @@ def openai_messages(messages: list[dict], media: Sequence[dict] | None) -> list[
 
 
 def first_prompt(dataset):
-    """The prompt of a dataset's first row (decoding its clip if the dataset decodes on access), or `None`."""
-    if dataset is None or isinstance(dataset, dict):
-        return None
+    """The prompt of a dataset's first row (decoding its clip if the dataset decodes on access), or `None` (also for
+    no dataset, or a dict of them)."""
     try:
         return dataset[0].get("prompt")
     except (TypeError, IndexError, KeyError, AttributeError):  # iterable or empty datasets: checked per batch instead

@@ -66,8 +66,7 @@ _HOW_TO_GET = (
 def resolve_prefeval_dir(prefeval_dir: str | os.PathLike | None = None) -> Path:
     """The PrefEval checkout to read: `prefeval_dir`, else `$PREFEVAL_DIR`. Raises a `FileNotFoundError` that says how
     to get one when the path is missing or is not a PrefEval checkout."""
-    if prefeval_dir is None:
-        prefeval_dir = os.environ.get("PREFEVAL_DIR")
+    prefeval_dir = os.environ.get("PREFEVAL_DIR") if prefeval_dir is None else prefeval_dir
     if not prefeval_dir:
         raise MissingInputError(f"No PrefEval checkout given. {_HOW_TO_GET}")
     root = Path(prefeval_dir).expanduser()
@@ -120,8 +119,7 @@ def load_records(prefeval_dir: str | os.PathLike | None, form: str) -> dict[str,
 def padding_pool(prefeval_dir: str | os.PathLike | None = None) -> list[tuple[str, str]]:
     """Consecutive (user, assistant) turn pairs of `filtered_inter_turns.json` whose two texts together hold
     `MIN_PAIR_CHARS`..`MAX_PAIR_CHARS` characters (111 pairs on the released file)."""
-    root = resolve_prefeval_dir(prefeval_dir)
-    path = root / "benchmark_dataset" / PADDING_FILE
+    path = resolve_prefeval_dir(prefeval_dir) / "benchmark_dataset" / PADDING_FILE
     conversations = read_json(path)
     try:
         return padding_pairs_from_conversations(c["conversation"] for c in conversations)
@@ -243,8 +241,7 @@ def build_prefeval(prefeval_dir: str | os.PathLike | None = None, forms: Iterabl
     records = {form: load_records(root, form) for form in forms}
     sizes = {topic: len(rows) for topic, rows in records[forms[0]].items()}
     for form in forms[1:]:  # the split is shared, so the forms must be aligned row for row
-        other = {topic: len(rows) for topic, rows in records[form].items()}
-        if other != sizes:
+        if {topic: len(rows) for topic, rows in records[form].items()} != sizes:
             raise InputError(f"PrefEval forms {forms[0]!r} and {form!r} have different rows per topic: the checkout "
                              "is incomplete or modified; restore it from the PrefEval repository.")
     assignments = split_assignments(sizes, seed)

@@ -52,10 +52,8 @@ def numbered_evidence_row(rng: random.Random, index: int, num_sentences: int = 8
     subject, helper, others = people[0], people[1], people[2:]
     obj = rng.choice(OBJECTS)
     two_hop = rng.random() < 0.5 and num_sentences >= 4
-    if two_hop:
-        evidence_text = [f"{subject} gave the {obj} to {helper}.", f"{helper} left the {obj} at {gold}."]
-    else:
-        evidence_text = [f"{subject} left the {obj} at {gold}."]
+    evidence_text = ([f"{subject} gave the {obj} to {helper}.", f"{helper} left the {obj} at {gold}."] if two_hop
+                     else [f"{subject} left the {obj} at {gold}."])
     distractors = [f"{name} left the {obj} at {place}." for name, place in zip(others, options[1:], strict=False)]
     distractors += [f"{name} walked past {rng.choice(PLACES)}." for name in others[len(options) - 1 :]]
     body = distractors[: num_sentences - len(evidence_text)]

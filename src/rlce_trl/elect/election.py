@@ -111,10 +111,6 @@ def evidence_score(parse: ElectParse, confidence: float | None, cfg: ElectConfig
     return sum(values) / len(values) if values else 0.0
 
 
-def _objective(frames: frozenset[int], sets: Sequence[frozenset[int]], weights: Sequence[float]) -> float:
-    return sum(w * jaccard(frames, k) for k, w in zip(sets, weights, strict=True))
-
-
 def consensus_keyframes(sets: Sequence[frozenset[int]], weights: Sequence[float],
                         max_exact: int = 16) -> frozenset[int]:
     """Eq. 17: the frame set maximizing sum_i w_i J(K, K_i). The optimum lies inside the union of the K_i (an uncited
@@ -145,7 +141,8 @@ def consensus_keyframes(sets: Sequence[frozenset[int]], weights: Sequence[float]
     value = 0.0
     while True:
         moves = [frozenset(current ^ {f}) for f in universe]
-        scored = [(_objective(m, sets, weights), tuple(sorted(m))) for m in moves]
+        scored = [(sum(w * jaccard(m, k) for k, w in zip(sets, weights, strict=True)), tuple(sorted(m)))
+                  for m in moves]
         top_value, top = max(scored, key=lambda s: (s[0], -len(s[1])))
         if top_value <= value + _EPS:
             return frozenset(current)
@@ -165,8 +162,7 @@ def trimmed_members(scores: Sequence[float], mode: str = "paper") -> list[int]:
 
 def cluster_score(members: Sequence[Candidate], cfg: ElectConfig = ElectConfig()) -> tuple[float, frozenset[int]]:
     """(S(a), K(a)) of Eq. 17-18 for one answer cluster, with trimming per `cfg`."""
-    scores = [c.score for c in members]
-    kept = [members[i] for i in trimmed_members(scores, cfg.trim)]
+    kept = [members[i] for i in trimmed_members([c.score for c in members], cfg.trim)]
     if not cfg.use_frames:
         return sum(c.score for c in kept), frozenset()
     basis = members if cfg.trim_consensus == "before_18" else kept

@@ -89,10 +89,8 @@ def main(args: ElectScriptArguments | list[str] | None = None):
 
 def elect_run(args: ElectScriptArguments):
     """What [`train`](rlce_trl.training.pipeline.train) gets for an Elect run: the script, training and model args,
-    the numbered-evidence task's rows, the Elect reward functions (weights in the training arguments) and the trainer
-    class. `--gate gold` is paper-faithful: a stock `trl.GRPOConfig` and `trl.GRPOTrainer` with the five Elect
-    rewards, the rows carrying `solution`; `--gate none` the same without the accuracy reward; `--gate rlce`:
-    `RLCEGRPOTrainer`, where RLCE's verified answer (weight 0.1) stands in for the accuracy reward."""
+    the numbered-evidence rows (with `solution` for `--gate gold`), the Elect reward functions (weights in the
+    training arguments) and the trainer class (a stock one unless `--gate rlce`, see the module)."""
     from transformers import AutoTokenizer
     from trl import ModelConfig
 

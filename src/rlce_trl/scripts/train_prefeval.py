@@ -63,26 +63,25 @@ def load_rows(script_args) -> TaskRows:
     pipeline evaluates on it with its gold and trains on it without)."""
     forms = FORMS if script_args.prefeval_form == "all" else (script_args.prefeval_form,)
     names = (script_args.tta_split,) if script_args.tta_split else ("train", "validation")
-    if script_args.dataset_name == "sample":
+    name = script_args.dataset_name
+    description = f"PrefEval ({script_args.prefeval_form} form{'s' * (len(forms) > 1)})"
+    if name == "sample":
         names = tuple("test" if n == "validation" else n for n in names)  # the sample has train and test
         if any(n not in ("train", "test") for n in names):
             raise InputError(f"tta_split={script_args.tta_split!r}: the preference sample has 'train' and 'test'.")
         splits = {n: load_preference_sample(n) for n in names}
         description = "rlce-trl preference sample"
+    elif name == DATASET_NAME:
+        built = build_prefeval(script_args.prefeval_dir, forms=forms, seed=script_args.prefeval_seed)
+        splits = {s: [r for f in forms for r in built[f][s]] for s in names}
+    elif os.path.isfile(name) or looks_like_hub_id(name):
+        return rows_in_package_format(script_args)
+    elif os.path.isdir(name):
+        splits = {s: [r for f in forms for r in read_jsonl(os.path.join(name, f, f"{s}.jsonl"))] for s in names}
     else:
-        if script_args.dataset_name == DATASET_NAME:
-            built = build_prefeval(script_args.prefeval_dir, forms=forms, seed=script_args.prefeval_seed)
-            splits = {s: [r for f in forms for r in built[f][s]] for s in names}
-        elif os.path.isfile(script_args.dataset_name) or looks_like_hub_id(script_args.dataset_name):
-            return rows_in_package_format(script_args)
-        elif os.path.isdir(script_args.dataset_name):
-            root = script_args.dataset_name
-            splits = {s: [r for f in forms for r in read_jsonl(os.path.join(root, f, f"{s}.jsonl"))] for s in names}
-        else:
-            raise InputError(f"dataset_name={script_args.dataset_name!r}: use 'prefeval', 'sample', a folder "
-                             "written by `rlce-trl prepare-prefeval`, a JSON / JSONL / CSV / Parquet file or a Hub "
-                             "dataset id of rows in the package's format (or --task for your own task file).")
-        description = f"PrefEval ({script_args.prefeval_form} form{'s' * (len(forms) > 1)})"
+        raise InputError(f"dataset_name={name!r}: use 'prefeval', 'sample', a folder written by `rlce-trl "
+                         "prepare-prefeval`, a JSON / JSONL / CSV / Parquet file or a Hub dataset id of rows in the "
+                         "package's format (or --task for your own task file).")
     return TaskRows(train=splits[names[0]], validation=splits[names[1]] if len(names) > 1 else [],
                     description=description, free_text=True, prefeval_dir=script_args.prefeval_dir)
 
