@@ -18,9 +18,7 @@ group and step (schema 1):
 The training-health monitor (`rlce_trl.health`) adds one `{"type": "health_alarm", "step": ...}` line per alarm.
 
 Only plain data goes in (no torch, no trainer): `group_record` + [`EvidenceLog`] serve any caller that scores groups,
-the trainer through [`EvidenceRecorder`]. Writing is append-only and done by the main process once the groups of a
-step are gathered; a resumed run first drops the records of the steps it is about to redo. A size limit stops the
-trail (with one marker line) or rotates it (`rotate` parts kept) instead of filling the disk.
+the trainer through [`EvidenceRecorder`] (append-only, resumable, with a size limit).
 """
 
 from __future__ import annotations

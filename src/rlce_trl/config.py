@@ -42,16 +42,6 @@ _AT_LEAST = {
 }
 
 
-def _tracker_problems(report_to) -> list[str]:
-    """`report_to` naming trackio without trackio installed: the fix, before any model loads (transformers would fail
-    later, inside the trainer, with a traceback)."""
-    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
-    if "trackio" in names and importlib.util.find_spec("trackio") is None:
-        return ["report_to=trackio needs the trackio package: pip install 'rlce-trl[trackio]' (or drop trackio from "
-                "report_to)."]
-    return []
-
-
 @dataclass
 class RLCEGRPOConfig(GRPOConfig):
     r"""
@@ -529,13 +519,25 @@ class RLCEGRPOConfig(GRPOConfig):
                             "table) or the number of newest tables to keep.")
         if self.rlce_trackio_groups < 0:
             problems.append(f"rlce_trackio_groups={self.rlce_trackio_groups}: use 0 (no traces) or more groups.")
-        problems += _tracker_problems(self.report_to)
+        trackers = [self.report_to] if isinstance(self.report_to, str) else list(self.report_to or [])
+        if "trackio" in trackers and importlib.util.find_spec("trackio") is None:  # else a traceback in the trainer
+            problems.append("report_to=trackio needs the trackio package: pip install 'rlce-trl[trackio]' (or drop "
+                            "trackio from report_to).")
         if self.health_signal_patience < 0:
             problems.append(f"health_signal_patience={self.health_signal_patience}: use 0 (no stop) or more steps.")
         problems += self._json_problems("health_thresholds", '{"collapse_share": 0.9}') or [
             f"health_thresholds: {p}" for p in threshold_problems(self.health_thresholds)]
         problems += video_problems(self)
-        problems += self._partner_problems()
+        if self.partner_mode == "server" and not self.partner_server_base_url:
+            problems.append(
+                "partner_mode='server' needs partner_server_base_url: start a server with `vllm serve <partner "
+                "checkpoint>` and pass its URL, or use partner_mode='transformers'."
+            )
+        if self.partner_mode == "transformers" and self.partner_server_base_url:
+            problems.append(
+                "partner_server_base_url is set but partner_mode='transformers': set partner_mode='server' to use "
+                "the server, or drop the URL."
+            )
         if self.rlce_prompts_file is not None:
             from .evidence.prompt_set import load_prompts
 
@@ -558,21 +560,6 @@ class RLCEGRPOConfig(GRPOConfig):
         self._warn_vllm_only_sampling()
         # the names every tracker (trackio, wandb, ...) shows, sent as they are
         self.run_name, self.project = scrub(self.run_name), scrub(self.project)
-
-    def _partner_problems(self) -> list[str]:
-        """Invalid partner settings, each with its fix."""
-        problems = []
-        if self.partner_mode == "server" and not self.partner_server_base_url:
-            problems.append(
-                "partner_mode='server' needs partner_server_base_url: start a server with `vllm serve <partner "
-                "checkpoint>` and pass its URL, or use partner_mode='transformers'."
-            )
-        if self.partner_mode == "transformers" and self.partner_server_base_url:
-            problems.append(
-                "partner_server_base_url is set but partner_mode='transformers': set partner_mode='server' to use "
-                "the server, or drop the URL."
-            )
-        return problems
 
     def _json_problems(self, name: str, example: str) -> list[str]:
         """Read the dict setting `name` from JSON when it came as text (the command line); the problem if it is not

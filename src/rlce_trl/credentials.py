@@ -100,5 +100,4 @@ def scrub_value(value, key: str | None = None, *, by_name: bool = True, _env_sec
 
 def scrub_message(error: BaseException | str) -> str:
     """An error message, scrubbed: what the command line prints."""
-    text = str(error).strip() or type(error).__name__
-    return scrub(text)
+    return scrub(str(error).strip() or type(error).__name__)

@@ -158,9 +158,8 @@ def watch_interrupts() -> None:
     where Python's default handler is in place (the main thread, no handler of the user's), and the record starts
     empty."""
     _INTERRUPTS.clear()
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         return
 
     def on_sigint(signum, frame):

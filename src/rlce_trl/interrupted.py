@@ -6,10 +6,10 @@ step. Before the first step has finished nothing is saved, and the error says so
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 
+from .data.jsonl import read_json, write_json
 from .errors import _INTERRUPTS, TrainingInterrupted
 
 logger = logging.getLogger(__name__)
@@ -41,8 +41,7 @@ def save_interrupted(trainer) -> TrainingInterrupted:
     folder = _saved_checkpoint(trainer, trainer.accelerator.num_processes == 1, "Ctrl-C")
     if folder is not None and trainer.is_world_process_zero():
         trainer.state.save_to_json(os.path.join(args.output_dir, "trainer_state.json"))  # the report's curves
-        with open(os.path.join(args.output_dir, MARKER), "w", encoding="utf-8") as f:
-            json.dump({"checkpoint": folder, "step": step}, f)
+        write_json({"checkpoint": folder, "step": step}, os.path.join(args.output_dir, MARKER))
     return TrainingInterrupted(folder, step, args.output_dir)
 
 
@@ -60,16 +59,9 @@ def save_after_verifier_failure(trainer) -> str | None:
 def interrupted_checkpoint(output_dir: str, resume_from_checkpoint):
     """`resume_from_checkpoint`, or, when it is unset (`None`) and the last run in `output_dir` was interrupted, the
     checkpoint that run saved."""
-    path = os.path.join(output_dir, MARKER)
-    if resume_from_checkpoint is not None or not os.path.isfile(path):
-        return resume_from_checkpoint
-    try:
-        with open(path, encoding="utf-8") as f:
-            marker = json.load(f)
-        folder = marker["checkpoint"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return resume_from_checkpoint
-    if not os.path.isdir(folder):
+    marker = read_json(os.path.join(output_dir, MARKER)) if resume_from_checkpoint is None else None
+    folder = (marker or {}).get("checkpoint")
+    if not isinstance(folder, str) or not os.path.isdir(folder):
         return resume_from_checkpoint
     logger.warning("Resuming the interrupted run from %s (step %s).", folder, int(marker.get("step", 0)) + 1)
     return folder

@@ -25,6 +25,7 @@ from pathlib import Path
 from . import models
 from .credentials import SECRET_NAME, clean_url
 from .credentials import scrub as redact
+from .data.jsonl import read_json
 
 logger = logging.getLogger(__name__)
 
@@ -94,18 +95,12 @@ def base_model_id(name_or_path: str | None) -> str | None:
     """The Hub id of the model training started from: the name itself for a Hub id; for a local folder the id that
     rlce-trl recorded when it built the folder from a model alias (`rlce_source.json`, e.g. `smollm2-135m-instruct`:
     SmolLM2-135M-Instruct converted offline from its packaged GGUF); else None."""
-    if not name_or_path:
+    if not name_or_path or "://" in str(name_or_path):
         return None
     name = str(name_or_path)
-    if "://" in name:
-        return None
     if not os.path.isdir(name):
         return None if os.path.isabs(name) or name.startswith((".", "~")) else name
-    try:
-        with open(os.path.join(name, SOURCE_FILE), encoding="utf-8") as f:
-            recorded = json.load(f).get("base_model")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
+    recorded = (read_json(os.path.join(name, SOURCE_FILE)) or {}).get("base_model")
     if isinstance(recorded, str) and recorded:
         return recorded
     folder = Path(name).resolve()  # a folder converted before the marker existed
@@ -131,8 +126,13 @@ def fix_base_model(card: str, name_or_path: str | None, hub_model_id: str | None
     return re.sub(TRL_ANCHORS["unnamed_model"][0], lambda _: f'model="{target}"', card)
 
 
-def _front_matter_license(text: str) -> str | None:
-    """The `license:` of a model card's YAML front matter."""
+def _front_matter_license(readme) -> str | None:
+    """The `license:` of the YAML front matter of the model card at `readme`; None when it has none or cannot be
+    read."""
+    try:
+        text = Path(readme).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
     if not text.startswith("---"):
         return None
     head = text[3:].split("\n---", 1)[0]
@@ -149,29 +149,20 @@ def model_license(name_or_path: str | None) -> str | None:
     name = str(name_or_path)
     if os.path.isdir(name):
         for file in (SOURCE_FILE, "config.json"):
-            try:
-                with open(os.path.join(name, file), encoding="utf-8") as f:
-                    value = json.load(f).get("license")
-            except (OSError, ValueError, AttributeError):
-                continue
+            value = (read_json(os.path.join(name, file)) or {}).get("license")
             if isinstance(value, str) and value.strip():
                 return value.strip()
-        try:
-            value = _front_matter_license(Path(name, "README.md").read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
-            value = None
+        value = _front_matter_license(Path(name, "README.md"))
         if value:
             return value
     hub_id = base_model_id(name)
-    if not hub_id:
-        return None
-    if hub_id in KNOWN_LICENSES:
-        return KNOWN_LICENSES[hub_id]
+    if not hub_id or hub_id in KNOWN_LICENSES:
+        return KNOWN_LICENSES.get(hub_id)
     try:  # a model card downloaded earlier; never a download here
         from huggingface_hub import try_to_load_from_cache
 
         cached = try_to_load_from_cache(hub_id, "README.md")
-        return _front_matter_license(Path(cached).read_text(encoding="utf-8")) if isinstance(cached, str) else None
+        return _front_matter_license(cached) if isinstance(cached, str) else None
     except Exception:  # noqa: BLE001 -- a malformed id or cache: the card says "see the base model's card"
         return None
 

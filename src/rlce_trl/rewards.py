@@ -94,7 +94,6 @@ def metric_key(method: str, name: str) -> str:
     return f"{method}/{name}"
 
 
-
 def group_size(prompts: Sequence, num_generations: int | None = None) -> int:
     """G for a flat, sampler-ordered batch: `num_generations` when given, else found from the batch itself (TRL does
     not pass it to reward functions). TRL's sampler repeats each row G times in a row, so the batch is runs of equal

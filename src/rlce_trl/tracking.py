@@ -247,9 +247,6 @@ class TrackioEvidence(TrainerCallback):
                 owner[key] = scrub_value(column)
 
     def on_step_end(self, args, state, control, **kwargs):  # after the monitor's, which raises the step's alarms
-        self._send_alarms(state)
-
-    def _send_alarms(self, state) -> None:
         alarms = list(getattr(self.monitor, "alarms", None) or [])
         new, self.alerted = alarms[self.alerted:], len(alarms)
         run = self._run()

@@ -209,13 +209,12 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         self.check_video_dataset(train_dataset, args)  # video rows the settings cannot train: fail before loading
         group_scorer = as_group_scorer(group_scorer) if group_scorer is not None else None
         # Server verifiers and partners first: one that is down fails the run before any model loads.
-        own_scorer = group_scorer is not None
-        verifiers = VerifierFactory(args, model, verifier, peft_config=peft_config, own_scorer=own_scorer,
-                                    multimodal=dataset_sends_media(train_dataset),
+        verifiers = VerifierFactory(args, model, verifier, peft_config=peft_config,
+                                    own_scorer=group_scorer is not None, multimodal=dataset_sends_media(train_dataset),
                                     quantization_config=kwargs.get("quantization_config"))
         #: Prefix of the per-step metrics and name of the group reward: `rlce` for RLCE and its ablations, else the
         #: baseline's name.
-        self.method_name = group_scorer.name if own_scorer else scorer_name(args.reward_method)
+        self.method_name = group_scorer.name if group_scorer is not None else scorer_name(args.reward_method)
         group_reward = _GroupReward("rlce_verified" if self.method_name == "rlce" else self.method_name)
         args.reward_weights = None  # TRL checks the length against all reward functions; set below
         try:
@@ -371,7 +370,6 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
 
     def _log_rlce_metrics(self, mode: str, per_rank: list[StepStats], work) -> None:
         total = StepStats.merge(per_rank)
-        prefix = self.method_name
         named = [*total.metrics().items()]
         named += [(f"parse_failures/{reason}", float(count))
                   for reason, count in sorted((total.verdict_failures + total.construction_failures).items())]
@@ -383,11 +381,11 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             *self.verifier.transport_metrics().items(),  # server and colocate: cumulative counters
         ]
         for name, value in named:
-            self._metrics[mode][metric_key(prefix, name)].append(value)
+            self._metrics[mode][metric_key(self.method_name, name)].append(value)
         failures = total.verdict_failures
         if failures:
-            logger.info("%s: %d unreadable verdicts counted as abstentions (%s).", prefix, sum(failures.values()),
-                        ", ".join(f"{k}={v}" for k, v in sorted(failures.items())))
+            logger.info("%s: %d unreadable verdicts counted as abstentions (%s).", self.method_name,
+                        sum(failures.values()), ", ".join(f"{k}={v}" for k, v in sorted(failures.items())))
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         """Override: TRL logs `None` for a metric with no value in the window (no group scored); it is left out, so

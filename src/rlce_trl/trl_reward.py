@@ -1,18 +1,10 @@
-"""RLCE from the stock TRL CLI: `rlce_trl.rlce_reward` (and its async form `rlce_trl.rlce_reward_async`) is an
-[`~rlce_trl.rewards.RLCEReward`] built from the environment, so that `trl grpo` and `trl rloo`, which take reward
-functions as dotted import paths and no custom trainer, train with RLCE rewards:
-
-    RLCE_VERIFIER=<model folder or Hub id | http://verifier-server:8000> \\
-        trl grpo --model_name_or_path <the same checkpoint> \\
-        --reward_funcs rlce_trl.rlce_reward rlce_trl.rlce_format --reward_weights 0.8 0.2 ...
-
-- `RLCE_VERIFIER` (required): the verifier's description, a model folder or Hub id (a frozen transformers copy, loaded
-  in the process that scores) or verifier server URLs (comma-separated).
-- `RLCE_CONFIG` (optional): a YAML or JSON file of `RLCEGRPOConfig`'s `rlce_*` / `verifier_*` settings (a recipe
-  may be reused: its other keys are left to the trainer), checked by `RLCEGRPOConfig` itself.
-
-Both are read, and the settings checked, when the name is first looked up (before TRL loads the model); the
-verifier is built when the reward is first called.
+"""RLCE from the stock TRL CLI (docs/trl-cli.md): `rlce_trl.rlce_reward` (and its async form
+`rlce_trl.rlce_reward_async`) is an [`~rlce_trl.rewards.RLCEReward`] built from the environment, so that `trl grpo`
+and `trl rloo`, which take reward functions as dotted import paths and no custom trainer, train with RLCE rewards.
+`RLCE_VERIFIER` (required) describes the verifier (a model folder or Hub id, or server URLs); `RLCE_CONFIG` (optional)
+is a YAML or JSON file of `rlce_*` / `verifier_*` settings. Both are read, and the settings checked by
+`RLCEGRPOConfig`, when the name is first looked up (before TRL loads the model); the verifier is built when the
+reward is first called.
 """
 
 from __future__ import annotations
