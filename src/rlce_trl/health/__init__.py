@@ -6,12 +6,7 @@ groups each step scored, logs `health/*` metrics (within-group and cross-prompt 
 rewards rising while the usable comparisons fall, entrenchment), raises an [`Alarm`] the first step a rule fires
 (compared with the run's own first steps), and stops a run that never had a learning signal
 ([`NoLearningSignalError`], judged in absolute terms by [`signal_verdict`]). `docs/health.md` lists every metric,
-rule, default threshold and setting.
-
-- `metrics`: what the monitor reads of each group ([`GroupSummary`]) and the metrics, pure functions;
-- `rules`: [`HealthThresholds`], one `check_*` per rule, [`Alarm`];
-- `signal`: whether a step has a learning signal at all, in absolute terms ([`signal_verdict`]: cause and fix);
-- `monitor`: [`HealthMonitor`], the alarms file ([`read_alarms`]) and the model card's section ([`card_section`]).
+rule, default threshold and setting; each submodule's docstring says what it holds.
 """
 
 from __future__ import annotations

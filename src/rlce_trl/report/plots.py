@@ -51,28 +51,23 @@ def panels(history: list[dict]) -> list[tuple[str, list[str]]]:
 Y_LABELS = {"Rewards": "mean reward", "Verdict fractions": "share of verdicts", "Tie and verified rates":
             "share of groups", "Distinct answers per group": "answers per group",
             "Verifier seconds vs step time": "seconds per step"}
-#: Plain names of the reward method's metrics (after its `<prefix>/`); the raw key stays in a tooltip.
-METRIC_NAMES = {"tie_rate": "tied before tie-break", "unresolved_tie_rate": "still tied after tie-break",
-                "verified_fraction": "verified answer found", "distinct_answers_mean": "distinct answers (mean)",
-                "verifier_seconds": "verifier time"}
+#: Plain names of TRL's top-level metrics and of the reward method's (after its `<prefix>/`); the raw key stays in
+#: a tooltip.
+METRIC_NAMES = {"reward": "total reward", "step_time": "whole step", "tie_rate": "tied before tie-break",
+                "unresolved_tie_rate": "still tied after tie-break", "verified_fraction": "verified answer found",
+                "distinct_answers_mean": "distinct answers (mean)", "verifier_seconds": "verifier time"}
 
 
 def metric_name(key: str) -> str:
     """A metric key as a reader's words: `rewards/rlce_verified/mean` -> "verified-answer reward",
     `rlce/verdict_yes_frac` -> "yes verdicts", `step_time` -> "whole step"; another key by its last part in words
     (`health/one_answer_share` -> "one answer share")."""
-    if key == "reward":
-        return "total reward"
-    if key == "step_time":
-        return "whole step"
-    found = re.fullmatch(r"rewards/([^/]+)/mean", key)
-    if found:
+    if found := re.fullmatch(r"rewards/([^/]+)/mean", key):
         name = re.sub(r"^rlce_", "", found.group(1))
         return {"verified": "verified-answer reward", "format": "format reward"}.get(
             name, name.replace("_", " ") + " reward")
     name = key.rsplit("/", 1)[-1]
-    found = re.fullmatch(r"verdict_(\w+)_frac", name)
-    if found:
+    if found := re.fullmatch(r"verdict_(\w+)_frac", name):
         return f"{found.group(1)} verdicts"
     return METRIC_NAMES.get(name, name.replace("_", " "))
 
