@@ -16,13 +16,13 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--prefeval_dir", default=None, help="PrefEval checkout (default: $PREFEVAL_DIR).")
     parser.add_argument("--output_dir", required=True, help="Where to write the splits.")
-    parser.add_argument("--seed", type=int, default=None, help="Seed of the padding draw and the split (default 42).")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help=f"Seed of the padding draw and the split (default {DEFAULT_SEED}).")
     parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    seed = args.seed if args.seed is not None else DEFAULT_SEED
-    counts = prepare_prefeval(args.prefeval_dir, args.output_dir, seed=seed)
+    counts = prepare_prefeval(args.prefeval_dir, args.output_dir, seed=args.seed)
     splits = list(next(iter(counts.values())))
     print(f"{'form':<10}" + "".join(f"{split:>12}" for split in splits))
     for form, by_split in counts.items():

@@ -91,11 +91,10 @@ def _select_config(args):
     if not 0 <= args.elect_gamma <= 1:
         problems.append(f"--elect_gamma {args.elect_gamma}: use a value in [0, 1] (the paper: 0.4)")
     names = list(dict.fromkeys(s.strip() for s in args.selectors.split(",") if s.strip()))
-    known = known_selectors()
     unknown = [n for n in names if selector_name_problem(n)]
     if not names or unknown:
         problems.append(f"--selectors {args.selectors!r}: {'unknown ' + ', '.join(unknown) if unknown else 'empty'}; "
-                        f"choose from {', '.join(known)}")
+                        f"choose from {', '.join(known_selectors())}")
     budgets = sorted(set(_int_list(args.budgets, "--budgets", "1,2,4"))) if args.budgets else None
     if budgets and budgets[0] < 1:
         problems.append(f"--budgets {args.budgets}: budgets are candidate counts, use 1 or more")

@@ -36,8 +36,7 @@ def _accelerate_config(launcher: list[str]) -> dict:
 
 
 def _devices_of(launcher: list[str]) -> int:
-    match = re.search(r"--(?:num_processes|nproc_per_node|nproc-per-node)[= ](\d+)", " ".join(launcher))
-    if match:
+    if match := re.search(r"--(?:num_processes|nproc_per_node|nproc-per-node)[= ](\d+)", " ".join(launcher)):
         return int(match.group(1))
     try:
         return int(_accelerate_config(launcher).get("num_processes") or 1)
