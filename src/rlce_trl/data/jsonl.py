@@ -37,8 +37,7 @@ def _write_atomic(path: str | os.PathLike, write: Callable) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -166,9 +165,7 @@ def repair_jsonl_tail(path: str | os.PathLike) -> int:
     missing final newline. Returns the number of lines cut (0 or 1). Bad lines elsewhere are left for the reader to
     report."""
     path = Path(path)
-    if not path.exists():
-        return 0
-    data = path.read_bytes()
+    data = path.read_bytes() if path.exists() else b""
     if not data or data.endswith(b"\n"):
         return 0
     start = data.rfind(b"\n") + 1
