@@ -29,16 +29,8 @@ Gold labels are used here for evaluation only; no reward ever sees them.
 `tests[*].favoured` / `against` index the method's own `answers`; `against` is null for pointwise tests; `verdict` is
 "yes" / "no" / "unknown" or null (unreadable). A file from a real run is produced by [`log_groups`], which runs
 several scorers over the same groups with one verifier; any other producer only has to write these fields (`tests`,
-`answer_correct` and the cost fields are optional; `correct` is required).
-
-Per method the bench reports the analyses listed in [`rlce_trl.analysis`] and the verifier cost per group.
-`rlce-trl analyze` writes `summary.md`, `summary.csv`, `composition.csv`, `incorrect_tests.csv` and PNG plots; with
-`--simulate` it runs the synthetic-validator simulation ([`rlce_trl.analysis.simulation`]) instead, and with
-`--synthetic N` it first writes a logged-groups file from N synthetic groups scored by the real scorers with a
-synthetic verifier.
-
-This module documents the format, produces it ([`log_groups`], [`CountingVerifier`], [`default_correct`]) and
-reads it back checked ([`read_log`]) with the package's one JSONL reader and writer (`rlce_trl.data.jsonl`).
+`answer_correct` and the cost fields are optional; `correct` is required). [`read_log`] reads it back checked. Per
+method the bench (`rlce-trl analyze`) reports the analyses listed in [`rlce_trl.analysis`] and the verifier cost.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+import yaml
+
 from ..data.jsonl import write_json
 from .prompts import CONSTRUCTION_TEMPLATE, VALIDATION_TEMPLATE, VERDICTS, VERIFIER_SYSTEM_PROMPT, fill
 
@@ -78,9 +80,7 @@ class VerifierPrompts:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
-        out = asdict(self)
-        out["examples"] = [dict(e) for e in self.examples]
-        return out
+        return {**asdict(self), "examples": [dict(e) for e in self.examples]}
 
     def save(self, path: str | Path) -> None:
         write_json(self.to_dict(), path)
@@ -95,18 +95,12 @@ def load_prompts(path: str | Path) -> VerifierPrompts:
         raise ValueError(
             f"Cannot read the prompts file {path}: {error.strerror}. Check `rlce_prompts_file`."
         ) from None
-    if path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            data = yaml.safe_load(text) or {}
-        except yaml.YAMLError as error:
-            raise ValueError(f"The prompts file {path} is not valid YAML: {error}") from None
-    else:
-        try:
-            data = json.loads(text) if text.strip() else {}
-        except json.JSONDecodeError as error:
-            raise ValueError(f"The prompts file {path} is not valid JSON: {error}") from None
+    is_yaml = path.suffix in (".yaml", ".yml")
+    try:
+        data = (yaml.safe_load(text) or {}) if is_yaml else (json.loads(text) if text.strip() else {})
+    except (yaml.YAMLError, json.JSONDecodeError) as error:
+        kind = "YAML" if is_yaml else "JSON"
+        raise ValueError(f"The prompts file {path} is not valid {kind}: {error}") from None
     if not isinstance(data, dict):
         raise ValueError(f"The prompts file {path} must hold one object (mapping), not {type(data).__name__}.")
     known = {"system", "construction", "validation", "examples", "version", "calibrated_on"}
