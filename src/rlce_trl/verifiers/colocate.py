@@ -82,9 +82,7 @@ class ColocatedVLLMVerifier(ServerVerifier):
                 ) from error
             with self._lock:
                 self._down.clear()
-            if self.sleep_between_calls:
-                return  # freshly started: awake
-        if self.sleep_between_calls:
+        elif self.sleep_between_calls:  # a freshly started server is awake already
             self.process.wake_up()
 
     def _after_call(self, replies: list[Reply]) -> None:

@@ -112,12 +112,9 @@ class OpenAIHTTPClient:
         except httpx.HTTPError as error:
             return scrub(f"{type(error).__name__}: {error}")
 
-    def get_json(self, url: str, timeout: float) -> dict:
-        """A small JSON document (e.g. `/v1/models`), within `timeout` and the reply cap."""
-        return self.post_json(url, None, deadline=time.monotonic() + timeout, method="GET")
-
     def post_json(self, url: str, body: dict | None, *, deadline: float | None = None, method: str = "POST") -> dict:
-        """One attempt: send `body` as JSON and return the JSON reply. Raises [`HTTPRequestError`]."""
+        """One attempt: send `body` as JSON (`method="GET"`: none) and return the JSON reply, within `deadline` and the
+        reply cap. Raises [`HTTPRequestError`]."""
         import httpx
 
         shown = clean_url(url)

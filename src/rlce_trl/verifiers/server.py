@@ -113,8 +113,6 @@ class ServerVerifier(Verifier):
         one_token_decisions: bool = True,
     ) -> None:
         super().__init__()
-        import httpx  # noqa: F401  (fail here, with pip's name, rather than mid-training)
-
         if isinstance(base_urls, str):
             base_urls = [u for u in base_urls.split(",") if u.strip()]
         self.base_urls = [normalize_base_url(u) for u in base_urls]
@@ -125,8 +123,7 @@ class ServerVerifier(Verifier):
         if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0 or backoff_s < 0:
             raise ValueError("max_concurrency >= 1, max_retries >= 0, timeout_s > 0 and backoff_s >= 0 are required.")
         self.model = model
-        self.connect_timeout_s = connect_timeout_s
-        self.max_retries = max_retries
+        self._probe_timeout = max(connect_timeout_s, 2.0)
         self.max_consecutive_failures = max_consecutive_failures
         self.max_outage_s = max_outage_s
         self._outage_since: float | None = None  # monotonic time of the first failed call in a row
@@ -158,13 +155,12 @@ class ServerVerifier(Verifier):
 
     def _probe(self, url: str) -> str | None:
         """`None` when `url` answers `/health` (vLLM) or `/v1/models` (any OpenAI-compatible server), else why not."""
-        timeout = max(self.connect_timeout_s, 2.0)
-        status = self.http.get_status(f"{url}/health", timeout)
+        status = self.http.get_status(f"{url}/health", self._probe_timeout)
         if status == 200:
             return None
         if isinstance(status, str):
             return status
-        status = self.http.get_status(f"{url}/v1/models", timeout)
+        status = self.http.get_status(f"{url}/v1/models", self._probe_timeout)
         return None if status == 200 else status if isinstance(status, str) else (
             f"HTTP {status} from /health and /v1/models")
 
@@ -191,7 +187,8 @@ class ServerVerifier(Verifier):
         url = self.base_urls[0]
         shown = clean_url(url)
         try:
-            data = self.http.get_json(f"{url}/v1/models", timeout=max(self.connect_timeout_s, 2.0)).get("data")
+            data = self.http.post_json(f"{url}/v1/models", None, deadline=time.monotonic() + self._probe_timeout,
+                                       method="GET").get("data")
             models = [m["id"] for m in data or []]
         except (HTTPRequestError, KeyError, TypeError) as error:
             raise VerifierUnavailableError(
@@ -277,7 +274,7 @@ class ServerVerifier(Verifier):
         last = "no attempt"
         attempt = 0
         deadline = min((d for d in (call_deadline, self.http.new_deadline()) if d is not None), default=None)
-        while attempt <= self.max_retries:
+        while attempt <= self.http.max_retries:
             if self._closed:
                 return Reply.failed(n, "verifier closed")
             if deadline is not None and time.monotonic() >= deadline:
@@ -299,12 +296,12 @@ class ServerVerifier(Verifier):
                 if error.connect and self._probe(url) is not None:
                     self._mark_down(url, last)
                 attempt += 1
-                if attempt <= self.max_retries:
+                if attempt <= self.http.max_retries:
                     with self._lock:
                         self.server_stats.retries += 1
                     if not (error.connect and self._pick_url(preferred, tried) not in (None, url)):
                         self.http.backoff(attempt - 1, deadline)  # else fail over to another live URL at once
-        return Reply.failed(n, f"failed after {self.max_retries + 1} attempts: {last}")
+        return Reply.failed(n, f"failed after {self.http.max_retries + 1} attempts: {last}")
 
     def _drop_structured(self, error: HTTPRequestError) -> bool:
         """Whether `error` is a server's rejection of structured outputs under `"auto"`: then they are sent no more."""

@@ -69,19 +69,6 @@ def settings_key(request: Request) -> str:
     return repr((request.sampling, request.choices or (), schema))
 
 
-def automaton_for(request: Request, tokenizer, eos_id: int, built: dict) -> _TemplateAutomaton | None:
-    """The constraint of a closed request (`None`: free text), built once per shape into `built`. Its slots are named
-    `None` for guided choice, by the JSON field for an object of enums (the keys of `Reply.choice_logprobs`)."""
-    template = template_of(request.choices, request.json_schema)
-    if template is None:
-        return None
-    names = [None] if request.choices else list(request.json_schema["required"])
-    key = json.dumps([template, names])
-    if key not in built:
-        built[key] = _TemplateAutomaton(tokenizer, template, eos_id, names)
-    return built[key]
-
-
 class _TemplateAutomaton:
     """Token-level constraint for a template: literal pieces are forced token by token, a choice slot allows the
     tokens of any of its options (a trie), and end-of-sequence comes after the last piece. The token sequence may
@@ -163,6 +150,42 @@ class FrozenModelVerifier(Verifier):
             model.eval().requires_grad_(False)
         self.eos_ids = eos_token_ids(model, tokenizer)
         self._automata: dict[str, _TemplateAutomaton] = {}
+
+    def _automaton(self, request: Request) -> _TemplateAutomaton | None:
+        """The constraint of a closed request (`None`: free text), built once per shape. Its slots are named `None`
+        for guided choice, by the JSON field for an object of enums (the keys of `Reply.choice_logprobs`)."""
+        template = template_of(request.choices, request.json_schema)
+        if template is None:
+            return None
+        names = [None] if request.choices else list(request.json_schema["required"])
+        key = json.dumps([template, names])
+        if key not in self._automata:
+            self._automata[key] = _TemplateAutomaton(self.tokenizer, template, self.eos_ids[0], names)
+        return self._automata[key]
+
+    def _generate_batch(self, batch, request: Request, **extra) -> list[Reply]:
+        """`model.generate` over a left-padded `batch` of prompts with `request`'s settings and constraint (`extra`:
+        more `generate` arguments): `sampling.n` texts per prompt, each up to its first end token, with its finish
+        reason and generated-token count (the end token included)."""
+        sampling, tokenizer, eos_ids = request.sampling, self.tokenizer, self.eos_ids
+        prompt_len = batch["input_ids"].shape[1]
+        kwargs = {**generate_kwargs(sampling, tokenizer.pad_token_id, eos_ids), **extra}
+        if (automaton := self._automaton(request)) is not None:
+            kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
+        # a whole, unsharded copy that each rank drives on its own groups: never the per-token all-reduce that
+        # transformers turns on whenever ZeRO-3 is enabled (the ranks' calls would not line up: a hang)
+        output = self.model.generate(**batch, **kwargs, synced_gpus=False)[:, prompt_len:]
+        replies = []
+        for i in range(batch["input_ids"].shape[0]):
+            texts, finishes, num_tokens = [], [], 0
+            for row in output[i * sampling.n : (i + 1) * sampling.n].tolist():
+                ends = [p for p, t in enumerate(row) if t in eos_ids]
+                stop = ends[0] if ends else len(row)
+                num_tokens += stop + (1 if ends else 0)
+                texts.append(tokenizer.decode(row[:stop], skip_special_tokens=True))
+                finishes.append("stop" if ends or stop < sampling.max_tokens else "length")
+            replies.append(Reply(texts=texts, finish_reasons=finishes, num_tokens=num_tokens))
+        return replies
 
 
 class TransformersVerifier(FrozenModelVerifier):
@@ -257,7 +280,7 @@ class TransformersVerifier(FrozenModelVerifier):
         `batch_size` prompts at a time; closed replies read logits only at their decision slots, free text streams
         (a new prompt joins as soon as rows have ended, so the batch stays full)."""
         sampling, work = request.sampling, self.last_work
-        automaton = automaton_for(request, self.tokenizer, self.eos_ids[0], self._automata)
+        automaton = self._automaton(request)
         clusters = plan_prefixes(ids, members)
         plan = [(c, k) for c, (_, ms) in enumerate(clusters) for k in sorted(ms, key=lambda k: len(ids[k]))]
         last_use = {c: i for i, (c, _) in enumerate(plan)}
@@ -340,29 +363,4 @@ class TransformersVerifier(FrozenModelVerifier):
     def _generate_chunk(self, prompts: list[list[int]], request: Request) -> list[Reply]:
         self.tokenizer.padding_side = "left"
         batch = self.tokenizer.pad({"input_ids": prompts}, return_tensors="pt").to(self.model.device)
-        automaton = automaton_for(request, self.tokenizer, self.eos_ids[0], self._automata)
-        return generate_replies(self.model, batch, request.sampling, automaton, self.eos_ids, self.tokenizer)
-
-
-def generate_replies(model, batch, sampling, automaton, eos_ids, tokenizer, **extra) -> list[Reply]:
-    """`model.generate` over a left-padded `batch` of prompts with the same settings (constrained by `automaton`
-    unless `None`; `extra`: more `generate` arguments): `sampling.n` texts per prompt, each up to its first end
-    token, with its finish reason and generated-token count (the end token included)."""
-    prompt_len = batch["input_ids"].shape[1]
-    kwargs = {**generate_kwargs(sampling, tokenizer.pad_token_id, eos_ids), **extra}
-    if automaton is not None:
-        kwargs["prefix_allowed_tokens_fn"] = lambda _, ids: automaton.allowed(ids[prompt_len:].tolist())
-    # a whole, unsharded copy that each rank drives on its own groups: never the per-token all-reduce that
-    # transformers turns on whenever ZeRO-3 is enabled (the ranks' calls would not line up: a hang)
-    output = model.generate(**batch, **kwargs, synced_gpus=False)[:, prompt_len:]
-    replies = []
-    for i in range(batch["input_ids"].shape[0]):
-        texts, finishes, num_tokens = [], [], 0
-        for row in output[i * sampling.n : (i + 1) * sampling.n].tolist():
-            ends = [p for p, t in enumerate(row) if t in eos_ids]
-            stop = ends[0] if ends else len(row)
-            num_tokens += stop + (1 if ends else 0)
-            texts.append(tokenizer.decode(row[:stop], skip_special_tokens=True))
-            finishes.append("stop" if ends or stop < sampling.max_tokens else "length")
-        replies.append(Reply(texts=texts, finish_reasons=finishes, num_tokens=num_tokens))
-    return replies
+        return self._generate_batch(batch, request)

@@ -18,7 +18,7 @@ import torch
 from ..data.media import with_media
 from ..generation.hf import evaluating, load_frozen_vlm  # noqa: F401 - load_frozen_vlm: public here
 from .base import Reply, Request
-from .transformers_backend import FrozenModelVerifier, automaton_for, generate_replies, settings_key
+from .transformers_backend import FrozenModelVerifier, settings_key
 
 
 class VisionLanguageVerifier(FrozenModelVerifier):
@@ -68,7 +68,5 @@ class VisionLanguageVerifier(FrozenModelVerifier):
             batch = self._encoder.encode([with_media(r.messages, r.media) for r in requests])
         finally:
             tok.padding_side = side
-        automaton = automaton_for(requests[0], tok, self.eos_ids[0], self._automata)
         extra = {"suppress_tokens": self._suppress} if self._suppress else {}
-        return generate_replies(self.model, batch.to(self.model.device), requests[0].sampling, automaton, self.eos_ids,
-                                tok, **extra)
+        return self._generate_batch(batch.to(self.model.device), requests[0], **extra)
