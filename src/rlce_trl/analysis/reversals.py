@@ -22,9 +22,8 @@ from .variation import EPS, _values
 
 
 def wrong_preferences(reference: Sequence[float | None], correct: Sequence[bool]) -> list[tuple[int, int]]:
-    """`(correct rollout, incorrect rollout)` pairs that the reference ranks the wrong way round."""
-    if all(r is None for r in reference):
-        return []
+    """`(correct rollout, incorrect rollout)` pairs that the reference ranks the wrong way round (none when it gives
+    no reward at all: its `None`s are equal zeros)."""
     ref = _values(reference)
     return [
         (c, w)

@@ -5,13 +5,8 @@ registered in `rlce_trl.methods`) and a frozen partner model (`partner_*` config
 coevolve`, [`rlce_trl.coevolution.driver`]) alternates the phases round after round, each in its own process, builds
 the data between them, validates after every round, keeps the best checkpoint and resumes from `state.json`.
 
-- `base`: [`PhaseSpec`] and the [`CoevolutionMethod`] protocol.
-- `state`: `state.json`, written atomically; `summary`: runs side by side with their compute (`rlce-trl analyze
-  coevolve`).
-- `driver`: the loop; `phase`: the subprocess entry (train / build / validate one step).
-- `corpus`: the rows a run reads (the corpus, the validation split).
-- `registry`: the methods `rlce-trl coevolve --method` knows; `rlac_method`: RLAC's phases and harvest;
-  `selfplay_methods`: VisPlay's and Video-Zero's phases and data builds.
+Modules: `driver` (the loop), `phase` (one step's process), `base` (the method protocol), `registry` with
+`rlac_method` and `selfplay_methods` (the methods), `corpus`, `state` (`state.json`) and `summary`.
 
 The methods' rewards, scorers and data builders live with every other reward method in `rlce_trl.methods`
 (`rlac`, `visplay`, `video_zero`, `selfplay`, `pseudo_label`, `bleu`, `lexicons`).

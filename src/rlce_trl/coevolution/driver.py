@@ -204,8 +204,7 @@ class Coevolver:
         if step["kind"] != "train":
             return None
         build_id = f"r{state['round']}-{phase.name}-build"
-        build = next((r for r in reversed(state["steps"]) if r["id"] == build_id), None)
-        return (build or {}).get("result", {}).get("skip")
+        return next((r.get("result", {}).get("skip") for r in reversed(state["steps"]) if r["id"] == build_id), None)
 
     def _record(self, state, step, phase, job, report, wall, cpu, log_path) -> None:
         gpus = int(report.get("gpus", 0))

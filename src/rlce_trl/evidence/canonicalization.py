@@ -7,6 +7,7 @@ schema-constrained request, and pairs it calls "same" are merged (transitively).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
@@ -80,12 +81,10 @@ def parse_equivalence(reply_text: str, num_pairs: int) -> tuple[list[bool | None
     as a whole. Tolerates prose around the JSON object and `P1: same` lines."""
     found: dict[str, str] = {}
     if match := re.search(r"\{.*\}", reply_text, flags=re.DOTALL):
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             obj = json.loads(match.group(0))
             if isinstance(obj, dict):
                 found = {str(k).upper(): str(v) for k, v in obj.items()}
-        except json.JSONDecodeError:
-            pass
     if not found:
         found = {k.upper(): v for k, v in re.findall(r"\b(P\d+)\"?\s*[:=-]\s*\"?([A-Za-z ]+)", reply_text)}
     values = [found.get(f"P{m + 1}", "").strip().casefold() for m in range(num_pairs)]

@@ -50,14 +50,11 @@ def cap_answer(answer: str, limit: int = MAX_ANSWER_CHARS) -> str:
 def _drop_options_lines(text: str, labels: Sequence[str] | None = None) -> str:
     """Remove `Options: a, b, c.` lines (the line `rlce_trl.data.hba.options_line` appends); with `labels`, only a
     line that names every label, so that an ordinary sentence starting with "Options:" survives."""
-    kept = []
-    for line in text.split("\n"):
-        if line.strip().startswith("Options:"):
-            listed = line.casefold()
-            if labels is None or all(label.casefold() in listed for label in labels):
-                continue
-        kept.append(line)
-    return "\n".join(kept)
+    def lists_options(line: str) -> bool:
+        listed = line.casefold()
+        return line.strip().startswith("Options:") and (labels is None or all(x.casefold() in listed for x in labels))
+
+    return "\n".join(line for line in text.split("\n") if not lists_options(line))
 
 
 def context_without_options(context: str, labels: Sequence[str] | None) -> str:
