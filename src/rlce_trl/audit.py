@@ -72,15 +72,9 @@ def _cut(text: str | None, limit: int, keep_end: bool = False) -> str | None:
 def test_record(test) -> dict:
     """One evidence test (an `EvidenceTest` or anything with its attributes) as plain data."""
     logprobs = getattr(test, "choice_logprobs", None)
-    return {
-        "favoured": test.favoured,
-        "against": test.against,
-        "text": test.text,
-        "verdict": test.verdict,
-        "failure": test.failure,
-        "round": 1 if getattr(test, "tie_break", False) else 0,
-        "choice_logprobs": plain(dict(logprobs)) if logprobs else None,
-    }
+    return {**{name: getattr(test, name) for name in ("favoured", "against", "text", "verdict", "failure")},
+            "round": 1 if getattr(test, "tie_break", False) else 0,
+            "choice_logprobs": plain(dict(logprobs)) if logprobs else None}
 
 
 def group_record(group, result, *, group_id: str, step: int, mode: str = "train", method: str = "rlce",

@@ -614,8 +614,7 @@ class RLCEGRPOConfig(GRPOConfig):
         """What pickling keeps (the `training_args.bin` of every checkpoint): no credentials. The Hub token is
         dropped and every string is scrubbed by [`rlce_trl.credentials.scrub`] (verifier URLs lose any user-info and
         query string); a resumed run reads them from the environment or the command line again."""
-        state = dict(self.__dict__)
-        state["hub_token"] = None
+        state = {**self.__dict__, "hub_token": None}
         return {k: scrub_value(v, by_name=False) if isinstance(v, (str, list, tuple, dict)) else v
                 for k, v in state.items()}
 

@@ -1,9 +1,6 @@
-"""The rules of the video settings (`video_*` fields of [`RLCEGRPOConfig`]), torch-free: which settings are valid,
-which the trainer can train on rows that carry video, and the frame-sampling arguments they describe.
-
-`args` is anything with `video_*` attributes: the config, a plain `GRPOConfig` under
-[`~rlce_trl.trainer_video.VideoGRPOMixin`], or the flags of `rlce-trl sample`; a missing attribute is its default.
-"""
+"""The rules of the video settings (`video_*` fields of [`RLCEGRPOConfig`]), torch-free. `args` is anything with
+`video_*` attributes: the config, a plain `GRPOConfig` under [`~rlce_trl.trainer_video.VideoGRPOMixin`], or the flags
+of `rlce-trl sample`; a missing attribute is its default."""
 
 from __future__ import annotations
 

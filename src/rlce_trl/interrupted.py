@@ -26,9 +26,7 @@ def _saved_checkpoint(trainer, may_save: bool, after: str) -> str | None:
             trainer._save_checkpoint(trainer.model, trial=None)
         except Exception as error:  # noqa: BLE001 -- the error that stopped training is the one to report
             logger.warning("Could not save a checkpoint after %s: %s", after, error)
-    if step == 0 or not os.path.isfile(os.path.join(folder, "trainer_state.json")):
-        return None
-    return folder
+    return folder if step > 0 and os.path.isfile(os.path.join(folder, "trainer_state.json")) else None
 
 
 def save_interrupted(trainer) -> TrainingInterrupted:

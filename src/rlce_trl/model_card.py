@@ -3,10 +3,7 @@
 TRL's card (`trl/templates/lm_model_card.md`) names the base model, the trainer and TRL's versions. This module adds
 one section, between the markers [`BEGIN`] and [`END`]: the method (RLCE, with the paper), the frozen verifier (model
 and backend), the RLCE reward settings, the dataset and the recipe, the training-health section and the run report.
-Outside the markers it changes TRL's own text in a few places (the base model, the license, the quick start, the
-training procedure, the demo line), each found by a pattern of [`TRL_ANCHORS`]; a test checks every pattern against
-the card TRL's template renders, so a wording change in TRL fails a test, and at run time a pattern that no longer
-matches is a warning, never a silent no-op.
+Outside the markers it changes TRL's own text in a few places, each found by a pattern of [`TRL_ANCHORS`].
 
 Nothing secret gets in: settings whose name says token / key / secret / password / header are left out, URLs lose
 their user-info and query string, local paths are reduced to their last component, and the whole card is scrubbed
@@ -360,11 +357,8 @@ def rlce_section(trainer, info: dict, dataset: str) -> str:
         rows.insert(2, ("Verifier calibration", label_light))
     table = "\n".join(f"| {k} | {v} |" for k, v in rows)
     settings = "\n".join(f"- `{k}`: {setting_value(v)}" for k, v in public_settings(args).items())
-    provenance = (
-        "Rewards use no gold labels, but the verifier was calibrated on a small labelled set (label-light)."
-        if label_light
-        else "No gold labels are used."
-    )
+    provenance = ("Rewards use no gold labels, but the verifier was calibrated on a small labelled set (label-light)."
+                  if label_light else "No gold labels are used.")
     text = f"""{BEGIN}
 ### RLCE
 

@@ -88,12 +88,6 @@ def completion_columns(results: Sequence[GroupResult], group_ids: Sequence | Non
     return columns
 
 
-def metric_key(method: str, name: str) -> str:
-    """The logged name of a per-step metric: `<method>/<name>`, the method being `rlce` for RLCE and its ablations,
-    else the scorer's name (`usc/verified_fraction`)."""
-    return f"{method}/{name}"
-
-
 def group_size(prompts: Sequence, num_generations: int | None = None) -> int:
     """G for a flat, sampler-ordered batch: `num_generations` when given, else found from the batch itself (TRL does
     not pass it to reward functions). TRL's sampler repeats each row G times in a row, so the batch is runs of equal
@@ -234,8 +228,7 @@ class RLCEReward:
             results, stats = pipeline.score(groups)
         if at is not None and time.monotonic() >= at:
             results = [_unscored(len(g.completions)) for g in groups]
-        failed = sum(r.status == "verifier_failed" for r in results)
-        return results, stats, failed
+        return results, stats, sum(r.status == "verifier_failed" for r in results)
 
     def _finish(self, results, stats, failed: int, log_metric, log_extra) -> list[float | None]:
         self.failed_groups += failed
@@ -244,10 +237,10 @@ class RLCEReward:
                            "%d since the start.", failed, len(results), self.failed_groups)
         if log_metric is not None:
             for name, value in stats.metrics().items():
-                log_metric(metric_key("rlce", name), value)
-            log_metric(metric_key("rlce", "failed_groups"), float(failed))
+                log_metric(f"rlce/{name}", value)
+            log_metric("rlce/failed_groups", float(failed))
             unscored = sum(all(v is None for v in r.verified) for r in results)
-            log_metric(metric_key("rlce", "unscored_fraction"), unscored / max(len(results), 1))
+            log_metric("rlce/unscored_fraction", unscored / max(len(results), 1))
         if log_extra is not None:
             for name, values in completion_columns(results).items():
                 log_extra(name, values)

@@ -9,9 +9,8 @@ The trainer gathers the groups of a step from every process, scores each group o
 across steps (RLCE's static tests, rubric buffers) share it through `pop_state_updates` / `apply_state_updates` and
 checkpoint it through `state_dict` / `load_state_dict`.
 
-- [`GroupScorer`]: the protocol the trainer calls; [`ScorerBase`] gives every member but `score` a default. Your own
-  scorer may derive from it, or define `score` and any of the other members only: [`as_group_scorer`] adds the
-  defaults once, so the trainer, the scripts and the evidence trail never probe a scorer for members.
+- [`GroupScorer`]: the protocol the trainer calls; your own scorer derives from [`ScorerBase`], or defines `score`
+  and any of the other members only ([`as_group_scorer`]): the trainer never probes a scorer for members.
 - [`Group`], [`GroupResult`], [`StepStats`]: what goes in and comes out, with no method's specifics (those go in
   `GroupResult.tests` / `GroupResult.extra` and `StepStats.extra`).
 
@@ -127,11 +126,8 @@ class StepStats:
             "construction_failures": float(sum(self.construction_failures.values())),
             "abstentions_invalid": float(self.verdicts["invalid"]),
         }
-        for verdict in sorted(self.verdicts):
-            out[f"verdict_{verdict}_frac"] = self.verdicts[verdict] / judged if judged else 0.0
-        for name, value in sorted(self.extra.items()):
-            out[name] = float(value)
-        return out
+        verdicts = {f"verdict_{v}_frac": self.verdicts[v] / judged if judged else 0.0 for v in sorted(self.verdicts)}
+        return out | verdicts | {name: float(value) for name, value in sorted(self.extra.items())}
 
 
 @runtime_checkable
@@ -204,15 +200,12 @@ class _Adapted(ScorerBase):
     defines is its own, the defaults of `ScorerBase` fill the rest."""
 
     def __init__(self, inner):
-        self.inner = inner
+        self.inner, self.score = inner, inner.score
         self.name = getattr(inner, "name", "") or type(inner).__name__.lower()
         for hook in HOOKS:
             value = getattr(inner, hook, None)
             if value is not None:
                 setattr(self, hook, tuple(value) if hook == "columns" else value)
-
-    def score(self, groups):
-        return self.inner.score(groups)
 
 
 def as_group_scorer(scorer) -> GroupScorer:

@@ -114,13 +114,10 @@ def evidence_trace(record: dict) -> dict:
          "input": {"verdicts": [t.get("verdict") for t in record.get("tests") or []]},
          "output": {"scores": by_answer, "winner": record.get("winner"), "rewards": record.get("rewards")}},
     ]
-    metadata = {
-        "group": record.get("id"), "step": record.get("step"), "mode": record.get("mode"),
-        "method": record.get("method"), "status": record.get("status"),
-        "verified_answer": record.get("verified_answer"), "rewards": record.get("rewards"),
-        "scores": by_answer, "assignment": record.get("assignment"), "tests": len(record.get("tests") or []),
-        "tie_break_round": record.get("tie_break_round"),
-    }
+    metadata = {"group": record.get("id"),
+                **{key: record.get(key) for key in ("step", "mode", "method", "status", "verified_answer", "rewards")},
+                "scores": by_answer, "assignment": record.get("assignment"), "tests": len(record.get("tests") or []),
+                "tie_break_round": record.get("tie_break_round")}
     extra = {k: v for k, v in (record.get("extra") or {}).items() if v not in (None, {}, [])}
     if extra:
         metadata["extra"] = extra

@@ -24,7 +24,7 @@ from .methods import build_scorer, method_hook, scorer_name
 from .model_card import PAPER, add_rlce_section
 from .models import resolve_model
 from .retention import CompletionsRetention
-from .rewards import build_groups, completion_columns, metric_key, rlce_format
+from .rewards import build_groups, completion_columns, rlce_format
 from .scoring import GroupResult, GroupScorer, StepStats, as_group_scorer
 from .tracking import TrackioEvidence, attach_trackio, link_model_card, with_trackio_tags
 from .trainer_video import VideoGRPOMixin
@@ -107,8 +107,7 @@ def _checked_args(model, args) -> tuple[object, RLCEGRPOConfig]:
             "`RLCEGRPOConfig(...)` (it accepts every GRPOConfig field)."
         )
     for name in ("verifier_model_name_or_path", "partner_model_name_or_path"):
-        if isinstance(getattr(args, name), str):
-            setattr(args, name, resolve_model(getattr(args, name)))
+        setattr(args, name, resolve_model(getattr(args, name)))
     return model, args
 
 
@@ -131,14 +130,12 @@ def _user_rewards(reward_funcs, args: RLCEGRPOConfig) -> tuple[list, list[float]
 
 class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
     """
-    Trainer for Reinforcement Learning with Comparative Evidence (RLCE): GRPO whose reward is the comparative-evidence
-    verdict of a frozen copy of the initial model, with no gold labels.
-
-    The only change w.r.t. [`~trl.GRPOTrainer`] is where the reward comes from: each rollout group's answers are
-    compared by the frozen verifier (pairwise evidence tests, validated against the prompt and aggregated), and the
-    rollouts whose answer wins get `rlce_verified` = 1 (0 otherwise, `None` for a group with no verified answer),
-    next to `rlce_format` (1 for a `\\boxed{}` answer). Groups are scored whole, each on one process; `rlce/*` metrics
-    and `rlce_*` completion columns are logged; the scorer's state is saved with every checkpoint. Generation, loss,
+    Trainer for Reinforcement Learning with Comparative Evidence (RLCE): [`~trl.GRPOTrainer`] with no gold labels,
+    whose only change is where the reward comes from: each rollout group's answers are compared by a frozen copy of
+    the initial model (pairwise evidence tests, validated against the prompt and aggregated), and the rollouts whose
+    answer wins get `rlce_verified` = 1 (0 otherwise, `None` for a group with no verified answer), next to
+    `rlce_format` (1 for a `\\boxed{}` answer). Groups are scored whole, each on one process; `rlce/*` metrics and
+    `rlce_*` completion columns are logged; the scorer's state is saved with every checkpoint. Generation, loss,
     weight syncing, tools and environments are GRPO's; video rows (`args.video_input`) reach generation, every
     log-probability forward and the verifier. `docs/drop-in.md` lists every difference and every override.
 
@@ -317,7 +314,7 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
 
         self._log_rlce_metrics(mode, [r.stats for r in reports], [r.work for r in reports])
         unscored = sum(all(v is None for v in result.verified) for result in results)  # the documented treatment
-        self._metrics[mode][metric_key(self.method_name, "unscored_fraction")].append(unscored / max(len(results), 1))
+        self._metrics[mode][f"{self.method_name}/unscored_fraction"].append(unscored / max(len(results), 1))
         # State built across steps (static tests, rubric buffers) follows the prompt, whichever process scored it.
         for report in reports:
             if report.rank != rank and report.state_updates:
@@ -380,8 +377,8 @@ class RLCEGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             ("verifier_failed_requests", float(sum(w.failed_requests for w in work))),
             *self.verifier.transport_metrics().items(),  # server and colocate: cumulative counters
         ]
-        for name, value in named:
-            self._metrics[mode][metric_key(self.method_name, name)].append(value)
+        for name, value in named:  # `<method>/<name>`: `rlce` for RLCE and its ablations, else the scorer's name
+            self._metrics[mode][f"{self.method_name}/{name}"].append(value)
         failures = total.verdict_failures
         if failures:
             logger.info("%s: %d unreadable verdicts counted as abstentions (%s).", self.method_name,

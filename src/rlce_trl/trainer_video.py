@@ -127,12 +127,9 @@ class VideoGRPOMixin:
         self._video_frames = frames
         try:
             output = super()._generate_and_score_completions(rows)
-            ctx = self._video_ctx
+            output["pixel_values_videos"], output["video_grid_thw"] = self._video_ctx  # set by _tokenize_prompts
         finally:
             self._video_ctx, self._video_frames = None, None
-        if ctx is None:  # pragma: no cover - _tokenize_prompts always sets it for video prompts
-            raise RuntimeError("Video prompts were generated without their frames: report this as a bug.")
-        output["pixel_values_videos"], output["video_grid_thw"] = ctx
         return output
 
     @staticmethod
@@ -208,7 +205,7 @@ class VideoGRPOMixin:
             raise RuntimeError(f"{len(grids)} clips for {input_ids.size(0)} rows: the video inputs lost alignment.")
         types = self._video_token_types(input_ids, logits_to_keep)
         batch_size = batch_size or input_ids.size(0)
-        logps, entropies, aux = [], [], []
+        chunks = []
         for start in range(0, input_ids.size(0), batch_size):
             end = min(start + batch_size, input_ids.size(0))
             forward = model
@@ -218,13 +215,11 @@ class VideoGRPOMixin:
                     pixel_values_videos=torch.cat(pixels[start:end]).to(input_ids.device),
                     video_grid_thw=torch.cat(grids[start:end]).to(input_ids.device),
                 )
-            lp, ent, al = super()._get_per_token_logps_and_entropies(
+            chunks.append(super()._get_per_token_logps_and_entropies(
                 forward, input_ids[start:end], attention_mask[start:end], logits_to_keep, end - start,
                 compute_entropy, compute_aux_loss, mm_token_type_ids=types[start:end],
-            )
-            logps.append(lp)
-            entropies.append(ent)
-            aux.append(al)
+            ))
+        logps, entropies, aux = zip(*chunks, strict=True)
         return (
             torch.cat(logps),
             torch.cat(entropies) if compute_entropy else None,
