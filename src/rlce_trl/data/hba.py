@@ -64,6 +64,11 @@ def clean_problem(problem: str) -> str:
     return _AUDIO_LINE.sub("", problem).replace("<audio>", "").strip()
 
 
+def question_text(problem: str) -> str:
+    """The problem with both media placeholders removed: what a text-only judge is shown as the question."""
+    return clean_problem(problem).replace(_VIDEO, "").strip()
+
+
 def user_content(problem: str, labels: Sequence[str] = ()) -> list[dict]:
     """Content blocks of the user turn: text and `{"type": "video"}` placeholders in the order the problem gives them,
     then the options line for closed-label tasks."""
@@ -92,7 +97,7 @@ def build_hba_row(record: dict, task: str, index: int, split: str = "test") -> d
            "prompt": [{"role": "system", "content": [{"type": "text", "text": SOLVER_SYSTEM_PROMPT}]},
                       {"role": "user", "content": user_content(record["problem"], task.labels or ())}],
            "answer_options": list(task.labels or ()), "videos": videos,
-           "question": clean_problem(record["problem"]).replace(_VIDEO, "").strip()}  # what a text-only judge reads
+           "question": question_text(record["problem"])}
     n_placeholders = sum(b["type"] == "video" for b in row["prompt"][1]["content"])
     if n_placeholders != len(row["videos"]):
         raise InputError(f"HBA row {row['id']} has {n_placeholders} <video> placeholders in `problem` but "
