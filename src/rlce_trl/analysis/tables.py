@@ -50,14 +50,9 @@ def summarize(
             "variation_share_mean": share.mean,
             "pair_correct_higher": sum(u for _, u, _ in ordering) / ordered_pairs if ordered_pairs else None,
         }
-        for ref in REFERENCES:
-            if ref == method:
-                row[f"reverses_{ref}"], row[f"reverses_{ref}_cases"] = None, 0
-                continue
-            both = [r for r in logged if ref in r["methods"]]
-            rate = reversal_rate(
-                (r["methods"][ref]["rewards"], r["methods"][method]["rewards"], r["correct"]) for r in both
-            )
+        for ref in REFERENCES:  # a reference never reverses itself: no rate, no cases
+            rate = reversal_rate((r["methods"][ref]["rewards"], r["methods"][method]["rewards"], r["correct"])
+                                 for r in logged if ref in r["methods"] and ref != method)
             row[f"reverses_{ref}"], row[f"reverses_{ref}_cases"] = rate.rate, rate.cases
         tests = [(as_tests(e["tests"]), [bool(c) for c in e["answer_correct"]])
                  for e in entries if e.get("tests") and e.get("answer_correct") is not None]

@@ -252,8 +252,7 @@ class Coevolver:
             state["checkpoints"][phase.role] = report["result"]["checkpoint"]
         else:
             score = report["result"].get("score")
-            entry = {"round": state["round"], "score": score, "checkpoint": job["model"],
-                     "folder": job["output_dir"]}
+            entry = {"round": state["round"], "score": score, "checkpoint": job["model"], "folder": job["output_dir"]}
             state["validations"].append(entry)
             best = state["best"]
             if score is not None and (best is None or score > best["score"]):

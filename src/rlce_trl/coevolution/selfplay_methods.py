@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
 
 from ..data.jsonl import write_jsonl
 from ..errors import InputError
@@ -41,18 +40,13 @@ def _frozen(path: str, cache: dict, video: bool):
 
 class _SelfPlay:
     """The shared loop of VisPlay and Video-Zero: a questioner phase against the frozen answering role, the answering
-    role's pseudo-labelled data, the answering role's phase."""
+    role's pseudo-labelled data, the answering role's phase. A method's `_functions()` gives its `questioner_row` and
+    its answer-rows builder, from its module in `rlce_trl.methods` (imported when first needed)."""
 
     name = ""
     answerer = ""
     steps: dict[str, int] = {}
     rewards: tuple[str, str] = ("", "")
-
-    @staticmethod
-    def _functions() -> tuple[Callable[[dict], dict], Callable[..., tuple[list[dict], dict]]]:
-        """The method's `questioner_row` and its answer-rows builder, from its module in `rlce_trl.methods` (imported
-        when first needed)."""
-        raise NotImplementedError
 
     def __init__(self, settings: dict | None = None):
         self.settings = dict(settings or {})
