@@ -14,6 +14,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Iterable
+from itertools import count, takewhile
 from pathlib import Path
 
 from ..errors import InputError, MissingInputError
@@ -75,10 +76,7 @@ def _part(path: Path, k: int) -> Path:
 
 def rotated_paths(path: str | os.PathLike) -> list[Path]:
     """The rotated parts of `path` on disk (`log.1.jsonl`, `log.2.jsonl`, ...: newest first), without `path`."""
-    path, parts = Path(path), []
-    while _part(path, len(parts) + 1).exists():
-        parts.append(_part(path, len(parts) + 1))
-    return parts
+    return list(takewhile(Path.exists, (_part(Path(path), k) for k in count(1))))
 
 
 def rotate_jsonl(path: str | os.PathLike, keep: int) -> None:

@@ -46,14 +46,9 @@ def media_items(prompt) -> list[dict] | None:
     its frames when it has no reference. `None` when the prompt has no video."""
     items = []
     for block in video_blocks(prompt):
-        item = {"type": "video", "metadata": block.get("metadata")}
-        if block.get("source"):
-            item["source"] = block["source"]
-        elif block.get("video") is not None:
-            item["video"] = block["video"]
-        else:
-            continue
-        items.append(item)
+        key = "source" if block.get("source") else "video" if block.get("video") is not None else None
+        if key:
+            items.append({"type": "video", "metadata": block.get("metadata"), key: block[key]})
     return items or None
 
 

@@ -117,12 +117,11 @@ class _ElectTerm:
             labels = _column(kwargs, cfg.labels_column, n)
             refs = [None if r is None else (extract_answer(str(r), lab or None) or str(r))
                     for r, lab in zip(refs, labels, strict=True)]
+        elif "rlce_verified_answer" not in kwargs:
+            raise ValueError(f"{self.__name__} with gate='rlce' needs the `rlce_verified_answer` column, which "
+                             "RLCEGRPOTrainer passes to reward functions. Use RLCEGRPOTrainer, or gate='gold' with a "
+                             "solution column.")
         else:
-            if "rlce_verified_answer" not in kwargs:
-                raise ValueError(
-                    f"{self.__name__} with gate='rlce' needs the `rlce_verified_answer` column, which RLCEGRPOTrainer "
-                    "passes to reward functions. Use RLCEGRPOTrainer, or gate='gold' with a solution column."
-                )
             refs = list(kwargs["rlce_verified_answer"])
         return [
             None if ref is None
