@@ -157,8 +157,6 @@ def overall_verdict_accuracy(
     groups: Iterable[tuple[Sequence[EvidenceTest], Sequence[bool]]], ties: str = "random"
 ) -> tuple[float | None, int]:
     """Mean verdict credit with all tests composed, over eligible groups with evidence: `(accuracy, groups)`."""
-    credits = [
-        c for tests, correct in groups if eligible(correct)
-        for c in [verdict_credit(tests, correct, ties)] if c is not None
-    ]
+    credits = [c for tests, correct in groups if eligible(correct)
+               for c in [verdict_credit(tests, correct, ties)] if c is not None]
     return mean(credits), len(credits)

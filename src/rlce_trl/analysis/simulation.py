@@ -97,10 +97,8 @@ def simulate_composition(
     results = []
     for k, error_rate in enumerate(error_rates):
         rng = np.random.default_rng([seed, k])
-        groups = [
-            simulated_tests(rng, num_answers, tests_per_direction, error_rate, abstain_rate, concentration)
-            for _ in range(trials)
-        ]
+        groups = [simulated_tests(rng, num_answers, tests_per_direction, error_rate, abstain_rate, concentration)
+                  for _ in range(trials)]
         by_k = accuracy_vs_num_tests(groups, max_tests, 1, seed=seed + k, ties=ties)
         by_fraction = accuracy_vs_incorrect_fraction(groups, ties=ties)
         results.append(SimulationResult(error_rate, by_k, by_fraction))

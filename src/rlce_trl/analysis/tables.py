@@ -110,10 +110,8 @@ def markdown_table(rows: Sequence[dict]) -> str:
 
 
 def _curve_rows(curves: dict[str, list[CurvePoint]], x_name: str) -> list[dict]:
-    return [
-        {"method": m, x_name: p.x, "accuracy": p.accuracy, "groups": p.groups} for m, points in curves.items()
-        for p in points
-    ]
+    return [{"method": m, x_name: p.x, "accuracy": p.accuracy, "groups": p.groups}
+            for m, points in curves.items() for p in points]
 
 
 def _write_csv(rows: Sequence[dict], path: Path) -> None:

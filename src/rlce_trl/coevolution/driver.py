@@ -77,10 +77,8 @@ class DriverSettings:
 
 def round_steps(method: CoevolutionMethod, round_: int, settings: DriverSettings) -> list[dict]:
     """The steps of a round: `{"id", "kind", "phase"}` (phase as a dict; `None` for validate)."""
-    steps = []
-    for phase in method.phases(round_, settings.settings):
-        for kind in ("build", "train"):
-            steps.append({"id": f"r{round_}-{phase.name}-{kind}", "kind": kind, "phase": phase.to_dict()})
+    steps = [{"id": f"r{round_}-{phase.name}-{kind}", "kind": kind, "phase": phase.to_dict()}
+             for phase in method.phases(round_, settings.settings) for kind in ("build", "train")]
     if settings.validation_file:
         steps.append({"id": f"r{round_}-validate", "kind": "validate", "phase": None})
     return steps

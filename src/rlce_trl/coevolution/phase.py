@@ -237,8 +237,7 @@ def run_validate(job: dict) -> dict:
     from .corpus import load_validation
 
     script_args, _, _ = parse_job_args(job)
-    rows = load_validation(job["validation_file"], script_args.hba_task)
-    rows = rows[: script_args.validation_limit] if script_args.validation_limit else rows
+    rows = load_validation(job["validation_file"], script_args.hba_task)[: script_args.validation_limit or None]
     video = any(r.get("videos") for r in rows)
     judge = None if any(r.get("answer_options") for r in rows) else make_judge(script_args, rows)
     generator = make_generator(job["model"], "transformers", video=video,

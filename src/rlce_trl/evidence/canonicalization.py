@@ -54,11 +54,8 @@ def equivalence_pairs(state: GroupState, known: Sequence[str] = ()) -> list[tupl
     if state.num_answers < 2:
         return []
     m, members = len(known), _known_members(state, known)
-    return [
-        (i, j)
-        for i, j in itertools.combinations(range(m + state.num_answers), 2)
-        if j >= m and j - m not in members and not (i >= m and i - m in members)
-    ]
+    return [(i, j) for i, j in itertools.combinations(range(m + state.num_answers), 2)
+            if j >= m and j - m not in members and not (i >= m and i - m in members)]
 
 
 def equivalence_request(state: GroupState, max_tokens: int, known: Sequence[str] = ()) -> Request:

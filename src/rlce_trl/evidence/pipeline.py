@@ -169,9 +169,8 @@ class EvidencePipeline(ScorerBase):
     def _canonicalize(self, states: list[GroupState], stats: StepStats) -> None:
         known = {id(s): self._known_classes(s) for s in states}
         todo = [s for s in states if s.group.labels is None and canonicalization.equivalence_pairs(s, known[id(s)])]
-        requests = [
-            canonicalization.equivalence_request(s, self.settings.equivalence_max_tokens, known[id(s)]) for s in todo
-        ]
+        requests = [canonicalization.equivalence_request(s, self.settings.equivalence_max_tokens, known[id(s)])
+                    for s in todo]
         for state, reply in zip(todo, self.verifier.generate(requests), strict=True):
             state.failed_requests += reply.error is not None
             canonicalization.apply_equivalence(state, reply, known[id(state)])

@@ -92,9 +92,8 @@ def load_prompts(path: str | Path) -> VerifierPrompts:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
-        raise ValueError(
-            f"Cannot read the prompts file {path}: {error.strerror}. Check `rlce_prompts_file`."
-        ) from None
+        message = f"Cannot read the prompts file {path}: {error.strerror}. Check `rlce_prompts_file`."
+        raise ValueError(message) from None
     is_yaml = path.suffix in (".yaml", ".yml")
     try:
         data = (yaml.safe_load(text) or {}) if is_yaml else (json.loads(text) if text.strip() else {})
