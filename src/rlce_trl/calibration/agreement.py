@@ -30,8 +30,9 @@ logger = logging.getLogger(__name__)
 CONTENT_FREE_CLAIMS = ("N/A", "", "[MASK]")
 
 
-def _requests(prompts: VerifierPrompts, pairs: Sequence[tuple[str, str]], max_tokens: int) -> list[Request]:
-    return [validation_request(context, test, max_tokens, prompts=prompts) for context, test in pairs]
+def _requests(prompts: VerifierPrompts, pairs: Sequence[tuple[str, str]]) -> list[Request]:
+    """Validation requests of up to 4 tokens (a verdict)."""
+    return [validation_request(context, test, 4, prompts=prompts) for context, test in pairs]
 
 
 def read_verdicts(replies: Sequence[Reply], calibration: VerdictCalibration | None = None) -> tuple[list[str], int]:
@@ -49,22 +50,14 @@ def read_verdicts(replies: Sequence[Reply], calibration: VerdictCalibration | No
     return verdicts, unreadable
 
 
-def ask(
-    verifier: Verifier, prompts: VerifierPrompts, cases: Sequence[CalibrationCase], max_tokens: int = 4
-) -> list[Reply]:
+def ask(verifier: Verifier, prompts: VerifierPrompts, cases: Sequence[CalibrationCase]) -> list[Reply]:
     """The validator's replies to every case, in one batched call."""
-    return verifier.generate(_requests(prompts, [(c.context, c.test) for c in cases], max_tokens))
+    return verifier.generate(_requests(prompts, [(c.context, c.test) for c in cases]))
 
 
-def score_prompts(
-    verifier: Verifier,
-    prompts: VerifierPrompts,
-    cases: Sequence[CalibrationCase],
-    calibration: VerdictCalibration | None = None,
-    resamples: int = 1000,
-    seed: int = 0,
-    replies: Sequence[Reply] | None = None,
-) -> Alignment:
+def score_prompts(verifier: Verifier, prompts: VerifierPrompts, cases: Sequence[CalibrationCase],
+                  calibration: VerdictCalibration | None = None, resamples: int = 1000, seed: int = 0,
+                  replies: Sequence[Reply] | None = None) -> Alignment:
     """Validator agreement with the labels of `cases` (accuracy, kappa, yes-rate, each with a bootstrap CI)."""
     replies = ask(verifier, prompts, cases) if replies is None else replies
     verdicts, unreadable = read_verdicts(replies, calibration)
@@ -76,26 +69,18 @@ def content_free_prior(verifier: Verifier, prompts: VerifierPrompts, contexts: S
     """The mean verdict distribution for content-free claims under this template, over (up to 8 of) the contexts."""
     contexts = list(dict.fromkeys(contexts))[:8] or [""]
     pairs = [(context, claim) for context in contexts for claim in CONTENT_FREE_CLAIMS]
-    replies = verifier.generate(_requests(prompts, pairs, 4))
+    replies = verifier.generate(_requests(prompts, pairs))
     dists = [_normalised(r.choice_logprobs) for r in replies if r.choice_logprobs and r.error is None]
     if not dists:
-        raise ValueError(
-            f"The verifier ({verifier.name}) returned no choice log-probabilities: calibrated verdicts need a backend "
-            "that scores guided choices (the transformers backend does)."
-        )
+        raise ValueError(f"The verifier ({verifier.name}) returned no choice log-probabilities: calibrated verdicts "
+                         "need a backend that scores guided choices (the transformers backend does).")
     return {k: sum(d.get(k, 0.0) for d in dists) / len(dists) for k in VERDICTS if any(k in d for d in dists)}
 
 
-def fit_calibration(
-    verifier: Verifier,
-    prompts: VerifierPrompts,
-    cases: Sequence[CalibrationCase],
-    contextual: bool = True,
-    band: bool = True,
-    metric: str = "kappa",
-    replies: Sequence[Reply] | None = None,
-    prior: dict[str, float] | None = None,
-) -> VerdictCalibration:
+def fit_calibration(verifier: Verifier, prompts: VerifierPrompts, cases: Sequence[CalibrationCase],
+                    contextual: bool = True, band: bool = True, metric: str = "kappa",
+                    replies: Sequence[Reply] | None = None,
+                    prior: dict[str, float] | None = None) -> VerdictCalibration:
     """Fit the prior (content-free claims over the cases' contexts; or the `prior` given) and the band (the margin,
     among 0 and the observed margins' quantiles, that maximises `metric` on `cases`). `replies`: the verifier's
     replies to `cases`, when already asked."""
@@ -108,20 +93,20 @@ def fit_calibration(
     replies = ask(verifier, prompts, cases) if replies is None else replies
     if not any(r.choice_logprobs for r in replies):
         raise ValueError(f"The verifier ({verifier.name}) returned no choice log-probabilities for the cases.")
-    calibration = VerdictCalibration(prompts.version, prior, 0.0, len(cases))
     gold = [c.label for c in cases]
-    best_band, best_value = 0.0, METRICS[metric](read_verdicts(replies, calibration)[0], gold)
+
+    def score(margin: float) -> float:
+        return METRICS[metric](read_verdicts(replies, VerdictCalibration(prompts.version, prior, margin))[0], gold)
+
+    best_band, best_value = 0.0, score(0.0)
     if band:
         margins = sorted(_margin(r.choice_logprobs, prior) for r in replies if r.choice_logprobs)
         candidates = {margins[int(q * (len(margins) - 1))] + 1e-6 for q in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)}
         for candidate in sorted(candidates):
-            value = METRICS[metric](
-                read_verdicts(replies, VerdictCalibration(prompts.version, prior, candidate))[0], gold
-            )
+            value = score(candidate)
             if value > best_value + 1e-12:
                 best_band, best_value = candidate, value
-    calibration.band = best_band
-    return calibration
+    return VerdictCalibration(prompts.version, prior, best_band, len(cases))
 
 
 def _margin(logprobs: dict[str, float], prior: dict[str, float] | None) -> float:

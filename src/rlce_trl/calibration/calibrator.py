@@ -28,6 +28,7 @@ from .agreement import ask, score_prompts
 from .cases import CalibrationCase
 
 Proposer = Callable[[VerifierPrompts, list[CalibrationCase], int], "VerifierPrompts | None"]
+Scorer = Callable[[VerifierPrompts, Sequence[CalibrationCase]], tuple[float, list[str]]]
 
 
 @dataclass
@@ -64,17 +65,9 @@ class CoactiveCalibrator:
             (`metric`, no bootstrap).
     """
 
-    def __init__(
-        self,
-        verifier: Verifier | None,
-        proposers: Sequence[Proposer],
-        max_versions: int = 20,
-        patience: int = 10,
-        min_gain: float = 0.2,
-        max_regression: float = 0.02,
-        metric: str = "kappa",
-        scorer: Callable[[VerifierPrompts, Sequence[CalibrationCase]], tuple[float, list[str]]] | None = None,
-    ):
+    def __init__(self, verifier: Verifier | None, proposers: Sequence[Proposer], max_versions: int = 20,
+                 patience: int = 10, min_gain: float = 0.2, max_regression: float = 0.02, metric: str = "kappa",
+                 scorer: Scorer | None = None):
         problems = []
         if max_versions < 1:
             problems.append("max_versions must be >= 1")
@@ -105,9 +98,8 @@ class CoactiveCalibrator:
         ret = _finite(self.scorer(prompts, retained)[0]) if retained else None
         return _finite(cur), ret, predictions
 
-    def run(
-        self, prompts: VerifierPrompts, current: Sequence[CalibrationCase], retained: Sequence[CalibrationCase] = ()
-    ) -> tuple[VerifierPrompts, list[Revision]]:
+    def run(self, prompts: VerifierPrompts, current: Sequence[CalibrationCase],
+            retained: Sequence[CalibrationCase] = ()) -> tuple[VerifierPrompts, list[Revision]]:
         """Calibrate from `prompts` on the `current` batch, guarding `retained` cases. Returns the best prompts and
         the history (the starting version first, as an accepted entry)."""
         current, retained = list(current), list(retained)

@@ -14,7 +14,7 @@ That is 100 claims, true yes-rate 0.40. Rows are split per topic, alternately, i
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.jsonl import read_jsonl
@@ -41,11 +41,7 @@ class CalibrationCase:
     test: str
     label: str
     split: str = "calibration"
-    kind: str = "test"
     source: str = ""  # "true" / "false" / "unknowable" for the built-in claim set, free text otherwise
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def claim_text(preference: str) -> str:
@@ -105,7 +101,7 @@ def load_cases(path: str | Path) -> list[CalibrationCase]:
         if split not in SPLITS:
             raise ValueError(f"{path}, row {n}: split {split!r} must be one of {', '.join(SPLITS)}.")
         case_id, source = str(row.get("id", n)), str(row.get("source", ""))
-        cases.append(CalibrationCase(case_id, row["context"], row["test"], label, split, "test", source))
+        cases.append(CalibrationCase(case_id, row["context"], row["test"], label, split, source))
     return cases
 
 

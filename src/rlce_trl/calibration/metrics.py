@@ -32,10 +32,7 @@ def yes_rate(pred: Sequence[str], gold: Sequence[str] | None = None) -> float:
 
 
 METRICS: dict[str, Callable[[Sequence[str], Sequence[str]], float]] = {
-    "accuracy": accuracy,
-    "kappa": cohen_kappa,
-    "yes_rate": yes_rate,
-}
+    "accuracy": accuracy, "kappa": cohen_kappa, "yes_rate": yes_rate}
 
 
 @dataclass
@@ -48,14 +45,8 @@ class Estimate:
         return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
 
-def bootstrap(
-    pred: Sequence[str],
-    gold: Sequence[str],
-    metric: Callable,
-    resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> Estimate:
+def bootstrap(pred: Sequence[str], gold: Sequence[str], metric: Callable, resamples: int = 1000, seed: int = 0,
+              level: float = 0.95) -> Estimate:
     """The metric with a percentile bootstrap CI over cases (resampled with replacement; NaN draws are skipped)."""
     value = metric(pred, gold)
     rng = random.Random(seed)
@@ -93,17 +84,13 @@ class Alignment:
         return getattr(self, name).value
 
     def to_dict(self) -> dict:
-        out = {"version": self.version, "n": self.n, "true_yes_rate": self.true_yes_rate}
-        for name in METRICS:
-            out[name] = asdict(getattr(self, name))
-        out["verdicts"] = dict(self.verdicts)
-        out["unreadable"] = self.unreadable
-        return out
+        return {"version": self.version, "n": self.n, "true_yes_rate": self.true_yes_rate,
+                **{name: asdict(getattr(self, name)) for name in METRICS}, "verdicts": dict(self.verdicts),
+                "unreadable": self.unreadable}
 
 
-def alignment(
-    version: str, pred: Sequence[str], gold: Sequence[str], unreadable: int = 0, resamples: int = 1000, seed: int = 0
-) -> Alignment:
+def alignment(version: str, pred: Sequence[str], gold: Sequence[str], unreadable: int = 0, resamples: int = 1000,
+              seed: int = 0) -> Alignment:
     """All metrics of one set of verdicts, each with its bootstrap CI (the same resamples for every metric)."""
     pred, gold = list(pred), list(gold)
     estimates = {name: bootstrap(pred, gold, metric, resamples, seed) for name, metric in METRICS.items()}

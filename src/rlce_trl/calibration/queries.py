@@ -50,12 +50,8 @@ def categorize(record: dict, method: str = "rlce", judge: str = "policy_judge", 
     scores = sorted(_scores(entry), reverse=True)
     verdicts = [t.get("verdict") for t in entry.get("tests") or []]
     unknown_share = sum(v in ("unknown", None) for v in verdicts) / len(verdicts) if verdicts else 0.0
-    if (
-        winner is None
-        or entry.get("status") not in (None, "verified")
-        or (len(scores) >= 2 and scores[0] - scores[1] <= margin)
-        or unknown_share >= 0.5
-    ):
+    if (winner is None or entry.get("status") not in (None, "verified")
+            or (len(scores) >= 2 and scores[0] - scores[1] <= margin) or unknown_share >= 0.5):
         out.append("uncertain")
     counts = Counter(answers[a] for a in assignment if isinstance(a, int) and 0 <= a < len(answers))
     answered = sum(counts.values())
@@ -69,9 +65,8 @@ def categorize(record: dict, method: str = "rlce", judge: str = "policy_judge", 
     return out
 
 
-def select_queries(
-    records: Sequence[dict], k: int = 50, method: str = "rlce", judge: str = "policy_judge", margin: float = 0.1
-) -> tuple[list[dict], int]:
+def select_queries(records: Sequence[dict], k: int = 50, method: str = "rlce", judge: str = "policy_judge",
+                   margin: float = 0.1) -> tuple[list[dict], int]:
     """Up to `k` groups in at least one category, most categories first (then in file order), each with its
     `query_categories`; and the number of malformed records skipped."""
     if k < 1:

@@ -76,17 +76,19 @@ def decoding_path(model) -> str:
     return "generate"
 
 
-def map_batch(cache, fn) -> None:
-    """Apply `fn` to every batch-first tensor of `cache` (keys, values, recurrent and convolution states), in place."""
-    for layer in kv_layers(cache):
-        layer.keys, layer.values = fn(layer.keys), fn(layer.values)
-    for layer in cache.layers:
+def map_batch(caches: list, fn) -> None:
+    """Replace every batch-first tensor (keys, values, recurrent and convolution states) of the first of `caches` by
+    `fn` of it and of the same tensor in each other cache (caches of the same layers), in place."""
+    for layer, *peers in zip(*(cache.layers for cache in caches), strict=True):
+        if is_kv_layer(layer) and getattr(layer, "keys", None) is not None:
+            layer.keys = fn(layer.keys, *(peer.keys for peer in peers))
+            layer.values = fn(layer.values, *(peer.values for peer in peers))
         if is_state_layer(layer):
             for i in range(layer.number_of_states):
-                if layer.conv_states[i] is not None:
-                    layer.conv_states[i] = fn(layer.conv_states[i])
-                if layer.recurrent_states[i] is not None:
-                    layer.recurrent_states[i] = fn(layer.recurrent_states[i])
+                for name in ("conv_states", "recurrent_states"):
+                    states = getattr(layer, name)
+                    if states[i] is not None:
+                        states[i] = fn(states[i], *(getattr(peer, name)[i] for peer in peers))
 
 
 def kv_layers(cache) -> list:

@@ -10,6 +10,7 @@ torch, transformers and vLLM are imported by the backend that is used, when it i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -80,12 +81,9 @@ class TransformersGenerator:
 
     def __call__(self, prompts: Sequence[list[dict]]) -> list[str]:
         tokenizer = with_pad_token(self.tokenizer)
-        texts = [self.render(p) for p in prompts]
-
-        def encode(batch):
-            return tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False)
-
-        return _generate_batched(self.model, tokenizer, texts, encode, self.max_new_tokens, self.batch_size)
+        encode = functools.partial(tokenizer, return_tensors="pt", padding=True, add_special_tokens=False)
+        return _generate_batched(self.model, tokenizer, [self.render(p) for p in prompts], encode,
+                                 self.max_new_tokens, self.batch_size)
 
     def sample(self, prompts: Sequence[list[dict]], specs: Sequence[Sampling]) -> list[list[Sampled]]:
         """`len(specs)` responses per prompt, with token log-probabilities (log-softmax of the raw logits at the
@@ -102,31 +100,28 @@ class TransformersGenerator:
         out: list[list[Sampled]] = []
         with evaluating(model):
             for prompt in prompts:
-                text = self.render(prompt)
-                batch = tokenizer([text], return_tensors="pt", add_special_tokens=False).to(device)
+                batch = tokenizer([self.render(prompt)], return_tensors="pt", add_special_tokens=False).to(device)
                 row: list[Sampled | None] = [None] * len(specs)
                 for members in groups.values():
                     spec = specs[members[0]]
-                    greedy = spec.temperature == 0
                     torch.manual_seed(spec.seed)
-                    with torch.no_grad():
-                        gen = model.generate(**batch, max_new_tokens=self.max_new_tokens, output_logits=True,
-                                             return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
-                                             num_return_sequences=1 if greedy else len(members),
-                                             **decoding_kwargs(spec))
-                    sampled = _sampled_sequences(gen, batch["input_ids"].shape[1], tokenizer, model)
+                    sampled = _generate_sampled(model, tokenizer, batch, self.max_new_tokens, spec,
+                                                num_return_sequences=1 if spec.greedy else len(members))
                     for j, i in enumerate(members):
-                        row[i] = sampled[0 if greedy else j]
+                        row[i] = sampled[0 if spec.greedy else j]
                 out.append(row)
         return out
 
 
-def _sampled_sequences(gen, prompt_len: int, tokenizer, model) -> list[Sampled]:
-    """The sequences of a `generate(..., output_logits=True, return_dict_in_generate=True)` result as [`Sampled`]:
-    text up to the first stop token and the log-softmax of the raw logits at the chosen tokens."""
+def _generate_sampled(model, tokenizer, batch, max_new_tokens: int, spec: Sampling, **extra) -> list[Sampled]:
+    """`model.generate` of one encoded prompt under `spec` (`extra`: more `generate` arguments), its sequences as
+    [`Sampled`]: text up to the first stop token and the log-softmax of the raw logits at the chosen tokens."""
     import torch
 
-    new = gen.sequences[:, prompt_len:]
+    with torch.no_grad():
+        gen = model.generate(**batch, max_new_tokens=max_new_tokens, output_logits=True, return_dict_in_generate=True,
+                             pad_token_id=tokenizer.pad_token_id, **extra, **decoding_kwargs(spec))
+    new = gen.sequences[:, batch["input_ids"].shape[1]:]
     logps = torch.stack(gen.logits, dim=1).float().log_softmax(-1)
     chosen = logps.gather(-1, new[:, : logps.shape[1], None]).squeeze(-1)
     stop = {tokenizer.pad_token_id, *eos_token_ids(model, tokenizer)}
@@ -162,15 +157,8 @@ class VisionLanguageGenerator:
                     if block.get("type") == "video"]  # in the order the processor reads the videos
         if metadata and all(metadata):  # source fps and frame indices: the frame timestamps some templates print
             processor_kwargs["video_metadata"] = metadata
-        return _no_thinking(
-            self.processor.apply_chat_template,
-            conversations,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-            return_tensors="pt",
-            processor_kwargs=processor_kwargs,
-        )
+        return _no_thinking(self.processor.apply_chat_template, conversations, add_generation_prompt=True,
+                            tokenize=True, return_dict=True, return_tensors="pt", processor_kwargs=processor_kwargs)
 
     def __call__(self, prompts: Sequence[list[dict]]) -> list[str]:
         return _generate_batched(self.model, with_pad_token(self.processor.tokenizer), list(prompts), self.encode,
@@ -194,12 +182,10 @@ class VisionLanguageGenerator:
                 batch = self.encode([prompt]).to(device)
                 row = []
                 for spec in specs:
-                    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+                    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
                         torch.manual_seed(spec.seed)
-                        gen = model.generate(**batch, max_new_tokens=self.max_new_tokens, output_logits=True,
-                                             return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
-                                             suppress_tokens=suppress, **decoding_kwargs(spec))
-                    row.append(_sampled_sequences(gen, batch["input_ids"].shape[1], tokenizer, model)[0])
+                        row.append(_generate_sampled(model, tokenizer, batch, self.max_new_tokens, spec,
+                                                     suppress_tokens=suppress)[0])
                 out.append(row)
         return out
 
@@ -215,9 +201,8 @@ def _generate_batched(model, tokenizer, items: list, encode: Callable, max_new_t
         with evaluating(model), torch.no_grad():
             for start in range(0, len(items), batch_size):
                 batch = encode(items[start : start + batch_size]).to(device)
-                generated = model.generate(
-                    **batch, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id
-                )
+                generated = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
+                                           pad_token_id=tokenizer.pad_token_id)
                 new = generated[:, batch["input_ids"].shape[1] :]
                 outputs += tokenizer.batch_decode(new, skip_special_tokens=True)
     finally:
@@ -241,33 +226,24 @@ class VLLMGenerator:
         self.params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, n=1)
 
     def __call__(self, prompts: Sequence[list[dict]]) -> list[str]:
-        outputs = self.llm.chat(
-            [list(p) for p in prompts],
-            self.params,
-            use_tqdm=False,
-            chat_template_kwargs=self._template_kwargs(),
-        )
-        return [o.outputs[0].text for o in outputs]
+        return [o.outputs[0].text for o in self._chat([list(p) for p in prompts], self.params)]
 
-    def _template_kwargs(self) -> dict:
-        return {"enable_thinking": False} if self.chat_template_kwargs is None else dict(self.chat_template_kwargs)
+    def _chat(self, conversations: list, params):
+        """`llm.chat` with thinking off, or exactly the training run's `chat_template_kwargs` ([`render_prompt`])."""
+        kwargs = {"enable_thinking": False} if self.chat_template_kwargs is None else dict(self.chat_template_kwargs)
+        return self.llm.chat(conversations, params, use_tqdm=False, chat_template_kwargs=kwargs)
 
     def sample(self, prompts: Sequence[list[dict]], specs: Sequence[Sampling]) -> list[list[Sampled]]:
         """As [`TransformersGenerator.sample`]: one request per prompt and spec, `logprobs=0` returns the sampled
         token's log-probability (vLLM's default `logprobs_mode` is the raw model output)."""
         from vllm import SamplingParams
 
-        params = [
-            SamplingParams(temperature=s.temperature, top_p=s.top_p if s.temperature else 1.0,
-                           top_k=(s.top_k or -1) if s.temperature else -1, seed=s.seed, logprobs=0,
-                           max_tokens=self.params.max_tokens, n=1)
-            for s in specs
-        ]
+        params = [SamplingParams(temperature=s.temperature, top_p=1.0 if s.greedy else s.top_p,
+                                 top_k=-1 if s.greedy else (s.top_k or -1), seed=s.seed, logprobs=0,
+                                 max_tokens=self.params.max_tokens, n=1) for s in specs]
         conversations = [list(p) for p in prompts for _ in specs]
-        outputs = self.llm.chat(conversations, params * len(prompts), use_tqdm=False,
-                                chat_template_kwargs=self._template_kwargs())
         flat = []
-        for o in outputs:
+        for o in self._chat(conversations, params * len(prompts)):
             c = o.outputs[0]
             flat.append(Sampled(c.text, [lp[t].logprob for t, lp in zip(c.token_ids, c.logprobs or [], strict=False)]))
         return [flat[i * len(specs) : (i + 1) * len(specs)] for i in range(len(prompts))]
@@ -279,16 +255,8 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
-def make_generator(
-    path: str,
-    backend: str = "auto",
-    *,
-    video: bool = False,
-    max_new_tokens: int = 512,
-    batch_size: int = 8,
-    dtype: str = "auto",
-    vllm_kwargs: dict | None = None,
-) -> Generator:
+def make_generator(path: str, backend: str = "auto", *, video: bool = False, max_new_tokens: int = 512,
+                   batch_size: int = 8, dtype: str = "auto", vllm_kwargs: dict | None = None) -> Generator:
     """The generator for a checkpoint: vLLM when `backend="vllm"`, or `"auto"` and vLLM is installed; transformers
     otherwise. Video rows (`video=True`) always use [`VisionLanguageGenerator`]: this package does not feed frames
     to vLLM (yet)."""
@@ -296,10 +264,8 @@ def make_generator(
         raise ValueError(f"Unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
     if video:
         if backend == "vllm":
-            raise ValueError(
-                "Video rows are generated with transformers (a vision-language model and its processor); "
-                "pass --backend transformers (or auto)."
-            )
+            raise ValueError("Video rows are generated with transformers (a vision-language model and its processor); "
+                             "pass --backend transformers (or auto).")
         return VisionLanguageGenerator.from_pretrained(path, max_new_tokens, batch_size, dtype)
     if backend == "vllm" or (backend == "auto" and vllm_available()):
         kwargs = dict(vllm_kwargs or {})

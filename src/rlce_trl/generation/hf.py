@@ -103,13 +103,8 @@ def eos_token_ids(model, tokenizer) -> list[int]:
 def generate_kwargs(sampling, pad_token_id: int | None, eos_ids: list[int]) -> dict:
     """`model.generate` keyword arguments for one `Sampling`: `n` sequences of up to `max_tokens` new tokens, greedy
     or sampled (temperature, top-p, top-k; `top_k=0` disables it)."""
-    kwargs = dict(
-        max_new_tokens=sampling.max_tokens,
-        num_return_sequences=sampling.n,
-        pad_token_id=pad_token_id,
-        eos_token_id=eos_ids,
-    )
-    return {**kwargs, **decoding_kwargs(sampling)}
+    return {"max_new_tokens": sampling.max_tokens, "num_return_sequences": sampling.n, "pad_token_id": pad_token_id,
+            "eos_token_id": eos_ids, **decoding_kwargs(sampling)}
 
 
 def decoding_kwargs(sampling) -> dict:

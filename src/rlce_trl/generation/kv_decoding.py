@@ -32,7 +32,7 @@ from os.path import commonprefix
 
 import torch
 
-from .caches import cache_kwarg, forward, is_kv_layer, is_state_layer, kv_layers, map_batch, new_cache
+from .caches import cache_kwarg, forward, kv_layers, map_batch, new_cache
 
 
 def plan_prefixes(ids: list[list[int]], indices: list[int], min_shared: float = 0.5) -> list[tuple[int, list[int]]]:
@@ -64,7 +64,6 @@ class Work:
     pad_tokens: int = 0
     decode_steps: int = 0
     reused_tokens: int = 0  # prefix tokens served from a `PrefixCache` instead of being read again
-    forward_calls: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)  # real tokens fed: prompt tails, decisions, decode
     seconds_by_kind: dict[str, float] = field(default_factory=dict)
 
@@ -110,8 +109,7 @@ def prefill_prefix(model, ids: list[int], work: Work, cache: PrefixCache | None 
     caller copies for each continuation."""
     from transformers import DynamicCache
 
-    start, cached = cache.longest(ids) if cache is not None else (0, [])
-    start = min(start, len(ids))
+    start, cached = cache.longest(ids) if cache is not None else (0, [])  # at most len(ids): a shared prefix
     if recurrent:
         kv = cached if start else new_cache(model)
     else:
@@ -121,7 +119,6 @@ def prefill_prefix(model, ids: list[int], work: Work, cache: PrefixCache | None 
         forward(model, input_ids=torch.tensor([ids[start:]], device=model.device), **{cache_kwarg(model): kv},
                 use_cache=True, logits_to_keep=1)
         work.prefill_tokens += len(ids) - start
-        work.forward_calls += 1
     work.reused_tokens += start
     if not recurrent:
         kv = [(layer.keys, layer.values) for layer in kv.layers] if ids else []
@@ -148,32 +145,28 @@ class Rows:
         self.model, self.pad_id, self.work = model, pad_id, work
         self.cache_kwarg = cache_kwarg(model)
         device = model.device
-        if recurrent:
-            if len(prefixes) != 1:
-                raise ValueError("a recurrent model's rows start one prompt at a time (a pad would move its state)")
-            state, length = prefixes[0]
-            self.cache = deepcopy(state) if length else new_cache(model)
-            self.mask = torch.ones(1, length, dtype=torch.long, device=device)
-            self.next_pos = torch.tensor([length], dtype=torch.long, device=device)
-            return
+        if recurrent and len(prefixes) != 1:
+            raise ValueError("a recurrent model's rows start one prompt at a time (a pad would move its state)")
         longest = max(length for _, length in prefixes)
         self.mask = torch.zeros(len(prefixes), longest, dtype=torch.long, device=device)
         for b, (_, length) in enumerate(prefixes):
             self.mask[b, longest - length:] = 1
         self.next_pos = torch.tensor([length for _, length in prefixes], dtype=torch.long, device=device)
+        if recurrent:
+            state, length = prefixes[0]
+            self.cache = deepcopy(state) if length else new_cache(model)
+            return
         self.cache = DynamicCache()
         if longest:
-            layers = []
             model_kv = next(kv for kv, length in prefixes if length)
-            for layer in range(len(model_kv)):
-                keys, values = [], []
-                for kv, length in prefixes:
-                    k, v = kv[layer] if length else (model_kv[layer][0][:, :, :0], model_kv[layer][1][:, :, :0])
-                    pad = longest - length
-                    keys.append(torch.nn.functional.pad(k, (0, 0, pad, 0)) if pad else k)
-                    values.append(torch.nn.functional.pad(v, (0, 0, pad, 0)) if pad else v)
-                layers.append((torch.cat(keys), torch.cat(values)))
-            self.cache = DynamicCache(ddp_cache_data=layers)
+
+            def padded(layer: int, part: int) -> torch.Tensor:
+                """Every row's keys (`part` 0) or values (1) of `layer`, left-padded to the longest prefix."""
+                empty = model_kv[layer][part][:, :, :0]
+                return torch.cat([torch.nn.functional.pad(kv[layer][part] if length else empty,
+                                                          (0, 0, longest - length, 0)) for kv, length in prefixes])
+
+            self.cache = DynamicCache(ddp_cache_data=[(padded(i, 0), padded(i, 1)) for i in range(len(model_kv))])
 
     def __len__(self) -> int:
         return self.mask.shape[0]
@@ -198,7 +191,6 @@ class Rows:
         real = int(lengths.sum())
         self.work.prefill_tokens += ids.numel()
         self.work.pad_tokens += ids.numel() - real
-        self.work.forward_calls += 1
         self.work.by_kind[kind] = self.work.by_kind.get(kind, 0) + real
         self.work.seconds_by_kind[kind] = self.work.seconds_by_kind.get(kind, 0.0) + time.perf_counter() - start
         if kind == "decode":
@@ -211,7 +203,7 @@ class Rows:
         if len(rows) == len(self):
             return
         index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
-        map_batch(self.cache, lambda rows: rows.index_select(0, index))
+        map_batch([self.cache], lambda rows: rows.index_select(0, index))
         self.mask, self.next_pos = self.mask[index], self.next_pos[index]
         first = int(self.mask.any(0).long().argmax())
         if first:
@@ -229,22 +221,14 @@ class Rows:
                 for layer in kv_layers(rows.cache):
                     layer.keys = torch.nn.functional.pad(layer.keys, (0, 0, pad, 0))
                     layer.values = torch.nn.functional.pad(layer.values, (0, 0, pad, 0))
-        for mine, theirs in zip(self.cache.layers, other.cache.layers, strict=True):
-            if is_kv_layer(mine) and getattr(mine, "keys", None) is not None:
-                mine.keys, mine.values = torch.cat([mine.keys, theirs.keys]), torch.cat([mine.values, theirs.values])
-            if is_state_layer(mine):
-                for i in range(mine.number_of_states):
-                    for states in ("conv_states", "recurrent_states"):
-                        ours, others = getattr(mine, states), getattr(theirs, states)
-                        if ours[i] is not None:
-                            ours[i] = torch.cat([ours[i], others[i]])
+        map_batch([self.cache, other.cache], lambda mine, theirs: torch.cat([mine, theirs]))
         self.mask = torch.cat([self.mask, other.mask])
         self.next_pos = torch.cat([self.next_pos, other.next_pos])
 
     def repeat(self, n: int) -> None:
         """Each row becomes `n` consecutive rows (independent samples of one prompt)."""
         if n > 1:
-            map_batch(self.cache, lambda rows: rows.repeat_interleave(n, dim=0))
+            map_batch([self.cache], lambda rows: rows.repeat_interleave(n, dim=0))
             self.mask = self.mask.repeat_interleave(n, dim=0)
             self.next_pos = self.next_pos.repeat_interleave(n, dim=0)
 
@@ -257,9 +241,8 @@ class Decoded:
     logprobs: dict[str, float] | None = None
 
 
-def greedy_walk(
-    rows: Rows, logits: torch.Tensor, automata: list, max_tokens: int, eos_ids: list[int]
-) -> list[Decoded]:
+def greedy_walk(rows: Rows, logits: torch.Tensor, automata: list, max_tokens: int,
+                eos_ids: list[int]) -> list[Decoded]:
     """Greedy constrained decoding of closed replies, reading logits only where the reply has a choice.
 
     At each decision the token is the arg-max of the logits over the allowed tokens (lowest id on a tie, as

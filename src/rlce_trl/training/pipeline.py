@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..models import check_model_source, resolve_model
 from .disk import CheckpointSizeCallback, folder_bytes, human, link_final_weights
 from .preflight import preflight_hook
-from .tta import tta_callbacks, tta_card_info
+from .tta import PassEvaluationCallback
 
 logger = logging.getLogger(__name__)
 
@@ -94,10 +94,8 @@ def filter_long_prompts(rows: list[dict], tokenizer_path: str, max_prompt_length
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
     kept, shortest = [], None
     for row in rows:
-        ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True,
-                                            **(chat_template_kwargs or {}))
-        if hasattr(ids, "keys"):  # transformers 5 may return a BatchEncoding
-            ids = ids["input_ids"]
+        ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True, return_dict=True,
+                                            **(chat_template_kwargs or {}))["input_ids"]
         shortest = len(ids) if shortest is None else min(shortest, len(ids))
         if len(ids) <= limit:
             kept.append(row)
@@ -172,7 +170,10 @@ def card_info(trainer, dataset: str, script_args, rows: int, repeated: int) -> N
 
         write_json({"title": dataset}, os.path.join(trainer.args.output_dir, RUN_FILE))
     if script_args.tta_split:
-        tta_card_info(trainer, script_args.tta_split, trainer.args.num_train_epochs)
+        passes = trainer.args.num_train_epochs
+        trainer.rlce_card_info["adaptation"] = (f"test-time adaptation on the unlabelled `{script_args.tta_split}` "
+                                                f"split ({passes:g} pass{'es' * (passes != 1)}, gold withheld until "
+                                                "the per-pass evaluation)")
 
 
 def text_only(rows: list[dict]) -> list[dict]:
@@ -277,7 +278,7 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
 
     1. the model arguments ([`prepare_run`]);
     2. with `tta_split`, the first `validation_limit` rows of the split are evaluated with their gold after every pass
-       and trained on without it ([`~rlce_trl.training.tta.adaptation_rows`]);
+       and trained on without it ([`~rlce_trl.data.checks.adaptation_rows`]);
     3. the prompts as the policy sees them ([`policy_rows`]: prompt suffix, then the method's system prompt);
        the evaluation rows get the suffix;
     4. the length filter `max_prompt_length` on exactly those prompts (text prompts; a video prompt's frames are
@@ -318,7 +319,10 @@ def train(script_args, training_args, model_args, task: TaskRows, reward_funcs=N
                                      prefeval_dir=task.prefeval_dir, media_root=task.media_root)
     if script_args.tta_split:
         judge = make_judge(script_args, eval_rows, task.prefeval_dir) if script_args.judge_base_url else None
-        callbacks += tta_callbacks(script_args, training_args, eval_rows, judge, media_root=task.media_root)
+        callbacks.append(PassEvaluationCallback(
+            eval_rows, os.path.join(training_args.output_dir, "tta"), judge=judge, eval_base=script_args.tta_eval_base,
+            method=f"{training_args.reward_method.upper()} (G={training_args.num_generations})",
+            max_new_tokens=script_args.validation_max_new_tokens, media_root=task.media_root))
     return train_rlce(script_args, training_args, model_args, train_dataset, callbacks, task.description,
                       reward_funcs=reward_funcs, trainer_class=trainer_class, repeated=repeated)
 

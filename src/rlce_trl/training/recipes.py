@@ -16,11 +16,8 @@ from pathlib import Path
 from ..errors import InputError, MissingInputError, first_line
 
 #: A recipe's top-level `script` key -> its training script (module under `rlce_trl.scripts`).
-SCRIPTS = {
-    "prefeval": "rlce_trl.scripts.train_prefeval",
-    "hba": "rlce_trl.scripts.train_hba",
-    "elect": "rlce_trl.scripts.train_elect",
-}
+SCRIPTS = {"prefeval": "rlce_trl.scripts.train_prefeval", "hba": "rlce_trl.scripts.train_hba",
+           "elect": "rlce_trl.scripts.train_elect"}
 
 
 def recipes_dir() -> Path:

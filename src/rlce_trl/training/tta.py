@@ -18,13 +18,6 @@ from transformers import TrainerCallback
 from ..data.jsonl import write_json
 
 
-def tta_card_info(trainer, split: str, passes: float) -> None:
-    """Tell the model card that this run is test-time adaptation, and on which split."""
-    trainer.rlce_card_info["adaptation"] = (f"test-time adaptation on the unlabelled `{split}` split ({passes:g} "
-                                            f"pass{'es' * (passes != 1)}, gold withheld until the per-pass "
-                                            "evaluation)")
-
-
 class PassEvaluationCallback(TrainerCallback):
     """Evaluate the policy on `rows` (with `gold`) at the end of every pass over the adaptation split.
 
@@ -53,19 +46,16 @@ class PassEvaluationCallback(TrainerCallback):
         from ..evaluation.evaluate import evaluate_rows
         from ..evaluation.lockstep import run_on_main
         from ..generation.generators import TransformersGenerator, VisionLanguageGenerator
+        from ..generation.hf import evaluating
 
         backend = VisionLanguageGenerator if any(r.get("videos") for r in self.rows) else TransformersGenerator
 
         def evaluate() -> dict:
             generate = backend(model, processing_class, max_new_tokens=self.max_new_tokens,
                                batch_size=self.batch_size)
-            was_training = model.training
-            model.eval()
-            try:
+            with evaluating(model):
                 return evaluate_rows(self.rows, generate, self.output_dir / f"pass-{index}", judge=self.judge,
                                      batch_size=self.batch_size, progress=False, media_root=self.media_root)
-            finally:
-                model.train(was_training)
 
         # every process: under ZeRO-3 the others repeat the main process's generate calls (their summary is empty)
         summary = run_on_main(model, evaluate) or {}
@@ -86,11 +76,3 @@ class PassEvaluationCallback(TrainerCallback):
     def on_epoch_end(self, args, state, control, model=None, processing_class=None, **kwargs):
         self._evaluate(state, model, processing_class, len([p for p in self.passes if p["pass"] > 0]) + 1)
         return control
-
-
-def tta_callbacks(script_args, training_args, eval_rows: Sequence[dict], judge, media_root=None) -> list:
-    """`[PassEvaluationCallback]` of a run with `tta_split` set."""
-    return [PassEvaluationCallback(
-        eval_rows, Path(training_args.output_dir) / "tta", judge=judge, eval_base=script_args.tta_eval_base,
-        method=f"{training_args.reward_method.upper()} (G={training_args.num_generations})",
-        max_new_tokens=script_args.validation_max_new_tokens, media_root=media_root)]
