@@ -24,13 +24,6 @@ def to_dataset(rows: list[dict]):
 
 
 __all__ = [
-    "PREFEVAL_FORMS",
-    "PREFEVAL_SPLITS",
-    "build_prefeval",
-    "load_preference_sample",
-    "prepare_prefeval",
-    "read_jsonl",
-    "resolve_prefeval_dir",
-    "to_dataset",
-    "write_jsonl",
+    "PREFEVAL_FORMS", "PREFEVAL_SPLITS", "build_prefeval", "load_preference_sample", "prepare_prefeval", "read_jsonl",
+    "resolve_prefeval_dir", "to_dataset", "write_jsonl",
 ]

@@ -102,11 +102,10 @@ class _ElectTerm:
         prompts = prompts or [None] * n
         frames = [t if t is not None else frames_in_prompt(p) for t, p in zip(frames, prompts, strict=True)]
         labels = _column(kwargs, self.cfg.labels_column, n)
-        return [
-            parse_elect_output(completion_text(c), int(t) if t is not None else None, lab or None,
-                               self.cfg.duplicates, self.cfg.non_integer)
-            for c, t, lab in zip(completions, frames, labels, strict=True)
-        ], frames
+        parses = [parse_elect_output(completion_text(c), int(t) if t is not None else None, lab or None,
+                                     self.cfg.duplicates, self.cfg.non_integer)
+                  for c, t, lab in zip(completions, frames, labels, strict=True)]
+        return parses, frames
 
     def gates(self, parses, kwargs) -> list[float | None]:
         n, cfg = len(parses), self.cfg
@@ -123,11 +122,9 @@ class _ElectTerm:
                              "solution column.")
         else:
             refs = list(kwargs["rlce_verified_answer"])
-        return [
-            None if ref is None
-            else float(p.answer is not None and normalize_answer(p.answer) == normalize_answer(ref))
-            for p, ref in zip(parses, refs, strict=True)
-        ]
+        return [None if ref is None
+                else float(p.answer is not None and normalize_answer(p.answer) == normalize_answer(ref))
+                for p, ref in zip(parses, refs, strict=True)]
 
     def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
         parses, frames = self.parses(prompts, completions, kwargs)
@@ -144,11 +141,9 @@ def _format(term, parses, frames, kwargs):
 
 def _frame_sensitive(term, parses, frames, kwargs):
     gates = term.gates(parses, kwargs)
-    return [
-        None if g is None or t is None
-        else g * float(p.format_ok) * frame_sensitive_score(len(p.keyframes), p.invalid)
-        for p, t, g in zip(parses, frames, gates, strict=True)
-    ]
+    return [None if g is None or t is None
+            else g * float(p.format_ok) * frame_sensitive_score(len(p.keyframes), p.invalid)
+            for p, t, g in zip(parses, frames, gates, strict=True)]
 
 
 def _think_transparency(term, parses, frames, kwargs):
@@ -156,10 +151,8 @@ def _think_transparency(term, parses, frames, kwargs):
     if cfg.tokenizer is None and not getattr(term, "_warned", False):
         logger.warning("elect_think_transparency: no tokenizer given, think length L is counted in words.")
         term._warned = True
-    return [
-        None if g is None else g * transparency_score(think_length(p.think, cfg.tokenizer), cfg.think_range)
-        for p, g in zip(parses, gates, strict=True)
-    ]
+    return [None if g is None else g * transparency_score(think_length(p.think, cfg.tokenizer), cfg.think_range)
+            for p, g in zip(parses, gates, strict=True)]
 
 
 def _anti_repetition(term, parses, frames, kwargs):
