@@ -37,14 +37,10 @@ TIE_RULES = ("random", "wrong")
 DEFAULT_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
-def as_tests(entries: Iterable[dict | EvidenceTest]) -> list[EvidenceTest]:
-    """Logged tests (`{"favoured", "against", "verdict"}` dicts) as [`EvidenceTest`]s; tests pass through."""
-    return [
-        e if isinstance(e, EvidenceTest)
-        else EvidenceTest(int(e["favoured"]), None if e.get("against") is None else int(e["against"]), e.get("text"),
-                          e.get("verdict"))
-        for e in entries
-    ]
+def as_tests(entries: Iterable[dict]) -> list[EvidenceTest]:
+    """Logged tests (`{"favoured", "against", "verdict"}` dicts) as [`EvidenceTest`]s."""
+    return [EvidenceTest(int(e["favoured"]), None if e.get("against") is None else int(e["against"]), e.get("text"),
+                         e.get("verdict")) for e in entries]
 
 
 def eligible(answer_correct: Sequence[bool]) -> bool:

@@ -67,10 +67,8 @@ class VerifierPrompts:
                 task, reply = fill(self.validation, test=ex["test"]), ex["verdict"]
             else:
                 task, reply = fill(self.construction, favoured=ex["favoured"], other=ex["other"]), ex["test"]
-            turns += [
-                {"role": "user", "content": f"### Input\n{ex['context']}\n\n### Task\n{task}"},
-                {"role": "assistant", "content": reply},
-            ]
+            turns += [{"role": "user", "content": f"### Input\n{ex['context']}\n\n### Task\n{task}"},
+                      {"role": "assistant", "content": reply}]
         return turns
 
     def revised(self, **changes) -> VerifierPrompts:

@@ -67,11 +67,8 @@ def _messages(context: str, instruction: str, prompts=None, kind: str = "") -> l
     """System message, then (with a prompt set) its few-shot examples of this kind as earlier turns, then the task."""
     system = prompts.system if prompts is not None else VERIFIER_SYSTEM_PROMPT
     shots = prompts.example_turns(kind) if prompts is not None else []
-    return [
-        {"role": "system", "content": system},
-        *shots,
-        {"role": "user", "content": f"### Input\n{context}\n\n### Task\n{instruction}"},
-    ]
+    return [{"role": "system", "content": system}, *shots,
+            {"role": "user", "content": f"### Input\n{context}\n\n### Task\n{instruction}"}]
 
 
 #: Default instruction of the construction prompt; `{favoured}` and `{other}` are filled in verbatim.
