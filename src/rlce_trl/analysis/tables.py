@@ -56,8 +56,7 @@ def summarize(
             row[f"reverses_{ref}"], row[f"reverses_{ref}_cases"] = rate.rate, rate.cases
         tests = [(as_tests(e["tests"]), [bool(c) for c in e["answer_correct"]])
                  for e in entries if e.get("tests") and e.get("answer_correct") is not None]
-        accuracy, verdict_groups = overall_verdict_accuracy(tests, ties) if tests else (None, 0)
-        row["verdict_accuracy"], row["verdict_groups"] = accuracy, verdict_groups
+        row["verdict_accuracy"], row["verdict_groups"] = overall_verdict_accuracy(tests, ties)
         for cost in ("calls", "requests", "tokens", "prompt_chars"):
             row[f"{cost}_per_group"] = mean([e[cost] for e in entries if e.get(cost) is not None])
         rows.append(row)

@@ -21,12 +21,9 @@ from .state import GroupState
 
 
 def canonicalize_deterministic(group: Group, fallback: bool = True) -> GroupState:
-    """Distinct answers without any model call.
-
-    Answers are extracted as at evaluation (appendix A): the `\\boxed{}` content, and with `fallback` (default), for a
-    response without a box, the one label it names (closed labels) or the whole response (free text). Without
-    `fallback` only boxed answers count. A rollout with no answer, or whose answer is not one of the closed labels,
-    gets none (`assignment[g] is None`)."""
+    """Distinct answers without any model call, each rollout's answer extracted as at evaluation (appendix A,
+    [`extract_answer`], with or without its `fallback`). A rollout with no answer, or whose answer is not one of the
+    closed labels, gets none (`assignment[g] is None`)."""
     state = GroupState(group=group)
     index_of: dict[str, int] = {}
     for completion in group.completions:

@@ -46,9 +46,8 @@ class EvidenceSettings:
         if self.mode not in MODES:
             raise ValueError(f"Unknown RLCE mode {self.mode!r}: use one of {', '.join(MODES)}.")
         if self.redaction not in validation.REDACTION_MODES:
-            raise ValueError(
-                f"Unknown redaction {self.redaction!r}: use one of {', '.join(validation.REDACTION_MODES)}."
-            )
+            modes = ", ".join(validation.REDACTION_MODES)
+            raise ValueError(f"Unknown redaction {self.redaction!r}: use one of {modes}.")
 
 
 def settings_from_fields(fields) -> EvidenceSettings:
