@@ -39,11 +39,10 @@ POLICY_REPO_KWARGS = ("revision", "subfolder")
 
 
 def checkpoint_kwargs(args, *, policy_checkpoint: bool, quantization_config=None) -> dict:
-    """The `from_pretrained` keyword arguments of a frozen checkpoint the trainer loads: `args.model_init_kwargs`
-    (what decides which weights and code load: `trust_remote_code`, `attn_implementation`, ...) without placement
-    (`dtype`, `device_map`: the verifier's own), `trust_remote_code` defaulting to `args.trust_remote_code` and the
-    trainer's `quantization_config` argument, as TRL loads the policy and its reference model. `revision` and
-    `subfolder` only when the checkpoint is the policy's own (`policy_checkpoint`)."""
+    """The `from_pretrained` keyword arguments of a frozen checkpoint the trainer loads, as TRL loads the policy and
+    its reference model: `args.model_init_kwargs` (what decides which weights and code load) but [`PLACEMENT_KWARGS`]
+    and, unless `policy_checkpoint`, [`POLICY_REPO_KWARGS`]; `trust_remote_code` defaulting to
+    `args.trust_remote_code`, and the trainer's `quantization_config` argument."""
     kwargs = {k: v for k, v in (args.model_init_kwargs or {}).items() if k not in PLACEMENT_KWARGS}
     kwargs.setdefault("trust_remote_code", args.trust_remote_code)
     if quantization_config is not None:

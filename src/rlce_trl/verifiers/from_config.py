@@ -63,7 +63,7 @@ def remote_verifier(args, model_source: str, local_rank: int, *, multimodal: boo
         return ServerVerifier(args.verifier_server_base_url, model=args.verifier_server_model, **client)
     if args.verifier_mode == "colocate":
         from .colocate import ColocatedVLLMVerifier, device_for_local_rank
-        from .sizing import text_only_args, verifier_max_model_length, verifier_max_num_seqs
+        from .sizing import TEXT_ONLY_ARGS, verifier_max_model_length, verifier_max_num_seqs
         from .vllm_process import VLLMServerProcess
 
         process = VLLMServerProcess(
@@ -75,7 +75,7 @@ def remote_verifier(args, model_source: str, local_rank: int, *, multimodal: boo
             max_model_len=verifier_max_model_length(args),
             max_num_seqs=verifier_max_num_seqs(args),
             enable_sleep_mode=args.verifier_enable_sleep_mode,
-            extra_args=[*vllm_checkpoint_args(load_kwargs or {}), *([] if multimodal else text_only_args()),
+            extra_args=[*vllm_checkpoint_args(load_kwargs or {}), *([] if multimodal else TEXT_ONLY_ARGS),
                         *shlex.split(args.verifier_vllm_args)],
             startup_timeout_s=args.verifier_startup_timeout,
         )

@@ -17,13 +17,10 @@
 
 Failure policy: one bad request never raises; `max_consecutive_failures` calls in a row in which no request succeeded
 stop the run ([`VerifierUnavailableError`], naming the servers and the last error), and so does a health check at
-construction, naming the URL and the command that starts a server.
-
-Structured output: vLLM >= 0.11 takes `"structured_outputs": {"choice": [...]}` / `{"json": schema}`, vLLM <= 0.10
-`guided_choice` / `guided_json`; `structured_output="auto"` sends the new form and, on a 400 about it, retries once
-without it and stops sending it (the stage's tolerant parser handles free replies). The transport is the package's
-one OpenAI-compatible client ([`~rlce_trl.verifiers.openai_http.OpenAIHTTPClient`]): synchronous and thread-based
-(TRL may call reward code from its own asyncio loop); URLs appear in messages and warnings without credentials.
+construction, naming the URL and the command that starts a server. A server that rejects structured outputs is sent
+none from then on (`structured_output="auto"`: the stage's tolerant parser reads free replies). The transport is the
+package's one OpenAI-compatible client ([`~rlce_trl.verifiers.openai_http.OpenAIHTTPClient`]): synchronous and
+thread-based (TRL may call reward code from its own asyncio loop); URLs appear in messages without credentials.
 """
 
 from __future__ import annotations

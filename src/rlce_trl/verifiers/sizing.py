@@ -62,6 +62,5 @@ def dataset_sends_media(dataset) -> bool:
     return prompt is None or has_video(prompt)
 
 
-def text_only_args() -> list[str]:
-    """vLLM arguments of a verifier that is never sent images or videos: no encoder memory is reserved for them."""
-    return ["--limit-mm-per-prompt", json.dumps({"image": 0, "video": 0})]
+#: vLLM arguments of a verifier that is never sent images or videos: no encoder memory is reserved for them.
+TEXT_ONLY_ARGS = ("--limit-mm-per-prompt", json.dumps({"image": 0, "video": 0}))

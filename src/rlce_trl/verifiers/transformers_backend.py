@@ -265,8 +265,7 @@ class TransformersVerifier(FrozenModelVerifier):
         return replies  # type: ignore[return-value]
 
     def _fast_path(self, request: Request) -> bool:
-        """Whether the request is answered over shared KV caches (everything but sampled constrained replies, and
-        models whose generation config adds logits processors that `generate` would apply)."""
+        """Whether the request is answered over shared KV caches, not `model.generate` (see the module docstring)."""
         if not self.shared_prefixes or self.decoding_path == "generate":
             return False
         config = self.model.generation_config

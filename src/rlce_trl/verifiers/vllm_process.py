@@ -73,11 +73,9 @@ def _install_handlers() -> None:
 
 # The child first asks for SIGTERM on parent death, checks the parent is still the one that started it, then execs.
 _TRAMPOLINE = (
-    "import ctypes, os, signal, sys\n"
-    "try:\n"
+    "import contextlib, ctypes, os, signal, sys\n"
+    "with contextlib.suppress(Exception):\n"
     "    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)\n"
-    "except Exception:\n"
-    "    pass\n"
     "if os.getppid() != int(sys.argv[1]):\n"
     "    sys.exit(1)\n"
     "os.execv(sys.argv[2], sys.argv[2:])\n"

@@ -3,9 +3,7 @@
 A request's `media` (video blocks with frames or a `source` reference, `rlce_trl.data.media`) is put before the text
 of its first user turn and rendered by the processor with the settings the policy uses (`rlce-trl evaluate`'s
 `VisionLanguageGenerator.encode`: no re-sampling, the clip's own timestamps). Requests without media are plain text
-prompts of the same model. Batching and structured output follow the text backend (`transformers_backend`): groups of
-equal decoding settings, micro-batches of `batch_size`, guided choice and enum-only JSON through
-`prefix_allowed_tokens_fn`.
+prompts of the same model. Replies come from `model.generate`, as on the text backend's `generate` path.
 """
 
 from __future__ import annotations
