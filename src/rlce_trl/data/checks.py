@@ -127,11 +127,10 @@ def check_no_gold(rows: Sequence[dict], what: str = "training") -> None:
     for i, row in enumerate(rows):
         found = [c for c in GOLD_COLUMNS if c in row]
         if found:
-            raise InputError(
-                f"{what} row {i} (id {row.get('id', '?')!r}) carries the gold answer in column {found[0]!r}: "
-                "rows the policy learns from must not hold labels (TRL passes every column to the rewards). Drop "
-                "the column, or build the rows with rlce_trl.data.checks.adaptation_rows."
-            )
+            raise InputError(f"{what} row {i} (id {row.get('id', '?')!r}) carries the gold answer in column "
+                             f"{found[0]!r}: rows the policy learns from must not hold labels (TRL passes every "
+                             "column to the rewards). Drop the column, or build the rows with "
+                             "rlce_trl.data.checks.adaptation_rows.")
 
 
 def adaptation_rows(rows: Sequence[dict]) -> list[dict]:

@@ -64,11 +64,6 @@ def clean_problem(problem: str) -> str:
     return _AUDIO_LINE.sub("", problem).replace("<audio>", "").strip()
 
 
-def question_text(problem: str) -> str:
-    """The problem with both media placeholders removed: what a text-only judge is shown as the question."""
-    return clean_problem(problem).replace(_VIDEO, "").strip()
-
-
 def user_content(problem: str, labels: Sequence[str] = ()) -> list[dict]:
     """Content blocks of the user turn: text and `{"type": "video"}` placeholders in the order the problem gives them,
     then the options line for closed-label tasks."""
@@ -97,7 +92,7 @@ def build_hba_row(record: dict, task: str, index: int, split: str = "test") -> d
            "prompt": [{"role": "system", "content": [{"type": "text", "text": SOLVER_SYSTEM_PROMPT}]},
                       {"role": "user", "content": user_content(record["problem"], task.labels or ())}],
            "answer_options": list(task.labels or ()), "videos": videos,
-           "question": question_text(record["problem"])}
+           "question": clean_problem(record["problem"]).replace(_VIDEO, "").strip()}  # what a text-only judge reads
     n_placeholders = sum(b["type"] == "video" for b in row["prompt"][1]["content"])
     if n_placeholders != len(row["videos"]):
         raise InputError(f"HBA row {row['id']} has {n_placeholders} <video> placeholders in `problem` but "
@@ -116,11 +111,10 @@ def _check_record(record, task, index: int, split: str) -> None:
     needed = ("problem",) + (("answer",) if split != "train" else ())
     missing = [k for k in needed if k not in record]
     if missing or not isinstance(record.get("problem"), str):
-        raise InputError(
-            f"HBA row {index} has no {' / '.join(missing) or 'text `problem`'}: {task.name} rows need `problem` (the "
-            "question with one <video> per clip listed in `videos`)" + (" and `answer`" if split != "train" else "")
-            + "; is this file from another task (a PrefEval split is evaluated without --hba_task)?"
-        )
+        raise InputError(f"HBA row {index} has no {' / '.join(missing) or 'text `problem`'}: {task.name} rows need "
+                         "`problem` (the question with one <video> per clip listed in `videos`)"
+                         + (" and `answer`" if split != "train" else "")
+                         + "; is this file from another task (a PrefEval split is evaluated without --hba_task)?")
 
 
 def load_hba_split(path: str | os.PathLike, task: str, split: str) -> list[dict]:

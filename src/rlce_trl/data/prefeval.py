@@ -143,18 +143,14 @@ def padding_pairs_from_conversations(conversations: Iterable[list[dict]]) -> lis
 def preference_turns(form: str, record: dict) -> list[dict[str, str]]:
     """The turns through which `form` expresses the preference (before padding and question)."""
     if form == "explicit":
-        return [
-            {"role": "user", "content": record["preference"].strip()},
-            {"role": "assistant", "content": EXPLICIT_ACKNOWLEDGEMENT},
-        ]
+        return [{"role": "user", "content": record["preference"].strip()},
+                {"role": "assistant", "content": EXPLICIT_ACKNOWLEDGEMENT}]
     conversation = record["conversation"]
     if form == "choice":
-        return [
-            {"role": "user", "content": conversation["query"].strip()},
-            {"role": "assistant", "content": conversation["assistant_options"].strip()},
-            {"role": "user", "content": conversation["user_selection"].strip()},
-            {"role": "assistant", "content": conversation["assistant_acknowledgment"].strip()},
-        ]
+        return [{"role": "user", "content": conversation["query"].strip()},
+                {"role": "assistant", "content": conversation["assistant_options"].strip()},
+                {"role": "user", "content": conversation["user_selection"].strip()},
+                {"role": "assistant", "content": conversation["assistant_acknowledgment"].strip()}]
     if form == "persona":
         return [{"role": role, "content": conversation[key][role].strip()}  # "0".."N-1"; int order: "10" follows "9"
                 for key in sorted(conversation, key=int) for role in ("user", "assistant")]
@@ -225,15 +221,13 @@ def make_row(form: str, topic: str, index: int, record: dict, conversation: list
 
 
 def build_prefeval(prefeval_dir: str | os.PathLike | None = None, forms: Iterable[str] = FORMS,
-                   seed: int = DEFAULT_SEED,
-                   max_chars: int = MAX_CONVERSATION_CHARS) -> dict[str, dict[str, list[dict]]]:
+                   seed: int = DEFAULT_SEED) -> dict[str, dict[str, list[dict]]]:
     """Build every requested form and split: `{form: {split: [row, ...]}}`.
 
     Args:
         prefeval_dir: a PrefEval checkout; defaults to `$PREFEVAL_DIR`.
         forms: any of `"explicit"`, `"choice"`, `"persona"`.
         seed: seeds the padding draw of every pair and the per-topic split shuffle.
-        max_chars: cap on the characters of the whole conversation (all turns, question included).
     """
     root = resolve_prefeval_dir(prefeval_dir)
     forms = list(forms)
@@ -252,7 +246,7 @@ def build_prefeval(prefeval_dir: str | os.PathLike | None = None, forms: Iterabl
                 padding = sample_padding(pool, seed, topic, index)
                 split = assignments[topic][index]
                 try:
-                    conversation = build_conversation(form, record, padding, max_chars)
+                    conversation = build_conversation(form, record, padding)
                     out[form][split].append(make_row(form, topic, index, record, conversation, split))
                 except (KeyError, TypeError, AttributeError) as error:  # a record without PrefEval's fields
                     raise InputError(f"{FORM_DIRS[form]}/{topic}.json record {index} does not have PrefEval's fields "

@@ -32,8 +32,7 @@ def _text(content) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, (list, tuple)):
-        parts = [part for part in content if isinstance(part, dict) and part.get("type") == "text"]
-        return "".join(part.get("text") or "" for part in parts)
+        return "".join(p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text")
     return ""
 
 

@@ -67,11 +67,10 @@ def load_rows(script_args) -> TaskRows:
                        if script_args.validation_file else [])
     if script_args.text_only:
         train_rows, validation_rows = text_only(train_rows), text_only(validation_rows)
-    return TaskRows(
-        train=train_rows, validation=validation_rows, free_text=get_task(script_args.hba_task).needs_judge,
-        description=f"{get_task(script_args.hba_task).display_name} (Human Behavior Atlas)"
-                    f"{', text only' * script_args.text_only}",
-        media_root=None if script_args.text_only else script_args.media_root)
+    task = get_task(script_args.hba_task)
+    return TaskRows(train=train_rows, validation=validation_rows, free_text=task.needs_judge,
+                    description=f"{task.display_name} (Human Behavior Atlas){', text only' * script_args.text_only}",
+                    media_root=None if script_args.text_only else script_args.media_root)
 
 
 def main(script_args, training_args, model_args):
