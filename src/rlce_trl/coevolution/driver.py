@@ -252,8 +252,7 @@ class Coevolver:
             score = report["result"].get("score")
             entry = {"round": state["round"], "score": score, "checkpoint": job["model"], "folder": job["output_dir"]}
             state["validations"].append(entry)
-            best = state["best"]
-            if score is not None and (best is None or score > best["score"]):
+            if score is not None and (state["best"] is None or score > state["best"]["score"]):
                 state["best"] = entry
             self.log(f"round {state['round']}: validation {score} (best {state['best'] and state['best']['score']})")
             self._early_stop(state)
