@@ -64,8 +64,7 @@ def _read(reply: Reply, options: list[str]) -> tuple[str | None, dict[str, float
 
 
 def decide(requests: list[Request], send: Callable[[list[Request]], list[Reply]]) -> list[Reply]:
-    """Answer `requests` through `send` (one batched round trip per call), closed greedy ones one token per
-    decision; the others, and closed ones that cannot be read that way, go out as they are."""
+    """Answer `requests` through `send` (one batched round trip per call), as the module docstring describes."""
     replies: list[Reply | None] = [None] * len(requests)
     # the closed decisions of each request, in order: a verdict is one unnamed slot whose choice is the whole reply
     slots: dict[int, list[tuple[str | None, list[str]]]] = {

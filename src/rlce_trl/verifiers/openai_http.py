@@ -23,7 +23,7 @@ import os
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..credentials import clean_url, scrub
 
@@ -49,7 +49,7 @@ class TransportStats:
     server_errors: int = 0  # 429 and 5xx
     client_errors: int = 0  # other 4xx
     oversized_replies: int = 0
-    requests_by_url: dict[str, int] = field(default_factory=dict)
+    structured_output_fallbacks: int = 0  # counted by the verifier server client (`ServerVerifier`)
 
 
 class OpenAIHTTPClient:
@@ -65,13 +65,11 @@ class OpenAIHTTPClient:
         backoff_s, max_backoff_s: first retry delay (doubling, with jitter) and its cap.
         api_key_env: environment variable holding a bearer token, read at each request; `None` or unset: no header.
         max_connections: connection pool size.
-        stats: counters to update (shared with the owner, e.g. the verifier's `ServerStats`).
     """
 
     def __init__(self, *, timeout_s: float = 300.0, connect_timeout_s: float = 5.0, deadline_s: float | None = None,
                  max_reply_bytes: int = 16_000_000, max_retries: int = 3, backoff_s: float = 1.0,
-                 max_backoff_s: float = 30.0, api_key_env: str | None = None, max_connections: int = 64,
-                 stats: TransportStats | None = None):
+                 max_backoff_s: float = 30.0, api_key_env: str | None = None, max_connections: int = 64):
         import httpx
 
         if timeout_s <= 0 or connect_timeout_s <= 0 or max_retries < 0 or backoff_s < 0 or max_reply_bytes < 1:
@@ -83,7 +81,7 @@ class OpenAIHTTPClient:
         self.max_reply_bytes, self.max_retries = max_reply_bytes, max_retries
         self.backoff_s, self.max_backoff_s = backoff_s, max_backoff_s
         self.api_key_env = api_key_env
-        self.stats = stats if stats is not None else TransportStats()
+        self.stats = TransportStats()
         self.lock = threading.Lock()
         limits = httpx.Limits(max_connections=max_connections + 4, max_keepalive_connections=max_connections)
         # trust_env=False: proxies from the environment must never intercept loopback / cluster-internal servers.
@@ -119,9 +117,7 @@ class OpenAIHTTPClient:
 
         shown = clean_url(url)
         timeout = self._timeout(deadline, shown)
-        with self.lock:
-            self.stats.http_requests += 1
-            self.stats.requests_by_url[shown] = self.stats.requests_by_url.get(shown, 0) + 1
+        self._count("http_requests")
         try:
             with self.client.stream(method, url, json=body, headers=self.auth_headers(), timeout=timeout) as response:
                 data = self._read(response, deadline, shown)

@@ -30,13 +30,12 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 from ..credentials import clean_url
 from ..data.media import openai_messages
 from .base import Reply, Request, Verifier, VerifierUnavailableError, current_deadline
 from .decisions import decide
-from .openai_http import HTTPRequestError, OpenAIHTTPClient, TransportStats
+from .openai_http import HTTPRequestError, OpenAIHTTPClient
 from .routing import assign_urls, normalize_base_url, prefix_blocks  # noqa: F401  (prefix_blocks: public here)
 
 logger = logging.getLogger(__name__)
@@ -46,14 +45,6 @@ START_SERVER_HINT = (
     "(or `vllm serve <initial checkpoint>`), pass its URL as verifier_server_base_url, or use "
     "verifier_mode='colocate' to let the trainer start it."
 )
-
-
-@dataclass
-class ServerStats(TransportStats):
-    """Transport-level counters (the per-stage work is in `Verifier.stats`)."""
-
-    failed_calls: int = 0  # generate calls in which no request succeeded
-    structured_output_fallbacks: int = 0
 
 
 class ServerVerifier(Verifier):
@@ -128,7 +119,6 @@ class ServerVerifier(Verifier):
         self.structured_output = structured_output
         self.one_token_decisions = one_token_decisions
         self.supports_structured_output = structured_output != "none"
-        self.server_stats = ServerStats()
         self.consecutive_failed_calls = 0
         self.last_error: str | None = None
         self._down: set[str] = set()
@@ -139,8 +129,8 @@ class ServerVerifier(Verifier):
             timeout_s=timeout_s, connect_timeout_s=connect_timeout_s, deadline_s=request_deadline_s,
             max_reply_bytes=max_reply_bytes, max_retries=max_retries, backoff_s=backoff_s,
             max_backoff_s=max_backoff_s, api_key_env=api_key_env, max_connections=max_concurrency,
-            stats=self.server_stats,
         )
+        self.server_stats = self.http.stats  # transport counters (the per-stage work is in `Verifier.stats`)
         self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="rlce-verifier")
         try:
             self.health_check(wait_s=health_wait_s)
@@ -368,7 +358,6 @@ class ServerVerifier(Verifier):
         if self._outage_since is None:
             self._outage_since = time.monotonic()
         outage = time.monotonic() - self._outage_since
-        self.server_stats.failed_calls += 1
         self.last_error = next((r.error for r in replies if r.error), None)
         logger.warning(
             "Verifier call failed entirely (%d in a row, budget %d): %s",

@@ -207,16 +207,10 @@ class VLLMServerProcess:
         return f"http://{host}:{self.port}"
 
     def command(self) -> list[str]:
-        cmd = [
-            self.python, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", self.model,
-            "--served-model-name", self.served_model_name,
-            "--host", self.host,
-            "--port", str(self.port),
-            "--tensor-parallel-size", str(self.tensor_parallel_size),
-            "--disable-uvicorn-access-log",
-        ]
-        valued = {"--gpu-memory-utilization": self.gpu_memory_utilization, "--max-model-len": self.max_model_len,
+        cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--disable-uvicorn-access-log"]
+        valued = {"--model": self.model, "--served-model-name": self.served_model_name, "--host": self.host,
+                  "--port": self.port, "--tensor-parallel-size": self.tensor_parallel_size,
+                  "--gpu-memory-utilization": self.gpu_memory_utilization, "--max-model-len": self.max_model_len,
                   "--max-num-seqs": self.max_num_seqs, "--dtype": self.dtype, "--seed": self.seed}
         cmd += [part for flag, value in valued.items() if value is not None for part in (flag, str(value))]
         switches = {"--enforce-eager": self.enforce_eager, "--enable-prefix-caching": self.enable_prefix_caching,
