@@ -10,7 +10,7 @@ import pytest
 from fakes import FakeOpenAIServer
 from testing_utils import free_port
 
-from rlce_trl.verifiers.base import Request, Sampling
+from rlce_trl.verifiers.base import Request, Sampling, current_deadline, deadline
 from rlce_trl.verifiers.server import ServerVerifier, VerifierUnavailableError, prefix_blocks
 
 
@@ -176,6 +176,18 @@ def test_call_deadline_bounds_a_whole_batch(fake_server):
         assert time.monotonic() - start < 3.0
         assert sum(r.error is None for r in replies) >= 1  # what finished in time is kept (>= 2 on a free machine)
         assert any(r.error and "deadline" in r.error for r in replies)
+
+
+def test_nested_deadlines_keep_the_earliest():
+    with deadline(10.0):
+        with deadline(None):
+            assert current_deadline() == 10.0
+        with deadline(20.0):
+            assert current_deadline() == 10.0
+        with deadline(5.0):
+            assert current_deadline() == 5.0
+        assert current_deadline() == 10.0
+    assert current_deadline() is None
 
 
 def test_server_killed_mid_run_then_back(fake_server):

@@ -32,7 +32,7 @@ def deadline(at: float | None):
     """Verifier calls made inside, from this thread, end by the monotonic time `at` (nested deadlines: the earliest);
     a request still open then fails. Server backends honour it; an in-process forward pass cannot be cut short."""
     previous = current_deadline()
-    _DEADLINE.at = at if previous is None or at is None else min(previous, at)
+    _DEADLINE.at = min((d for d in (previous, at) if d is not None), default=None)
     try:
         yield
     finally:

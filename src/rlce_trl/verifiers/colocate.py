@@ -68,7 +68,7 @@ class ColocatedVLLMVerifier(ServerVerifier):
             if self.restarts >= self.max_restarts:
                 raise VerifierUnavailableError(
                     f"The vLLM verifier server died (exit code {code}) and was already restarted {self.restarts} "
-                    f"time(s) (verifier_max_restarts={self.max_restarts}). Last lines of {self.process.log_path}:"
+                    f"time(s), the most allowed in one run. Last lines of {self.process.log_path}:"
                     f"\n{tail}"
                 )
             self.restarts += 1
