@@ -85,15 +85,15 @@ class SignalVerdict:
     @property
     def line(self) -> str:
         """One plain line: the shares, and without signal the cause and the fix."""
-        shares = (f"answered {_pct(self.answered_share)} of rollouts, {_pct(self.multi_answer_share)} of groups with "
-                  f"2+ answers, {_pct(self.spread_share)} with rewards that differ")
+        shares = (f"answered {percent(self.answered_share)} of rollouts, {percent(self.multi_answer_share)} of groups "
+                  f"with 2+ answers, {percent(self.spread_share)} with rewards that differ")
         if self.has_signal:
             return f"learning signal: {shares}"
         cause, fix = CAUSES[self.cause]
         return f"no learning signal: {cause} ({shares}); fix: {fix}"
 
 
-def _pct(value: float | None) -> str:
+def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
 
 

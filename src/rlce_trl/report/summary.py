@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..evidence.aggregation import mean
+from ..health.signal import percent
 from .data import RunData
 from .plots import metric_prefix, verdict_order
 
@@ -26,10 +27,6 @@ def _training(history: list[dict]) -> list[dict]:
 def _values(entries: list[dict], key: str) -> list[float]:
     return [float(e[key]) for e in entries
             if isinstance(e.get(key), (int, float)) and not isinstance(e.get(key), bool)]
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
 def summary_items(data: RunData) -> list[Item]:
@@ -57,20 +54,20 @@ def summary_items(data: RunData) -> list[Item]:
         key = f"{p}/{name}"
         values = _values(entries, key)
         detail = f"mean of {key} over {len(values)} logged steps" if values else f"{key} not logged"
-        items.append(Item(label, _pct(mean(values)), detail))
+        items.append(Item(label, percent(mean(values)), detail))
     verdicts = sorted({k for e in entries for k in e if k.startswith(f"{p}/verdict_") and k.endswith("_frac")},
                       key=verdict_order)
     mix = [(verdict_order(k), mean(_values(entries, k))) for k in verdicts]
     mix = [(name, value) for (rank, name), value in mix  # yes / no / unknown always, another verdict when it occurred
            if value is not None and (rank < 3 or value > 0)]
-    items.append(Item("verdicts", " · ".join(f"{name} {_pct(value)}" for name, value in mix) or "n/a",
+    items.append(Item("verdicts", " · ".join(f"{name} {percent(value)}" for name, value in mix) or "n/a",
                       "mean share of each verdict over the logged steps (" + ", ".join(verdicts) + ")" if mix
                       else "no verdicts logged"))
     timed = [e for e in entries if _values([e], f"{p}/verifier_seconds") and _values([e], "step_time")]
     pairs = [(float(e[f"{p}/verifier_seconds"]), float(e["step_time"])) for e in timed]
     total = sum(t for _, t in pairs)
     share = sum(v for v, _ in pairs) / total if total > 0 else None
-    items.append(Item("verifier time", _pct(share),
+    items.append(Item("verifier time", percent(share),
                       f"sum of {p}/verifier_seconds over sum of step_time, {len(pairs)} steps" if share is not None
                       else "verifier_seconds or step_time not logged"))
     return items

@@ -43,22 +43,13 @@ class PassEvaluationCallback(TrainerCallback):
         self.passes: list[dict] = []
 
     def _evaluate(self, state, model, processing_class, index: int) -> None:
-        from ..evaluation.evaluate import evaluate_rows
+        from ..evaluation.callbacks import evaluate_model
         from ..evaluation.lockstep import run_on_main
-        from ..generation.generators import TransformersGenerator, VisionLanguageGenerator
-        from ..generation.hf import evaluating
-
-        backend = VisionLanguageGenerator if any(r.get("videos") for r in self.rows) else TransformersGenerator
-
-        def evaluate() -> dict:
-            generate = backend(model, processing_class, max_new_tokens=self.max_new_tokens,
-                               batch_size=self.batch_size)
-            with evaluating(model):
-                return evaluate_rows(self.rows, generate, self.output_dir / f"pass-{index}", judge=self.judge,
-                                     batch_size=self.batch_size, progress=False, media_root=self.media_root)
 
         # every process: under ZeRO-3 the others repeat the main process's generate calls (their summary is empty)
-        summary = run_on_main(model, evaluate) or {}
+        summary = run_on_main(model, lambda: evaluate_model(
+            self.rows, model, processing_class, self.output_dir / f"pass-{index}", self.judge, self.max_new_tokens,
+            self.batch_size, self.media_root)) or {}
         self.passes.append({"pass": index, "step": state.global_step, "score": summary.get("score"),
                             "metric": summary.get("metric"), "summary": f"pass-{index}/summary.json"})
         if not state.is_world_process_zero:
