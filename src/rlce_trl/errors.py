@@ -76,6 +76,19 @@ def output_dir_error(path) -> str | None:
     return f"--output_dir {os.fspath(path)!r} {problem}" if problem else None
 
 
+def output_file_error(path, example: str) -> str | None:
+    """`--output_file '<path>' ...` when a command cannot write the file `path` (`None` when it can, or none was
+    given): it is a folder, or its folder does not exist. Checked before any work, like [`output_dir_error`]."""
+    if not path:
+        return None
+    folder = os.path.dirname(path)
+    if os.path.isdir(path):
+        return f"--output_file {path!r} is a folder: pass a file path (e.g. {example})"
+    if folder and not os.path.isdir(folder):
+        return f"--output_file {path!r}: the folder {folder!r} does not exist; create it first"
+    return None
+
+
 def run_setting_problems(args) -> list[tuple[str, str]]:
     """Training settings that would fail or train nothing only after the models load, as `(key, problem)`: a learning
     rate <= 0, a `max_steps` (or number of epochs) that trains nothing, an output folder that is a file, cannot be
@@ -135,6 +148,13 @@ class InputError(ValueError):
 
 class MissingInputError(InputError, FileNotFoundError):
     """A file or folder the user named does not exist (or is not what it should be); the message names the fix."""
+
+
+def raise_problems(problems) -> None:
+    """One [`InputError`] naming every problem a command's check found (`; `-joined, ending in a period), if any;
+    `None` entries (checks that found nothing, like [`output_dir_error`]'s) are skipped."""
+    if problems := [problem for problem in problems if problem]:
+        raise InputError("; ".join(problems) + ".")
 
 
 # -- Ctrl-C ----------------------------------------------------------------------------------------------------------

@@ -199,6 +199,8 @@ def test_analyze(tmp_path, capsys):
     (tmp_path / "folder").mkdir()
     _, line = run(capsys, ["analyze", "coevolve", tmp_path, "--output_file", tmp_path / "folder"])
     assert "is a folder" in line
+    _, line = run(capsys, ["analyze", "coevolve", tmp_path, "--output_file", tmp_path / "missing" / "x.md"])
+    assert f"the folder {str(tmp_path / 'missing')!r} does not exist; create it first" in line
 
 
 def test_sample(tmp_path, capsys, fake_model):

@@ -8,10 +8,9 @@ before anything is written.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
-from ..errors import InputError, output_dir_error
+from ..errors import InputError, output_dir_error, output_file_error, raise_problems
 from ._args import CLIParser, bounded_int, positive_int
 
 USAGE = """rlce-trl analyze LOG --output_dir DIR [options]      (the bench over a logged-groups JSONL)
@@ -122,8 +121,8 @@ def main_coevolve(args: argparse.Namespace) -> int:
 
     if args.rlce and not args.rlce_gpus:
         raise InputError("--rlce needs --rlce_gpus N (the GPUs that run used) to turn its runtime into GPU-hours.")
-    if args.output_file and os.path.isdir(args.output_file):
-        raise InputError(f"--output_file {args.output_file!r} is a folder: pass a file path (e.g. coevolve.md).")
+    if error := output_file_error(args.output_file, "coevolve.md"):
+        raise InputError(error + ".")
     runs = [load_coevolve(p) for p in args.runs]
     rlce_hours = rlce_device_hours(args.rlce, args.rlce_gpus) if args.rlce else None
     text = "\n\n".join([table(runs, rlce_hours), *(per_phase(r) for r in runs)])
@@ -154,10 +153,7 @@ def check_args(args: argparse.Namespace) -> None:
         problems.append(f"--abstain_rate {args.abstain_rate}: use a fraction in [0, 1)")
     if args.concentration is not None and args.concentration <= 0:
         problems.append(f"--concentration {args.concentration}: use a positive number")
-    if error := output_dir_error(args.output_dir):
-        problems.append(error)
-    if problems:
-        raise InputError("; ".join(problems) + ".")
+    raise_problems([*problems, output_dir_error(args.output_dir)])
 
 
 def main(args: argparse.Namespace) -> int:

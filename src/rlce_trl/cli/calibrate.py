@@ -16,25 +16,19 @@ import argparse
 import os
 
 from ..data.jsonl import read_jsonl, write_json, write_jsonl
-from ..errors import InputError, print_error
+from ..errors import InputError, output_file_error, print_error, raise_problems
 from ..models import check_model_source, resolve_model
 from ._args import positive_int
 
 
 def _check(args) -> None:
     """Flags and paths, before the verifier loads: every problem at once, as one [`InputError`]."""
-    problems = []
-    out = args.output_file  # required by every step but `score`
-    if out is not None and os.path.isdir(out):
-        problems.append(f"--output_file {out!r} is a folder: pass a file path (e.g. {args.default_name})")
-    elif out is not None and os.path.dirname(out) and not os.path.isdir(os.path.dirname(out)):
-        problems.append(f"--output_file {out!r}: the folder {os.path.dirname(out)!r} does not exist; create it first")
+    problems = [output_file_error(args.output_file, args.default_name)]  # required by every step but `score`
     files = [(f, getattr(args, f, None)) for f in ("prompts", "cases", "calibration", "retained", "groups")]
     files += [("variants", path) for path in getattr(args, "variants", None) or []]
     problems += [f"--{flag} {path!r}: no such file" for flag, path in files if path is not None
                  and not os.path.isfile(path)]
-    if problems:
-        raise InputError("; ".join(problems) + ".")
+    raise_problems(problems)
     if hasattr(args, "verifier_model_name_or_path"):
         check_model_source(resolve_model(args.verifier_model_name_or_path), "--verifier_model_name_or_path")
 

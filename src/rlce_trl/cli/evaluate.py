@@ -16,8 +16,9 @@ from ..data.jsonl import read_jsonl_counted
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
 from ..data.sample import load_preference_sample
 from ..data.tasks import judge_of, load_task, plain_rows, video_tasks
-from ..errors import InputError, MissingInputError, first_line, output_dir_error
+from ..errors import InputError, MissingInputError, first_line, output_dir_error, raise_problems
 from ..evaluation.evaluate import Judge, check_eval_rows, evaluate_prefeval_forms, evaluate_rows
+from ..evaluation.judges import OpenAIJudgeClient, judge_url_problem, load_prefeval_judge_prompts
 from ..generation.generators import BACKENDS, Generator, make_generator
 from ..models import ALIAS_NAMES as ALIASES
 from ..models import check_model_source, resolve_model
@@ -82,12 +83,7 @@ def check_flags(args: argparse.Namespace) -> None:
         problems.append("pass --data (a split) or --task (your task file), one of them")
     if args.judge_base_url and not args.judge_model:
         problems.append("--judge_base_url needs --judge_model (the model name at the judge endpoint)")
-    if args.judge_base_url and not args.judge_base_url.startswith(("http://", "https://")):
-        problems.append("--judge_base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)")
-    if error := output_dir_error(args.output_dir):
-        problems.append(error)
-    if problems:
-        raise InputError("; ".join(problems) + ".")
+    raise_problems([*problems, judge_url_problem(args.judge_base_url), output_dir_error(args.output_dir)])
 
 
 def _read_rows(args: argparse.Namespace) -> list[dict] | None:
@@ -128,8 +124,6 @@ def _read_rows(args: argparse.Namespace) -> list[dict] | None:
 
 
 def main(args: argparse.Namespace, generator: Generator | None = None) -> int:
-    from ..evaluation.judges import OpenAIJudgeClient, load_prefeval_judge_prompts
-
     check_flags(args)
     rows = _read_rows(args)
     prompting, source = resolve_prompting(args.config, args.model_name_or_path)

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..data.hba import FRAME_FPS, FRAME_SIZE, MAX_FRAMES, MIN_FRAMES, expand_videos, load_hba_split
 from ..data.jsonl import read_jsonl
 from ..data.tasks import load_task, video_tasks
-from ..errors import InputError, MissingInputError, first_line, output_dir_error
+from ..errors import InputError, MissingInputError, first_line, output_dir_error, raise_problems
 from ..generation.generators import make_generator
 from ..models import ALIAS_NAMES as ALIASES
 from ..models import resolve_model
@@ -153,9 +153,7 @@ def _check_rows(rows: list, args) -> None:
 def main(args: argparse.Namespace, sampler=None) -> int:
     from ..selection.pool import sample_pool
 
-    problems = _sample_problems(args)
-    if problems:
-        raise InputError("; ".join(problems) + ".")
+    raise_problems(_sample_problems(args))
     rows = _load_rows(args)[: args.limit]
     _check_rows(rows, args)
     video = any(isinstance(r, dict) and r.get("videos") for r in rows)

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..data.jsonl import read_json, read_jsonl, write_json
 from ..data.prompts import Prompting
 from ..data.tasks import load_task
-from ..errors import InputError, MissingInputError, output_dir_error, positive_int
+from ..errors import InputError, MissingInputError, output_dir_error, positive_int, raise_problems
 from ..models import resolve_model
 from ._prompting import add_config_argument, resolve_prompting
 
@@ -110,8 +110,7 @@ def _select_config(args):
                               think_range=(think[0], think[1]))
         except ValueError as error:
             problems.append(" ".join(str(error).replace("Invalid ElectConfig:", "").split()).lstrip("- "))
-    if problems:
-        raise InputError("; ".join(problems) + ".")
+    raise_problems(problems)
     return cfg, budgets, names
 
 

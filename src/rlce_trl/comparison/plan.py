@@ -14,6 +14,7 @@ from pathlib import Path
 from ..data.prefeval import TASK as PREFEVAL_TASK
 from ..data.tasks import get_task, is_task_file, load_task
 from ..errors import InputError, MissingInputError, output_dir_error
+from ..evaluation.judges import judge_url_problem
 from ..training.recipes import load_recipe, recipes_dir
 from . import paper
 
@@ -234,5 +235,5 @@ def _check_judge(args, task: str) -> None:
         if not (args.judge_base_url and args.judge_model):
             raise InputError(f"--task {args.task} is scored by an LLM judge: pass --judge_base_url and --judge_model "
                              "(any OpenAI-compatible endpoint, e.g. `vllm serve`).")
-    if args.judge_base_url and not args.judge_base_url.startswith(("http://", "https://")):
-        raise InputError("--judge_base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1).")
+    if problem := judge_url_problem(args.judge_base_url):
+        raise InputError(problem + ".")

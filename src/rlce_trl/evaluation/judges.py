@@ -37,6 +37,13 @@ from ..errors import MissingInputError
 from ..verifiers.openai_http import HTTPRequestError, OpenAIHTTPClient
 
 
+def judge_url_problem(base_url: str | None) -> str | None:
+    """What is wrong with a judge endpoint's `--judge_base_url` (`None`: nothing, or none was given)."""
+    if base_url and not base_url.startswith(("http://", "https://")):
+        return "--judge_base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)"
+    return None
+
+
 class JudgeError(RuntimeError):
     """The endpoint could not be reached or answered with an error."""
 
