@@ -121,8 +121,7 @@ def main_coevolve(args: argparse.Namespace) -> int:
 
     if args.rlce and not args.rlce_gpus:
         raise InputError("--rlce needs --rlce_gpus N (the GPUs that run used) to turn its runtime into GPU-hours.")
-    if error := output_file_error(args.output_file, "coevolve.md"):
-        raise InputError(error + ".")
+    raise_problems([output_file_error(args.output_file, "coevolve.md")])
     runs = [load_coevolve(p) for p in args.runs]
     rlce_hours = rlce_device_hours(args.rlce, args.rlce_gpus) if args.rlce else None
     text = "\n\n".join([table(runs, rlce_hours), *(per_phase(r) for r in runs)])

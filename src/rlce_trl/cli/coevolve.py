@@ -13,7 +13,7 @@ import argparse
 import os
 import shlex
 
-from ..errors import InputError, MissingInputError, output_dir_error, print_error
+from ..errors import InputError, MissingInputError, output_dir_error, print_error, raise_problems
 from ..models import resolve_model
 from ..training.recipes import list_recipes, load_recipe
 from ._args import CLIParser
@@ -71,8 +71,7 @@ def main(args: argparse.Namespace) -> int:
     if args.method not in METHODS:
         raise InputError(f"--method {args.method!r}: use one of {', '.join(METHODS)}.")
 
-    if error := output_dir_error(args.output_dir):
-        raise InputError(f"{error}.")
+    raise_problems([output_dir_error(args.output_dir)])
     recipe = load_recipe(args.config)
     _check_coevolution_recipe(recipe)
     overrides = list(args.extra)

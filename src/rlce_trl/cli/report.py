@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..errors import InputError, output_dir_error
+from ..errors import InputError, output_dir_error, raise_problems
 from ._args import positive_int
 
 
@@ -27,8 +27,7 @@ def main(args: argparse.Namespace) -> int:
     from ..report import build_report
     from ..report.plots import CURVES_PNG
 
-    if args.output_dir and (error := output_dir_error(args.output_dir)):
-        raise InputError(f"{error}.")
+    raise_problems([args.output_dir and output_dir_error(args.output_dir)])
     try:
         path, data = build_report(args.run_dir, args.output_dir, args.max_groups)
     except FileNotFoundError as error:

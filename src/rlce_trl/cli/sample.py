@@ -89,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         '\'{"max_model_len": 1024, "enforce_eager": true}\'')
 
 
-def _sample_problems(args) -> list[str]:
+def _sample_problems(args) -> list[str | None]:
     from ..config_video import frame_kwargs, video_problems
 
     problems = []  # the counts are checked by their argparse types
@@ -105,8 +105,7 @@ def _sample_problems(args) -> list[str]:
         problems.append("--hba_task reads --data: pass the HBA split with --data")
     if args.media_root and not Path(args.media_root).is_dir():
         problems.append(f"--media_root {args.media_root!r}: no such folder")
-    if error := output_dir_error(args.output_dir):
-        problems.append(error)
+    problems.append(output_dir_error(args.output_dir))
     problems += [f"--{p.rstrip('.')}" for p in video_problems(args)]
     args.frame_kwargs = frame_kwargs(args)
     return problems

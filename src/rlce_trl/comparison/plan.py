@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..data.prefeval import TASK as PREFEVAL_TASK
 from ..data.tasks import get_task, is_task_file, load_task
-from ..errors import InputError, MissingInputError, output_dir_error
+from ..errors import InputError, MissingInputError, output_dir_error, raise_problems
 from ..evaluation.judges import judge_url_problem
 from ..training.recipes import load_recipe, recipes_dir
 from . import paper
@@ -123,8 +123,7 @@ def make_plan(args: argparse.Namespace) -> dict:
         raise InputError(f"--seeds {args.seeds!r}: pass comma-separated integers, e.g. --seeds 1,2,3.") from None
     if not seeds or len(set(seeds)) != len(seeds):
         raise InputError(f"--seeds {args.seeds!r}: pass distinct integers, e.g. --seeds 1,2,3.")
-    if error := output_dir_error(args.output_dir):
-        raise InputError(f"{error}.")
+    raise_problems([output_dir_error(args.output_dir)])
     launcher = shlex.split(args.launcher) if args.launcher.strip() else []
     if not launcher:
         raise InputError("--launcher is empty: pass `python` or a launcher command such as `accelerate launch`.")
@@ -235,5 +234,4 @@ def _check_judge(args, task: str) -> None:
         if not (args.judge_base_url and args.judge_model):
             raise InputError(f"--task {args.task} is scored by an LLM judge: pass --judge_base_url and --judge_model "
                              "(any OpenAI-compatible endpoint, e.g. `vllm serve`).")
-    if problem := judge_url_problem(args.judge_base_url):
-        raise InputError(problem + ".")
+    raise_problems([judge_url_problem(args.judge_base_url)])
