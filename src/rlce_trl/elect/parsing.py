@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..evidence.answers import extract_answer, normalize_answer
+from ..evidence.answers import extract_answer, normalize_answer, tag_content
 
 ELECT_SYSTEM_PROMPT = (
     "Think inside <think></think>, citing frames by number; list the frame numbers you relied on, comma-separated, "
@@ -27,12 +27,6 @@ _INT = re.compile(r"^[+-]?\d+$")
 def frames_line(num_frames: int, unit: str = "frames") -> str:
     """The per-row line that tells the policy the index range: 'The video has 8 frames, numbered 1 to 8.'"""
     return f"The input has {num_frames} {unit}, numbered 1 to {num_frames}."
-
-
-def tag_content(text: str, tag: str) -> str | None:
-    """Stripped content of the LAST `<tag>...</tag>` in `text`; `None` if absent."""
-    found = re.findall(rf"<{tag}>(.*?)</{tag}>", text, flags=re.DOTALL | re.IGNORECASE)
-    return found[-1].strip() if found else None
 
 
 @dataclass(frozen=True)

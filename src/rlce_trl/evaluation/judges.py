@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import MissingInputError
+from ..evidence.answers import tag_content
 from ..verifiers.openai_http import HTTPRequestError, OpenAIHTTPClient
 
 
@@ -204,12 +205,6 @@ def load_prefeval_judge_prompts(prefeval_dir: str | os.PathLike | None = None) -
     return {check: (folder / name).read_text(encoding="utf-8") for check, name in PREFEVAL_CHECKS.items()}
 
 
-def xml_tag(text: str, tag: str) -> str | None:
-    """Content of the last `<tag>...</tag>` in `text`, stripped; `None` when absent."""
-    found = re.findall(rf"<{tag}>(.*?)</{tag}>", text or "", flags=re.DOTALL | re.IGNORECASE)
-    return found[-1].strip() if found else None
-
-
 def yes_no(text: str | None) -> str | None:
     """`"yes"` / `"no"` from an `<answer>` value such as `Yes`, `[No]`, `yes.`; `None` for anything else."""
     word = re.sub(r"[^a-z]", " ", (text or "").lower()).split()
@@ -218,11 +213,11 @@ def yes_no(text: str | None) -> str | None:
 
 def parse_check(check: str, reply: str) -> dict | None:
     """Parsed reply of one check: `{"answer": "yes"|"no"}` plus `quote` for acknowledge; `None` if unparsed."""
-    answer = yes_no(xml_tag(reply, "answer"))
+    answer = yes_no(tag_content(reply, "answer"))
     if answer is None:
         return None
     if check == "acknowledge":
-        return {"answer": answer, "quote": (xml_tag(reply, "preference") or "").strip("[] \n\"'")}
+        return {"answer": answer, "quote": (tag_content(reply, "preference") or "").strip("[] \n\"'")}
     return {"answer": answer}
 
 

@@ -39,6 +39,12 @@ def last_boxed(text: str) -> str | None:
     return text[start + len(_BOXED) : end - 1].strip()
 
 
+def tag_content(text: str | None, tag: str) -> str | None:
+    """Stripped content of the LAST `<tag>...</tag>` in `text` (any case, across lines); `None` if absent."""
+    found = re.findall(rf"<{tag}>(.*?)</{tag}>", text or "", flags=re.DOTALL | re.IGNORECASE)
+    return found[-1].strip() if found else None
+
+
 def extract_boxed(text: str) -> str | None:
     """Content of the last balanced `\\boxed{...}` in `text`, stripped; `None` if there is none or it is empty."""
     return last_boxed(text) or None
