@@ -103,8 +103,7 @@ def markdown_table(rows: Sequence[dict]) -> str:
     keys = [k for k, _ in _COLUMNS if any(k in row for row in rows)]
     names = dict(_COLUMNS)
     lines = ["| " + " | ".join(names[k] for k in keys) + " |", "|" + "---|" * len(keys)]
-    for row in rows:
-        lines.append("| " + " | ".join(_fmt(k, row.get(k)) for k in keys) + " |")
+    lines += ["| " + " | ".join(_fmt(k, row.get(k)) for k in keys) + " |" for row in rows]
     return "\n".join(lines)
 
 
