@@ -46,20 +46,14 @@ def check_trl_version(version: str | None = None) -> None:
 def _as_images(row: dict) -> dict:
     """`video_input="images"`: each video block becomes one `{"type": "image"}` placeholder per frame, and the row's
     `images` column the frames, which TRL's own multi-image path fills in and forwards everywhere."""
-    images, prompt = [], []
-    for message in row["prompt"]:
-        content = message.get("content")
-        if isinstance(content, list):
-            new = []
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "video":
-                    frames, _ = resolve(block)
-                    images += list(frames)
-                    new += [{"type": "image"} for _ in frames]
-                else:
-                    new.append(block)
-            content = new
-        prompt.append({**message, "content": content})
+    images = []
+
+    def placeholders(block: dict) -> list[dict]:
+        frames, _ = resolve(block)
+        images.extend(frames)
+        return [{"type": "image"} for _ in frames]
+
+    prompt = map_video_blocks(row["prompt"], placeholders)
     return {**row, "prompt": prompt, "images": images}
 
 

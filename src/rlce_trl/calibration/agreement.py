@@ -14,7 +14,6 @@ Both are fitted on the calibration half of a case set (`fit_calibration`) and ap
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 
 from ..evidence.prompt_set import VerifierPrompts
@@ -100,19 +99,11 @@ def fit_calibration(verifier: Verifier, prompts: VerifierPrompts, cases: Sequenc
 
     best_band, best_value = 0.0, score(0.0)
     if band:
-        margins = sorted(_margin(r.choice_logprobs, prior) for r in replies if r.choice_logprobs)
+        unbanded = VerdictCalibration(prompts.version, prior)
+        margins = sorted(unbanded.margin(r.choice_logprobs) for r in replies if r.choice_logprobs)
         candidates = {margins[int(q * (len(margins) - 1))] + 1e-6 for q in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)}
         for candidate in sorted(candidates):
             value = score(candidate)
             if value > best_value + 1e-12:
                 best_band, best_value = candidate, value
     return VerdictCalibration(prompts.version, prior, best_band, len(cases))
-
-
-def _margin(logprobs: dict[str, float], prior: dict[str, float] | None) -> float:
-    probs = _normalised(logprobs)
-    if prior:
-        probs = {k: p / max(prior.get(k, 1.0), 1e-9) for k, p in probs.items()}
-    return abs(math.log(max(probs.get("yes", 1e-30), 1e-30)) - math.log(max(probs.get("no", 1e-30), 1e-30)))
-
-

@@ -77,16 +77,16 @@ def _decoded(source: str) -> tuple[list, dict]:
 
 
 def map_video_blocks(prompt, fn):
-    """The prompt with each video block `b` replaced by `fn(b)` (dropped when `fn(b)` is `None`); a plain-string
-    prompt is returned as it is."""
+    """The prompt with each video block `b` replaced by `fn(b)`: a block, a list of blocks, or `None` (dropped); a
+    plain-string prompt is returned as it is."""
     if isinstance(prompt, str):
         return prompt
     out = []
     for message in prompt:
         content = message.get("content")
         if isinstance(content, list):
-            content = [fn(b) if isinstance(b, dict) and b.get("type") == "video" else b for b in content]
-            content = [b for b in content if b is not None]
+            mapped = [fn(b) if isinstance(b, dict) and b.get("type") == "video" else [b] for b in content]
+            content = [b for m in mapped for b in ([m] if isinstance(m, dict) else m or [])]
         out.append({**message, "content": content})
     return out
 

@@ -32,15 +32,22 @@ class VerdictCalibration:
     band: float = 0.0  # yes/no log-odds margin below which the verdict is "unknown"
     fitted_on: int = 0  # calibration cases used
 
-    def verdict(self, choice_logprobs: dict[str, float]) -> str:
+    def _probabilities(self, choice_logprobs: dict[str, float]) -> dict[str, float]:
         probs = _normalised(choice_logprobs)
         if self.prior:
             probs = {k: p / max(self.prior.get(k, 1.0), 1e-9) for k, p in probs.items()}
+        return probs
+
+    def margin(self, choice_logprobs: dict[str, float]) -> float:
+        """The calibrated yes/no log-odds margin (a missing choice counts as probability 1e-30)."""
+        probs = self._probabilities(choice_logprobs)
+        return abs(math.log(max(probs.get("yes", 1e-30), 1e-30)) - math.log(max(probs.get("no", 1e-30), 1e-30)))
+
+    def verdict(self, choice_logprobs: dict[str, float]) -> str:
+        probs = self._probabilities(choice_logprobs)
         best = max(probs, key=probs.get)
-        if self.band > 0 and best in ("yes", "no") and "yes" in probs and "no" in probs:
-            margin = abs(math.log(max(probs["yes"], 1e-30)) - math.log(max(probs["no"], 1e-30)))
-            if margin < self.band:
-                return "unknown"
+        if best in ("yes", "no") and "yes" in probs and "no" in probs and self.margin(choice_logprobs) < self.band:
+            return "unknown"
         return best
 
     def save(self, path: str | Path) -> None:
