@@ -42,6 +42,19 @@ _AT_LEAST = {
 }
 
 
+def json_problems(settings, name: str, example: str = "") -> list[str]:
+    """Read the dict setting `name` of `settings` from JSON when it came as text (the command line); the problem if
+    it is not valid JSON (naming `example`, an object, when given)."""
+    text = getattr(settings, name)
+    if isinstance(text, str):
+        try:
+            setattr(settings, name, json.loads(text) if text.strip() else None)
+        except json.JSONDecodeError as error:
+            like = f" like '{example}'" if example else ""
+            return [f"{name} is not valid JSON ({error}): pass an object{like}."]
+    return []
+
+
 @dataclass
 class RLCEGRPOConfig(GRPOConfig):
     r"""
@@ -525,7 +538,7 @@ class RLCEGRPOConfig(GRPOConfig):
                             "trackio from report_to).")
         if self.health_signal_patience < 0:
             problems.append(f"health_signal_patience={self.health_signal_patience}: use 0 (no stop) or more steps.")
-        problems += self._json_problems("health_thresholds", '{"collapse_share": 0.9}') or [
+        problems += json_problems(self, "health_thresholds", '{"collapse_share": 0.9}') or [
             f"health_thresholds: {p}" for p in threshold_problems(self.health_thresholds)]
         problems += video_problems(self)
         if self.partner_mode == "server" and not self.partner_server_base_url:
@@ -561,17 +574,6 @@ class RLCEGRPOConfig(GRPOConfig):
         # the names every tracker (trackio, wandb, ...) shows, sent as they are
         self.run_name, self.project = scrub(self.run_name), scrub(self.project)
 
-    def _json_problems(self, name: str, example: str) -> list[str]:
-        """Read the dict setting `name` from JSON when it came as text (the command line); the problem if it is not
-        valid JSON."""
-        text = getattr(self, name)
-        if isinstance(text, str):
-            try:
-                setattr(self, name, json.loads(text) if text.strip() else None)
-            except json.JSONDecodeError as error:
-                return [f"{name} is not valid JSON ({error}): pass an object like '{example}'."]
-        return []
-
     def _warn_vllm_only_sampling(self) -> None:
         """`presence_penalty` / `frequency_penalty` are vLLM sampling parameters: transformers generation (use_vllm
         off, as for video rows) keeps them in its GenerationConfig and ignores them. Say so instead of dropping them
@@ -605,7 +607,7 @@ class RLCEGRPOConfig(GRPOConfig):
                 )
             else:
                 self.reward_method, self.rlce_mode = method, mode
-        problems += self._json_problems("reward_method_kwargs", '{"max_active": 3}')
+        problems += json_problems(self, "reward_method_kwargs", '{"max_active": 3}')
         if self.reward_method_kwargs is not None and not isinstance(self.reward_method_kwargs, dict):
             problems.append(f"reward_method_kwargs must be a JSON object (a dict), got {self.reward_method_kwargs!r}.")
         return problems

@@ -75,7 +75,7 @@ def test_colocated_server_command_is_sized_for_the_recipe(tmp_path, fake_vllm, m
     default 1,024 sequences, and image / video inputs reserved for a text recipe."""
     monkeypatch.setenv("WORLD_SIZE", "8")  # the 8 processes the recipe's batch comments count
     args = recipe_args(tmp_path)
-    verifier = remote_verifier(args, "/nonexistent/checkpoint", 0, multimodal=False)
+    verifier = remote_verifier(args, "/nonexistent/checkpoint", multimodal=False)
     try:
         cmd = verifier.process.command()
     finally:
@@ -91,7 +91,7 @@ def test_colocated_server_command_is_sized_for_the_recipe(tmp_path, fake_vllm, m
 
 def test_a_video_recipe_keeps_the_multimodal_inputs_and_user_args_win(tmp_path, fake_vllm):
     args = recipe_args(tmp_path, "prefeval_rlce", "--verifier_vllm_args", "--max-num-seqs 7 --enforce-eager")
-    verifier = remote_verifier(args, "/nonexistent/checkpoint", 0, multimodal=True)
+    verifier = remote_verifier(args, "/nonexistent/checkpoint", multimodal=True)
     try:
         cmd = verifier.process.command()
     finally:
@@ -143,7 +143,7 @@ def test_startup_timeout_is_a_config_field(tmp_path, monkeypatch):
     assert args.verifier_startup_timeout == 2.0
     start = time.monotonic()
     with pytest.raises(VerifierUnavailableError, match="verifier_startup_timeout"):
-        remote_verifier(args, "/nonexistent/checkpoint", 0, multimodal=False)
+        remote_verifier(args, "/nonexistent/checkpoint", multimodal=False)
     assert time.monotonic() - start < 30
     assert RLCEGRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False).verifier_startup_timeout == 900.0
     with pytest.raises(ValueError, match="verifier_startup_timeout must be > 0"):

@@ -29,7 +29,7 @@ from typing import Any
 
 from trl import ModelConfig
 
-from ..config import RLCEGRPOConfig
+from ..config import RLCEGRPOConfig, json_problems
 from ..data.jsonl import read_jsonl, write_json
 from ..errors import InputError
 from ..training.arguments import RecipeParser, RLCEScriptArguments
@@ -106,15 +106,11 @@ class CoevolveArguments(RLCEScriptArguments):
                 raise ValueError(f"co-evolution does not use {name}: drop it (a co-evolution run takes its rows from "
                                  "its own files and validates every round).")
         for name in ("coevolve_phase_steps", "coevolve_phase_overrides", "coevolve_build_kwargs"):
+            if problems := json_problems(self, name):
+                raise ValueError(problems[0])
             value = getattr(self, name)
-            if isinstance(value, str):
-                try:
-                    value = json.loads(value) if value.strip() else None
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{name} is not valid JSON ({error}): pass an object.") from None
             if value is not None and not isinstance(value, dict):
                 raise ValueError(f"{name} must be a mapping (a JSON object), got {value!r}.")
-            setattr(self, name, value)
         if self.coevolve_rounds < 1:
             raise ValueError(f"coevolve_rounds={self.coevolve_rounds}: set it to 1 or more.")
         if self.rlac_max_pairs < 1:

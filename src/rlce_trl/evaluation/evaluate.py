@@ -29,7 +29,7 @@ from ..data.jsonl import append_jsonl, read_jsonl, read_jsonl_counted, repair_js
 from ..data.prefeval import FORMS as PREFEVAL_FORMS
 from ..data.prefeval import TASK as PREFEVAL_TASK
 from ..data.tasks import TASKS, judge_of
-from ..errors import InputError, output_dir_error
+from ..errors import InputError, output_dir_error, raise_problems
 from ..generation.generators import Generator
 from .metrics import extract_prediction, macro_average, task_score
 
@@ -178,8 +178,7 @@ def evaluate_rows(rows: Sequence[dict], generate: Generator, output_dir: str | o
     if batch_size < 1:
         raise InputError(f"batch_size={batch_size}: use 1 or more.")
     task = check_eval_rows(rows)
-    if error := output_dir_error(output_dir):
-        raise InputError(f"{error}.")
+    raise_problems([output_dir_error(output_dir)])
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
         with OutputLock(output_dir):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 
 import torch
 
@@ -86,8 +85,7 @@ class VerifierFactory:
             source = args.verifier_model_name_or_path or initial
             load = checkpoint_kwargs(args, policy_checkpoint=source == initial,
                                      quantization_config=quantization_config)
-            verifier = remote_verifier(args, source, int(os.environ.get("LOCAL_RANK", "0")), multimodal=multimodal,
-                                       load_kwargs=load)
+            verifier = remote_verifier(args, source, multimodal=multimodal, load_kwargs=load)
         self.verifier = verifier
         self.partner: Verifier | None = server_partner(args) if args.partner_mode == "server" else None
         # A model given in memory without a checkpoint on disk or the Hub: keep an untouched copy as verifier.

@@ -4,6 +4,7 @@ process. The trainer's choice among them (and the reuse of its own reference or 
 
 from __future__ import annotations
 
+import os
 import shlex
 
 from .base import Verifier
@@ -48,8 +49,7 @@ def vllm_checkpoint_args(load_kwargs: dict) -> list[str]:
     return args
 
 
-def remote_verifier(args, model_source: str, local_rank: int, *, multimodal: bool = True,
-                    load_kwargs: dict | None = None) -> Verifier:
+def remote_verifier(args, model_source: str, *, multimodal: bool = True, load_kwargs: dict | None = None) -> Verifier:
     """`verifier_mode="server"`: a client of the URLs in `args`. `verifier_mode="colocate"`: a vLLM server process
     on this rank's GPU serving `model_source` (the initial checkpoint), and its client. Every process builds its
     own: with the trainer's group ownership each process sends only the groups it scores. The server is sized for
@@ -70,7 +70,7 @@ def remote_verifier(args, model_source: str, local_rank: int, *, multimodal: boo
             model_source,
             python=args.verifier_vllm_python,
             gpu_memory_utilization=args.verifier_gpu_memory_utilization,
-            devices=device_for_local_rank(local_rank),
+            devices=device_for_local_rank(int(os.environ.get("LOCAL_RANK", "0"))),
             tensor_parallel_size=args.verifier_tensor_parallel_size,
             max_model_len=verifier_max_model_length(args),
             max_num_seqs=verifier_max_num_seqs(args),
@@ -96,8 +96,6 @@ def described_verifier(description: str, options) -> Verifier:
         if options is None:  # the client's own defaults
             return ServerVerifier(description)
         return ServerVerifier(description, model=options.verifier_server_model, **client_settings(options))
-    import os
-
     import torch
 
     device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if torch.cuda.is_available() else "cpu"
