@@ -44,7 +44,7 @@ from ..errors import InputError
 from ..evidence.answers import extract_answer, match_label, normalize_answer
 from ..evidence.pipeline import EvidenceSettings
 from ..scoring import Group
-from ..verifiers.base import Reply, Request, Verifier
+from ..verifiers.base import Verifier
 
 logger = logging.getLogger(__name__)
 
@@ -60,28 +60,6 @@ def default_correct(answer: str | None, gold: str, labels: Sequence[str] | None)
     if labels:
         return match_label(answer, labels) is not None and match_label(answer, labels) == match_label(gold, labels)
     return normalize_answer(answer) == normalize_answer(gold)
-
-
-class CountingVerifier(Verifier):
-    """Passes requests to `inner` and counts them, with the characters of their prompts (a proxy for prompt tokens,
-    which backends do not report)."""
-
-    def __init__(self, inner: Verifier):
-        super().__init__()
-        self.inner = inner
-        self.name = inner.name
-        self.supports_structured_output = inner.supports_structured_output
-        self.prompt_chars = 0
-
-    def _generate(self, requests: list[Request]) -> list[Reply]:
-        self.prompt_chars += sum(len(m["content"]) for r in requests for m in r.messages)
-        return self.inner.generate(requests)
-
-    def transport_metrics(self) -> dict[str, float]:
-        return self.inner.transport_metrics()
-
-    def session(self):
-        return self.inner.session()
 
 
 def log_groups(
@@ -102,7 +80,6 @@ def log_groups(
     """
     from ..methods import build_scorer  # the registry imports the scorers; analysis stays importable without it
 
-    counting = CountingVerifier(verifier)
     records = []
     for k, (group, gold) in enumerate(zip(groups, golds, strict=True)):
         rollouts = [extract_answer(c, group.labels, fallback=False) for c in group.completions]
@@ -115,11 +92,11 @@ def log_groups(
             "methods": {},
         })
     for name in methods:
-        scorer = build_scorer(name, counting, settings)
+        scorer = build_scorer(name, verifier, settings)
         for group, gold, record in zip(groups, golds, records, strict=True):
-            before, chars = counting.stats.snapshot(), counting.prompt_chars
+            before = verifier.stats.snapshot()
             (result,), _ = scorer.score([group])
-            work = counting.stats.since(before)
+            work = verifier.stats.since(before)
             entry = {
                 "rewards": list(result.verified),
                 "status": result.status,
@@ -130,7 +107,7 @@ def log_groups(
                 "calls": float(work.calls),
                 "requests": float(work.requests),
                 "tokens": float(work.generated_tokens),
-                "prompt_chars": float(counting.prompt_chars - chars),
+                "prompt_chars": float(work.prompt_chars),
             }
             if result.tests:
                 entry["tests"] = [

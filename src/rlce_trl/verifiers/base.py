@@ -117,6 +117,7 @@ class VerifierStats:
     generated_tokens: int = 0
     failed_requests: int = 0
     seconds: float = 0.0
+    prompt_chars: int = 0  # characters of the requests' messages (backends do not report prompt tokens)
     calls_by_stage: dict[str, int] = field(default_factory=dict)
 
     def snapshot(self) -> VerifierStats:
@@ -158,6 +159,7 @@ class Verifier(ABC):
         self.stats.calls += 1
         self.stats.requests += len(requests)
         self.stats.generated_tokens += sum(r.num_tokens for r in replies)
+        self.stats.prompt_chars += sum(len(m["content"]) for r in requests for m in r.messages)
         self.stats.failed_requests += sum(r.error is not None for r in replies)
         self.stats.seconds += time.perf_counter() - start
         for stage in {r.stage for r in requests}:
